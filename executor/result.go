@@ -1,0 +1,121 @@
+// Package executor runs Python snippets in fresh, guarded and isolated
+// subprocesses, and schedules them fairly behind a shared rate limiter.
+// It knows nothing about chat.
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Request is one snippet to run.
+type Request struct {
+	// Code is the Python source of the snippet.
+	Code string
+	// Stdin is the snippet's standard input. Empty means /dev/null-like EOF.
+	Stdin string
+	// Timeout overrides the executor's default timeout when > 0.
+	Timeout time.Duration
+	// MemoryBytes overrides the executor's default memory limit when > 0.
+	MemoryBytes int64
+}
+
+// Result is how one run ended.
+type Result struct {
+	Success bool   `json:"success"`
+	Stdout  string `json:"stdout"`
+	Stderr  string `json:"stderr"`
+	// Error is the last line of the traceback ("ZeroDivisionError: division by zero"),
+	// "Execution failed" when stderr is empty, or "" on success.
+	Error          string `json:"error"`
+	Timeout        bool   `json:"timeout"`
+	MemoryExceeded bool   `json:"memory_exceeded"`
+	// OutputTruncated: Stdout or Stderr holds only a prefix of what the snippet wrote.
+	OutputTruncated bool `json:"output_truncated"`
+	// OutputLimit: the run was stopped because it passed the hard output cap.
+	OutputLimit bool `json:"output_limit"`
+	// StdoutBytes and StderrBytes count every byte the snippet wrote, kept or not.
+	StdoutBytes int64 `json:"stdout_bytes"`
+	StderrBytes int64 `json:"stderr_bytes"`
+	ExitCode    int   `json:"exit_code"`
+	// Signal names the signal that ended the run ("SIGKILL"), or "".
+	Signal     string        `json:"signal"`
+	Duration   time.Duration `json:"-"`
+	DurationMS int64         `json:"duration_ms"`
+	// TimeoutLimit and MemoryLimit are the limits the run had, for messages
+	// such as "timed out after 5 s".
+	TimeoutLimit time.Duration `json:"-"`
+	MemoryLimit  int64         `json:"memory_limit_bytes"`
+}
+
+// Outcome is a short label for metrics and logs: ok, error, timeout, memory,
+// output_limit.
+func (r Result) Outcome() string {
+	switch {
+	case r.Timeout:
+		return "timeout"
+	case r.MemoryExceeded:
+		return "memory"
+	case r.OutputLimit:
+		return "output_limit"
+	case r.Success:
+		return "ok"
+	default:
+		return "error"
+	}
+}
+
+// Code classifies an Error.
+type Code string
+
+// Error codes. Adapters turn each into a friendly chat line.
+const (
+	ErrBusy        Code = "busy"         // queue full
+	ErrRateLimited Code = "rate_limited" // per-user rate or per-user job limit
+	ErrTooLarge    Code = "too_large"    // snippet or stdin over the configured limit
+	ErrShutdown    Code = "shutdown"     // service is shutting down
+	ErrCanceled    Code = "canceled"     // caller's context ended
+	ErrUnavailable Code = "unavailable"  // no isolation tier allowed to run code
+	ErrInternal    Code = "internal"     // anything else: log it, do not echo it
+)
+
+// Error is the executor's typed error. Use errors.As to get at it.
+type Error struct {
+	Code    Code
+	Message string
+	// RetryAfter tells rate-limited and busy callers when to try again (0: unknown).
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := string(e.Code)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the Code of err, ErrInternal for a non-nil error that is
+// not an *Error, and "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ErrInternal
+}
