@@ -52,4 +52,3 @@ type Layer struct {
 	Verified bool   `json:"verified"`
 	Detail   string `json:"detail,omitempty"`
 }
-
