@@ -1,0 +1,344 @@
+// Package bench measures, side by side in one run, how fast snippets run
+// with bare python, the original execute_code (../shared/reference) and the
+// executor cold and pooled, and how much memory the service holds while a
+// snippet floods stdout. It backs `runblock bench`.
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// Options configure a bench run. The zero value measures everything with the
+// defaults of issue 5.
+type Options struct {
+	// JSON makes Run write one JSON object instead of tables.
+	JSON bool
+	// Executor is the base configuration of the executor rows; bench sets
+	// Pool (and the tier) per row.
+	Executor executor.Config
+	// Python runs the bare row and seed_bench.py; "" means Executor.Python,
+	// else python3 on PATH. Shims are resolved to sys.executable.
+	Python string
+	// SharedDir holds reference/seed_bench.py and data/HumanEval.jsonl.gz;
+	// "" means ../shared beside the module root above the working directory.
+	SharedDir string
+	// Concurrency is the parallel level measured beside 1; 0 = NumCPU.
+	Concurrency int
+	// Pool is the pool size of the pooled row; 0 = Concurrency.
+	Pool int
+	// HelloRuns is the number of print('hello') runs per phase; 0 = 200.
+	HelloRuns int
+	// Warmup is the number of untimed runs before each row; 0 = 10.
+	Warmup int
+	// HumanEvalPrograms limits HumanEval to its first n programs; 0 = all.
+	HumanEvalPrograms int
+	// FloodTimeout is the flooding snippet's timeout; 0 = Executor.Timeout,
+	// else 5s.
+	FloodTimeout time.Duration
+	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood.
+	SkipOriginal bool
+	SkipFlood    bool
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+const (
+	helloCode = "print('hello')"
+	helloOut  = "hello\n"
+	// runTimeout bounds each timed run, as seed_bench.py does for HumanEval.
+	runTimeout = 10 * time.Second
+)
+
+// Run measures everything Options ask for and writes the report to w.
+func Run(ctx context.Context, opts Options, w io.Writer) error {
+	r, err := Measure(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return r.WriteJSON(w)
+	}
+	return r.WriteText(w)
+}
+
+// Measure runs the bench and returns its report. Errors are kept for a
+// failure that leaves nothing to compare (no python, context ended); a row
+// or part that cannot be measured is noted in the report instead.
+func Measure(ctx context.Context, opts Options) (*Report, error) {
+	start := time.Now()
+	b := newBenchmark(opts)
+	name := cmp.Or(opts.Python, opts.Executor.Python, "python3")
+	py, err := resolvePython(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		NumCPU:        runtime.NumCPU(),
+		Concurrency:   b.conc,
+		Python:        py.Path,
+		PythonVersion: py.Version,
+		HelloRuns:     b.helloRuns,
+		Warmup:        b.warmup,
+	}
+	b.report = r
+
+	shared := cmp.Or(opts.SharedDir, findShared())
+	var total int
+	if shared == "" {
+		b.note("../shared not found beside the module root: HumanEval and the original are not measured")
+	} else if progs, err := humanEval(filepath.Join(shared, "data", "HumanEval.jsonl.gz")); err != nil {
+		b.note("HumanEval not measured: %v", err)
+	} else {
+		total = len(progs)
+		if n := opts.HumanEvalPrograms; n > 0 && n < total {
+			progs = progs[:n]
+		}
+		b.programs = progs
+		r.HumanEvalPrograms = len(progs)
+	}
+
+	if shared != "" && !opts.SkipOriginal {
+		b.log.Info("bench: running the original", "script", "seed_bench.py")
+		o, err := runSeed(ctx, py.Path, filepath.Join(shared, "reference", "seed_bench.py"), total)
+		if err != nil {
+			b.note("original not measured: %v", err)
+		} else {
+			if len(b.programs) < total {
+				// seed_bench.py always runs every program.
+				o.HumanEval = nil
+				b.note("HumanEval limited to %d programs: the original's HumanEval figures (all %d) are left out", len(b.programs), total)
+			}
+			r.Original = o
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	dir, err := os.MkdirTemp("", "runblock-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bp := bare{python: py.Path, dir: dir}
+	b.row(ctx, Row{Name: rowBare, Label: "bare python3 -I -S -c"}, func(ctx context.Context, code string) (outcome, error) {
+		ok, out, err := bp.run(ctx, code, runTimeout)
+		return outcome{ok: ok, stdout: out}, err
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	b.note("guard-only tier: executor.Config has no setting that forces it, so that row is left out")
+	for _, c := range b.executorRows() {
+		b.executorRow(ctx, c)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+
+	if !opts.SkipFlood {
+		cfg := b.poolConfig()
+		cfg.Timeout = cmp.Or(opts.FloodTimeout, opts.Executor.Timeout, 5*time.Second)
+		// Lift the hard output cap so the snippet floods for its whole
+		// timeout; only the kept prefix may stay in memory.
+		cfg.MaxOutputBytes = 1 << 50
+		b.log.Info("bench: stdout flood", "timeout", cfg.Timeout)
+		f, err := measureFlood(ctx, cfg, b.poolLabel())
+		if err != nil {
+			b.note("flood not measured: %v", err)
+		}
+		r.Flood = f
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	r.compare()
+	r.evaluate()
+	r.ElapsedS = time.Since(start).Seconds()
+	return r, nil
+}
+
+// benchmark is the state of one Measure call.
+type benchmark struct {
+	opts      Options
+	conc      []int
+	pool      int
+	helloRuns int
+	warmup    int
+	programs  []string
+	report    *Report
+	log       *slog.Logger
+}
+
+func newBenchmark(opts Options) *benchmark {
+	n := cmp.Or(opts.Concurrency, runtime.NumCPU())
+	b := &benchmark{
+		opts:      opts,
+		conc:      slices.Compact([]int{1, max(n, 1)}),
+		pool:      cmp.Or(opts.Pool, n),
+		helloRuns: cmp.Or(opts.HelloRuns, 200),
+		warmup:    cmp.Or(opts.Warmup, 10),
+		log:       opts.Logger,
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	return b
+}
+
+func (b *benchmark) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.log.Warn("bench: " + msg)
+	b.report.Notes = append(b.report.Notes, msg)
+}
+
+// executorConfig is one executor row.
+type executorConfig struct {
+	row Row
+	cfg executor.Config
+}
+
+func (b *benchmark) coldConfig() executor.Config {
+	cfg := b.opts.Executor
+	cfg.Pool = 0
+	if cfg.Logger == nil {
+		cfg.Logger = b.log
+	}
+	return cfg
+}
+
+func (b *benchmark) poolConfig() executor.Config {
+	cfg := b.coldConfig()
+	cfg.Pool = b.pool
+	return cfg
+}
+
+func (b *benchmark) poolLabel() string { return fmt.Sprintf("executor pool (%d)", b.pool) }
+
+func (b *benchmark) executorRows() []executorConfig {
+	return []executorConfig{
+		{Row{Name: rowCold, Label: "executor cold (pool off)"}, b.coldConfig()},
+		{Row{Name: rowPool, Label: b.poolLabel()}, b.poolConfig()},
+	}
+}
+
+// executorRow starts an executor with c.cfg, measures it and closes it.
+func (b *benchmark) executorRow(ctx context.Context, c executorConfig) {
+	b.log.Info("bench: starting executor", "row", c.row.Name, "pool", c.cfg.Pool)
+	t := time.Now()
+	ex, err := executor.New(ctx, c.cfg)
+	if err != nil {
+		c.row.Error = err.Error()
+		b.report.Rows = append(b.report.Rows, c.row)
+		b.note("%s not measured: %v", c.row.Label, err)
+		return
+	}
+	defer ex.Close()
+	c.row.StartupMS = ms(time.Since(t))
+	if c.row.Name == rowCold || b.report.Isolation == "" {
+		b.report.Isolation = ex.Isolation().Tier
+	}
+	b.row(ctx, c.row, func(ctx context.Context, code string) (outcome, error) {
+		res, err := ex.Run(ctx, executor.Request{Code: code, Timeout: runTimeout})
+		return outcome{ok: res.Success, stdout: res.Stdout, errLine: res.Error}, err
+	})
+}
+
+// outcome is what the bench needs to know of one run.
+type outcome struct {
+	ok      bool
+	stdout  string
+	errLine string
+}
+
+// snippetFunc runs one snippet.
+type snippetFunc func(ctx context.Context, code string) (outcome, error)
+
+// row warms run up, then measures hello and HumanEval at each concurrency,
+// and appends the row to the report.
+func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
+	defer func() { b.report.Rows = append(b.report.Rows, row) }()
+	b.log.Info("bench: measuring", "row", row.Name)
+	for range b.warmup {
+		if _, err := run(ctx, helloCode); err != nil {
+			row.Error = err.Error()
+			b.note("%s: warm-up: %v", row.Label, err)
+			return
+		}
+	}
+	for _, c := range b.conc {
+		s, err := b.phase(ctx, row.Label, "hello", c, b.helloRuns, run, func(int) string { return helloCode }, func(o outcome) bool {
+			return o.ok && o.stdout == helloOut
+		})
+		if err != nil {
+			row.Error = err.Error()
+			return
+		}
+		row.Hello = append(row.Hello, s)
+	}
+	if len(b.programs) == 0 {
+		return
+	}
+	for _, c := range b.conc {
+		s, err := b.phase(ctx, row.Label, "HumanEval", c, len(b.programs), run, func(i int) string { return b.programs[i] }, func(o outcome) bool {
+			return o.ok
+		})
+		if err != nil {
+			row.Error = err.Error()
+			return
+		}
+		row.HumanEval = append(row.HumanEval, s)
+	}
+}
+
+// phase measures n programs at concurrency c and notes the failures.
+func (b *benchmark) phase(ctx context.Context, label, what string, c, n int, run snippetFunc, code func(int) string, pass func(outcome) bool) (Stats, error) {
+	var (
+		mu    sync.Mutex
+		first = map[int]string{}
+	)
+	p, err := measure(ctx, n, c, func(ctx context.Context, i int) (bool, error) {
+		o, err := run(ctx, code(i))
+		if err != nil {
+			return false, err
+		}
+		ok := pass(o)
+		if !ok {
+			mu.Lock()
+			first[i] = cmp.Or(o.errLine, fmt.Sprintf("unexpected stdout %.40q", o.stdout))
+			mu.Unlock()
+		}
+		return ok, nil
+	})
+	if err != nil {
+		b.note("%s: %s at c%d stopped: %v", label, what, c, err)
+		return Stats{}, err
+	}
+	if len(p.Failed) > 0 {
+		var ids []string
+		for _, i := range p.Failed[:min(len(p.Failed), 5)] {
+			if what == "HumanEval" {
+				ids = append(ids, fmt.Sprintf("HumanEval/%d (%s)", i, first[i]))
+			} else {
+				ids = append(ids, fmt.Sprintf("run %d (%s)", i, first[i]))
+			}
+		}
+		b.note("%s: %s at c%d: %d of %d failed: %s", label, what, c, len(p.Failed), n, strings.Join(ids, ", "))
+	}
+	return summary(c, p), nil
+}

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// runFunc runs program i of a phase and reports whether it passed. A non-nil
+// error means the runner itself failed, which stops the phase.
+type runFunc func(ctx context.Context, i int) (bool, error)
+
+// phase is the raw outcome of running n programs with conc workers.
+type phase struct {
+	Latencies []time.Duration // one per program, in program order
+	Wall      time.Duration
+	Passed    int
+	Failed    []int // indexes of programs that did not pass
+}
+
+// measure runs n programs with conc workers, each taking the next program as
+// soon as it is done with one (a closed loop), and times every run and the
+// whole phase.
+func measure(ctx context.Context, n, conc int, run runFunc) (phase, error) {
+	if conc < 1 {
+		conc = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lat := make([]time.Duration, n)
+	ok := make([]bool, n)
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	start := time.Now()
+	for range min(conc, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				t := time.Now()
+				passed, err := run(ctx, i)
+				lat[i] = time.Since(t)
+				if err != nil {
+					errOnce.Do(func() {
+						firstErr = fmt.Errorf("run %d: %w", i, err)
+						cancel()
+					})
+					return
+				}
+				ok[i] = passed
+			}
+		})
+	}
+	wg.Wait()
+	p := phase{Latencies: lat, Wall: time.Since(start)}
+	if firstErr != nil {
+		return p, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return p, err
+	}
+	for i, passed := range ok {
+		if passed {
+			p.Passed++
+		} else {
+			p.Failed = append(p.Failed, i)
+		}
+	}
+	return p, nil
+}
+
+// percentile returns the nearest-rank q-th percentile (0 < q <= 100) of
+// sorted, or 0 when sorted is empty.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// summary turns a phase into the figures the report shows.
+func summary(conc int, p phase) Stats {
+	sorted := slices.Clone(p.Latencies)
+	slices.Sort(sorted)
+	s := Stats{
+		Concurrency: conc,
+		Runs:        len(p.Latencies),
+		Passed:      p.Passed,
+		P50MS:       ms(percentile(sorted, 50)),
+		P90MS:       ms(percentile(sorted, 90)),
+		P99MS:       ms(percentile(sorted, 99)),
+		WallS:       p.Wall.Seconds(),
+	}
+	if p.Wall > 0 {
+		s.RunsPerS = float64(len(p.Latencies)) / p.Wall.Seconds()
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func durations(ms ...int) []time.Duration {
+	d := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		d[i] = time.Duration(m) * time.Millisecond
+	}
+	return d
+}
+
+func TestPercentile(t *testing.T) {
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = i + 1
+	}
+	tests := []struct {
+		name   string
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"one", durations(7), 99, 7 * time.Millisecond},
+		{"p50 of two", durations(1, 2), 50, 1 * time.Millisecond},
+		{"p50 of three", durations(1, 2, 3), 50, 2 * time.Millisecond},
+		{"p90 of ten", durations(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 90, 9 * time.Millisecond},
+		{"p99 of ten", durations(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10 * time.Millisecond},
+		{"p100", durations(1, 2, 3), 100, 3 * time.Millisecond},
+		{"p50 of 100", durations(hundred...), 50, 50 * time.Millisecond},
+		{"p99 of 100", durations(hundred...), 99, 99 * time.Millisecond},
+		{"tiny q", durations(4, 5), 0.1, 4 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.sorted, tt.q); got != tt.want {
+				t.Errorf("percentile(%v, %v) = %v, want %v", tt.sorted, tt.q, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	p := phase{
+		Latencies: durations(30, 10, 20, 40),
+		Wall:      2 * time.Second,
+		Passed:    3,
+		Failed:    []int{2},
+	}
+	got := summary(2, p)
+	want := Stats{Concurrency: 2, Runs: 4, Passed: 3, P50MS: 20, P90MS: 40, P99MS: 40, RunsPerS: 2, WallS: 2}
+	if got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	tests := []struct {
+		name       string
+		n, conc    int
+		fail       map[int]bool
+		wantPassed int
+		wantFailed []int
+	}{
+		{"serial all pass", 5, 1, nil, 5, nil},
+		{"parallel some fail", 9, 3, map[int]bool{0: true, 4: true, 8: true}, 6, []int{0, 4, 8}},
+		{"more workers than programs", 2, 8, map[int]bool{1: true}, 1, []int{1}},
+		{"zero concurrency means one", 3, 0, nil, 3, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				inFlight, peak atomic.Int64
+				mu             sync.Mutex
+				seen           = map[int]int{}
+			)
+			p, err := measure(context.Background(), tt.n, tt.conc, func(ctx context.Context, i int) (bool, error) {
+				cur := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for {
+					old := peak.Load()
+					if cur <= old || peak.CompareAndSwap(old, cur) {
+						break
+					}
+				}
+				mu.Lock()
+				seen[i]++
+				mu.Unlock()
+				return !tt.fail[i], nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Passed != tt.wantPassed {
+				t.Errorf("passed = %d, want %d", p.Passed, tt.wantPassed)
+			}
+			if len(p.Failed) != len(tt.wantFailed) {
+				t.Fatalf("failed = %v, want %v", p.Failed, tt.wantFailed)
+			}
+			for i := range p.Failed {
+				if p.Failed[i] != tt.wantFailed[i] {
+					t.Errorf("failed = %v, want %v", p.Failed, tt.wantFailed)
+				}
+			}
+			if len(p.Latencies) != tt.n {
+				t.Errorf("%d latencies, want %d", len(p.Latencies), tt.n)
+			}
+			for i := range tt.n {
+				if seen[i] != 1 {
+					t.Errorf("program %d ran %d times, want once", i, seen[i])
+				}
+			}
+			if limit := int64(max(tt.conc, 1)); peak.Load() > limit {
+				t.Errorf("%d runs at once, want at most %d", peak.Load(), limit)
+			}
+		})
+	}
+}
+
+func TestMeasureStopsOnError(t *testing.T) {
+	boom := errors.New("boom")
+	var ran atomic.Int64
+	_, err := measure(context.Background(), 100, 1, func(ctx context.Context, i int) (bool, error) {
+		ran.Add(1)
+		if i == 3 {
+			return false, boom
+		}
+		return true, nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want %v", err, boom)
+	}
+	if got := ran.Load(); got != 4 {
+		t.Errorf("%d runs after an error at run 3, want 4", got)
+	}
+}
+
+func TestMeasureCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := measure(ctx, 10, 2, func(ctx context.Context, i int) (bool, error) {
+		cancel()
+		return true, nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}

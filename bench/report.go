@@ -1,0 +1,393 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Row names, used as keys by the targets.
+const (
+	rowBare  = "bare"
+	rowGuard = "guard"
+	rowCold  = "cold"
+	rowPool  = "pool"
+)
+
+// Report is everything one bench run measured. Run writes it as a table or,
+// with Options.JSON, as one JSON object.
+type Report struct {
+	NumCPU        int    `json:"num_cpu"`
+	Concurrency   []int  `json:"concurrency"`
+	Python        string `json:"python"`
+	PythonVersion string `json:"python_version"`
+	// Isolation is the tier the executor rows ran with ("full", ...).
+	Isolation string `json:"isolation"`
+	HelloRuns int    `json:"hello_runs"`
+	Warmup    int    `json:"warmup_runs"`
+	// HumanEvalPrograms is how many programs each HumanEval phase ran, 0 when
+	// the data set was not found.
+	HumanEvalPrograms int       `json:"humaneval_programs"`
+	Rows              []Row     `json:"rows"`
+	Original          *Original `json:"original,omitempty"`
+	Flood             *Flood    `json:"flood,omitempty"`
+	Targets           []Target  `json:"targets"`
+	Notes             []string  `json:"notes,omitempty"`
+	ElapsedS          float64   `json:"elapsed_s"`
+}
+
+// Row is one way of running snippets: bare python, the executor cold, ...
+type Row struct {
+	Name  string `json:"name"`
+	Label string `json:"label"`
+	// StartupMS is how long executor.New took (layer detection, canaries and
+	// filling the pool); 0 for bare python.
+	StartupMS float64 `json:"startup_ms,omitempty"`
+	Hello     []Stats `json:"hello"`
+	HumanEval []Stats `json:"humaneval,omitempty"`
+	// Error says why the row is incomplete.
+	Error string `json:"error,omitempty"`
+}
+
+// Stats are the figures of one phase: one program set at one concurrency.
+type Stats struct {
+	Concurrency int     `json:"concurrency"`
+	Runs        int     `json:"runs"`
+	Passed      int     `json:"passed"`
+	P50MS       float64 `json:"p50_ms"`
+	P90MS       float64 `json:"p90_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	RunsPerS    float64 `json:"runs_per_s"`
+	WallS       float64 `json:"wall_s"`
+	// P50VsOriginal and P50VsCold are latency ratios (lower is better), set on
+	// hello phases when the reference was measured.
+	P50VsOriginal float64 `json:"p50_vs_original,omitempty"`
+	P50VsCold     float64 `json:"p50_vs_cold,omitempty"`
+	// SpeedVsOriginal and SpeedVsCold are throughput ratios (higher is
+	// better), set on HumanEval phases when the reference was measured.
+	SpeedVsOriginal float64 `json:"speed_vs_original,omitempty"`
+	SpeedVsCold     float64 `json:"speed_vs_cold,omitempty"`
+}
+
+// Original holds the figures of ../shared/reference/seed_bench.py, run in the
+// same bench run.
+type Original struct {
+	HelloP50MS float64 `json:"hello_p50_ms"`
+	HelloP90MS float64 `json:"hello_p90_ms"`
+	HumanEval  []Stats `json:"humaneval"`
+	// Raw is the seed's JSON object as it printed it.
+	Raw map[string]float64 `json:"raw"`
+}
+
+// Flood is the service's memory while one snippet floods stdout.
+type Flood struct {
+	Row            string  `json:"row"`
+	Code           string  `json:"code"`
+	TimeoutMS      float64 `json:"timeout_ms"`
+	DurationMS     float64 `json:"duration_ms"`
+	Timeout        bool    `json:"timeout"`
+	OutputLimit    bool    `json:"output_limit"`
+	StdoutBytes    int64   `json:"stdout_bytes"`
+	KeptBytes      int     `json:"kept_bytes"`
+	BaselineRSSMiB float64 `json:"baseline_rss_mib"`
+	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	OvershootMS    float64 `json:"overshoot_ms"`
+}
+
+// Target statuses.
+const (
+	statusPass = "pass"
+	statusFail = "fail"
+	statusNA   = "n/a"
+)
+
+// Target is one goal of issue 5 and whether this run met it.
+type Target struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// row returns the row named name, or nil.
+func (r *Report) row(name string) *Row {
+	for i := range r.Rows {
+		if r.Rows[i].Name == name {
+			return &r.Rows[i]
+		}
+	}
+	return nil
+}
+
+// at returns the phase at concurrency conc, or nil.
+func at(stats []Stats, conc int) *Stats {
+	for i := range stats {
+		if stats[i].Concurrency == conc {
+			return &stats[i]
+		}
+	}
+	return nil
+}
+
+// ratio returns a/b, or 0 when either is not a positive figure.
+func ratio(a, b float64) float64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// compare fills in the ratios against the original and the cold executor.
+func (r *Report) compare() {
+	cold := r.row(rowCold)
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		for j := range row.Hello {
+			s := &row.Hello[j]
+			if r.Original != nil && s.Concurrency == 1 {
+				s.P50VsOriginal = ratio(s.P50MS, r.Original.HelloP50MS)
+			}
+			if cold != nil {
+				if c := at(cold.Hello, s.Concurrency); c != nil {
+					s.P50VsCold = ratio(s.P50MS, c.P50MS)
+				}
+			}
+		}
+		for j := range row.HumanEval {
+			s := &row.HumanEval[j]
+			if r.Original != nil {
+				if o := at(r.Original.HumanEval, s.Concurrency); o != nil {
+					s.SpeedVsOriginal = ratio(o.WallS, s.WallS)
+				}
+			}
+			if cold != nil {
+				if c := at(cold.HumanEval, s.Concurrency); c != nil {
+					s.SpeedVsCold = ratio(c.WallS, s.WallS)
+				}
+			}
+		}
+	}
+}
+
+// Limits of issue 5.
+const (
+	targetPoolVsCold     = 0.5
+	targetPoolP50MS      = 12.0
+	targetSpeedVsOrig    = 1.5
+	targetFloodPeakRSSMB = 64.0
+)
+
+// evaluate sets r.Targets from the figures; a target whose figures are
+// missing is "n/a", never a pass.
+func (r *Report) evaluate() {
+	pool, cold := r.row(rowPool), r.row(rowCold)
+	var poolHello, coldHello *Stats
+	if pool != nil {
+		poolHello = at(pool.Hello, 1)
+	}
+	if cold != nil {
+		coldHello = at(cold.Hello, 1)
+	}
+
+	t := Target{Name: fmt.Sprintf("pooled hello p50 <= %.1fx cold (c1)", targetPoolVsCold), Status: statusNA, Detail: "pool or cold row not measured"}
+	if poolHello != nil && coldHello != nil && coldHello.P50MS > 0 {
+		x := poolHello.P50MS / coldHello.P50MS
+		t.Status = status(x <= targetPoolVsCold)
+		t.Detail = fmt.Sprintf("%.2f ms / %.2f ms = %.2fx", poolHello.P50MS, coldHello.P50MS, x)
+	}
+	r.Targets = []Target{t}
+
+	t = Target{Name: fmt.Sprintf("pooled hello p50 <= %g ms (c1)", targetPoolP50MS), Status: statusNA, Detail: "pool row not measured"}
+	if poolHello != nil {
+		t.Status = status(poolHello.P50MS <= targetPoolP50MS)
+		t.Detail = fmt.Sprintf("%.2f ms", poolHello.P50MS)
+	}
+	r.Targets = append(r.Targets, t)
+
+	n := r.NumCPU
+	t = Target{Name: fmt.Sprintf("pooled HumanEval at c%d >= %.1fx original, all passing", n, targetSpeedVsOrig), Status: statusNA}
+	var he, orig *Stats
+	if pool != nil {
+		he = at(pool.HumanEval, n)
+	}
+	if r.Original != nil {
+		orig = at(r.Original.HumanEval, n)
+	}
+	switch {
+	case he == nil:
+		t.Detail = "HumanEval not measured with the pool"
+	case orig == nil:
+		t.Detail = "original not measured"
+	default:
+		x := ratio(orig.WallS, he.WallS)
+		t.Status = status(x >= targetSpeedVsOrig && he.Passed == he.Runs && he.Runs > 0)
+		t.Detail = fmt.Sprintf("%.2f s vs original %.2f s = %.2fx, %d/%d passed", he.WallS, orig.WallS, x, he.Passed, he.Runs)
+	}
+	r.Targets = append(r.Targets, t)
+
+	t = Target{Name: fmt.Sprintf("service peak RSS under a stdout flood <= %g MiB", targetFloodPeakRSSMB), Status: statusNA, Detail: "flood not measured"}
+	if f := r.Flood; f != nil && f.PeakRSSMiB > 0 {
+		t.Status = status(f.PeakRSSMiB <= targetFloodPeakRSSMB)
+		t.Detail = fmt.Sprintf("%.1f MiB", f.PeakRSSMiB)
+	}
+	r.Targets = append(r.Targets, t)
+}
+
+func status(ok bool) string {
+	if ok {
+		return statusPass
+	}
+	return statusFail
+}
+
+// WriteJSON writes r as one JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes r as aligned tables.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s\n",
+		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS)
+	fmt.Fprintf(&b, "each hello phase: %d runs of print('hello') after %d warm-up runs; closed loop, c = concurrency\n", r.HelloRuns, r.Warmup)
+	b.WriteString("p50/orig, p50/cold: latency ratios (lower is better); speed: throughput ratios (higher is better)\n\n")
+
+	hello := table{head: []string{"print('hello')", "c", "p50 ms", "p90 ms", "p99 ms", "runs/s", "ok", "p50/orig", "p50/cold"}}
+	for _, c := range r.Concurrency {
+		if c == 1 && r.Original != nil {
+			hello.add(originalLabel, "1", num(r.Original.HelloP50MS, 2), num(r.Original.HelloP90MS, 2), "-", "-", "-", "1.00x", "-")
+		}
+		for _, row := range r.Rows {
+			s := at(row.Hello, c)
+			if s == nil {
+				continue
+			}
+			hello.add(row.Label, strconv.Itoa(c), num(s.P50MS, 2), num(s.P90MS, 2), num(s.P99MS, 2), num(s.RunsPerS, 1),
+				fmt.Sprintf("%d/%d", s.Passed, s.Runs), times(s.P50VsOriginal), times(s.P50VsCold))
+		}
+	}
+	hello.write(&b)
+
+	b.WriteString("\n")
+	if r.HumanEvalPrograms == 0 {
+		b.WriteString("HumanEval: not measured (data set not found)\n")
+	} else {
+		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs)", r.HumanEvalPrograms), "c", "wall s", "runs/s", "passed", "speed vs orig", "speed vs cold"}}
+		for _, c := range r.Concurrency {
+			if r.Original != nil {
+				if s := at(r.Original.HumanEval, c); s != nil {
+					he.add(originalLabel, strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs), "1.00x", "-")
+				}
+			}
+			for _, row := range r.Rows {
+				s := at(row.HumanEval, c)
+				if s == nil {
+					continue
+				}
+				he.add(row.Label, strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs),
+					times(s.SpeedVsOriginal), times(s.SpeedVsCold))
+			}
+		}
+		he.write(&b)
+	}
+
+	startup := table{head: []string{"executor start-up", "ms"}}
+	for _, row := range r.Rows {
+		if row.StartupMS > 0 {
+			startup.add(row.Label, num(row.StartupMS, 1))
+		}
+	}
+	if len(startup.rows) > 0 {
+		b.WriteString("\n")
+		startup.write(&b)
+	}
+
+	b.WriteString("\n")
+	if f := r.Flood; f != nil {
+		fmt.Fprintf(&b, "stdout flood (%s, %q, timeout %.0f ms):\n", f.Row, f.Code, f.TimeoutMS)
+		fmt.Fprintf(&b, "  service peak RSS %.1f MiB (%.1f MiB before the flood)\n", f.PeakRSSMiB, f.BaselineRSSMiB)
+		fmt.Fprintf(&b, "  run ended after %.0f ms (%+.0f ms past the timeout), timeout=%t output_limit=%t, %s written, %s kept\n",
+			f.DurationMS, f.OvershootMS, f.Timeout, f.OutputLimit, bytesText(f.StdoutBytes), bytesText(int64(f.KeptBytes)))
+	} else {
+		b.WriteString("stdout flood: not measured\n")
+	}
+
+	b.WriteString("\n")
+	targets := table{head: []string{"target", "status", "figures"}, textLast: true}
+	for _, t := range r.Targets {
+		targets.add(t.Name, strings.ToUpper(t.Status), t.Detail)
+	}
+	targets.write(&b)
+
+	if len(r.Notes) > 0 {
+		b.WriteString("\nnotes:\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const originalLabel = "original execute_code (seed_bench.py)"
+
+func num(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+func times(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
+
+// table renders rows of cells, two spaces apart, with the first column
+// left-aligned and the others right-aligned, except a last column of free
+// text (textLast) which is left-aligned too.
+type table struct {
+	head     []string
+	textLast bool
+	rows     [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(b *strings.Builder) {
+	width := make([]int, len(t.head))
+	for _, r := range append([][]string{t.head}, t.rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	for _, r := range append([][]string{t.head}, t.rows...) {
+		var line strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			switch {
+			case i == 0:
+				line.WriteString(c + pad)
+			case i == len(r)-1 && t.textLast:
+				line.WriteString("  " + c)
+			default:
+				line.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+}

@@ -1,0 +1,312 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// sample is a report as Measure builds it, before compare and evaluate.
+func sample() *Report {
+	return &Report{
+		NumCPU:            2,
+		Concurrency:       []int{1, 2},
+		Python:            "/usr/bin/python3",
+		PythonVersion:     "3.11.7",
+		Isolation:         "full",
+		HelloRuns:         200,
+		Warmup:            10,
+		HumanEvalPrograms: 164,
+		Rows: []Row{
+			{Name: rowBare, Label: "bare python3 -I -S -c",
+				Hello: []Stats{
+					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 7, P90MS: 8, P99MS: 9, RunsPerS: 140, WallS: 1.43},
+					{Concurrency: 2, Runs: 200, Passed: 200, P50MS: 8, P90MS: 9, P99MS: 12, RunsPerS: 250, WallS: 0.8},
+				},
+				HumanEval: []Stats{
+					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.64, RunsPerS: 100},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.82, RunsPerS: 200},
+				}},
+			{Name: rowCold, Label: "executor cold (pool off)", StartupMS: 120,
+				Hello: []Stats{
+					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 20, P90MS: 24, P99MS: 30, RunsPerS: 50, WallS: 4},
+					{Concurrency: 2, Runs: 200, Passed: 200, P50MS: 22, P90MS: 26, P99MS: 35, RunsPerS: 90, WallS: 2.2},
+				},
+				HumanEval: []Stats{
+					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 4, RunsPerS: 41},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 2, RunsPerS: 82},
+				}},
+			{Name: rowPool, Label: "executor pool (2)", StartupMS: 150,
+				Hello: []Stats{
+					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 5, P90MS: 6, P99MS: 9, RunsPerS: 60, WallS: 3.3},
+					{Concurrency: 2, Runs: 200, Passed: 199, P50MS: 11, P90MS: 14, P99MS: 20, RunsPerS: 100, WallS: 2},
+				},
+				HumanEval: []Stats{
+					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 2.5, RunsPerS: 65.6},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 1.1, RunsPerS: 149},
+				}},
+		},
+		Original: &Original{
+			HelloP50MS: 25, HelloP90MS: 30,
+			HumanEval: []Stats{
+				{Concurrency: 1, Runs: 164, Passed: 164, WallS: 4.4, RunsPerS: 37.3},
+				{Concurrency: 2, Runs: 164, Passed: 164, WallS: 2.2, RunsPerS: 74.5},
+			},
+			Raw: map[string]float64{"hello_p50_ms": 25, "hello_p90_ms": 30, "humaneval_c1_s": 4.4, "humaneval_c1_passed": 164, "humaneval_c2_s": 2.2, "humaneval_c2_passed": 164},
+		},
+		Flood: &Flood{Row: "executor pool (2)", Code: floodCode, TimeoutMS: 5000, DurationMS: 5040, Timeout: true,
+			StdoutBytes: 9 << 30, KeptBytes: 64 << 10, BaselineRSSMiB: 12.5, PeakRSSMiB: 20.25, OvershootMS: 40},
+		Notes:    []string{"guard-only tier: executor.Config has no setting that forces it, so that row is left out"},
+		ElapsedS: 95.5,
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestCompare(t *testing.T) {
+	r := sample()
+	r.compare()
+	tests := []struct {
+		name      string
+		got, want float64
+	}{
+		{"pool hello c1 vs original", r.row(rowPool).Hello[0].P50VsOriginal, 5.0 / 25},
+		{"pool hello c1 vs cold", r.row(rowPool).Hello[0].P50VsCold, 5.0 / 20},
+		{"pool hello c2 vs original (serial only)", r.row(rowPool).Hello[1].P50VsOriginal, 0},
+		{"pool hello c2 vs cold", r.row(rowPool).Hello[1].P50VsCold, 11.0 / 22},
+		{"cold hello c1 vs cold", r.row(rowCold).Hello[0].P50VsCold, 1},
+		{"pool HumanEval c2 vs original", r.row(rowPool).HumanEval[1].SpeedVsOriginal, 2.2 / 1.1},
+		{"pool HumanEval c1 vs cold", r.row(rowPool).HumanEval[0].SpeedVsCold, 4 / 2.5},
+		{"bare HumanEval c1 vs original", r.row(rowBare).HumanEval[0].SpeedVsOriginal, 4.4 / 1.64},
+	}
+	for _, tt := range tests {
+		if !near(tt.got, tt.want) {
+			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(r *Report)
+		want   []string // status of each target, in order
+	}{
+		{"all met", func(r *Report) {}, []string{statusPass, statusPass, statusPass, statusPass}},
+		{"pool not faster than half of cold", func(r *Report) { r.row(rowPool).Hello[0].P50MS = 11 }, []string{statusFail, statusPass, statusPass, statusPass}},
+		{"pool over 12 ms", func(r *Report) {
+			r.row(rowPool).Hello[0].P50MS = 13
+			r.row(rowCold).Hello[0].P50MS = 40
+		}, []string{statusPass, statusFail, statusPass, statusPass}},
+		{"HumanEval too slow", func(r *Report) { r.row(rowPool).HumanEval[1].WallS = 1.6 }, []string{statusPass, statusPass, statusFail, statusPass}},
+		{"HumanEval fast but one failing", func(r *Report) { r.row(rowPool).HumanEval[1].Passed = 163 }, []string{statusPass, statusPass, statusFail, statusPass}},
+		{"flood too big", func(r *Report) { r.Flood.PeakRSSMiB = 64.5 }, []string{statusPass, statusPass, statusPass, statusFail}},
+		{"flood at the limit", func(r *Report) { r.Flood.PeakRSSMiB = 64 }, []string{statusPass, statusPass, statusPass, statusPass}},
+		{"no original", func(r *Report) { r.Original = nil }, []string{statusPass, statusPass, statusNA, statusPass}},
+		{"no flood", func(r *Report) { r.Flood = nil }, []string{statusPass, statusPass, statusPass, statusNA}},
+		{"no pool row", func(r *Report) { r.Rows = r.Rows[:2] }, []string{statusNA, statusNA, statusNA, statusPass}},
+		{"no HumanEval", func(r *Report) {
+			for i := range r.Rows {
+				r.Rows[i].HumanEval = nil
+			}
+		}, []string{statusPass, statusPass, statusNA, statusPass}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sample()
+			tt.change(r)
+			r.evaluate()
+			if len(r.Targets) != len(tt.want) {
+				t.Fatalf("%d targets, want %d", len(r.Targets), len(tt.want))
+			}
+			for i, target := range r.Targets {
+				if target.Status != tt.want[i] {
+					t.Errorf("target %q = %s (%s), want %s", target.Name, target.Status, target.Detail, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(r *Report)
+	}{
+		{"full", func(r *Report) {}},
+		{"no shared", func(r *Report) {
+			r.Original, r.HumanEvalPrograms = nil, 0
+			for i := range r.Rows {
+				r.Rows[i].HumanEval = nil
+			}
+			r.Flood = nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sample()
+			tt.change(r)
+			r.compare()
+			r.evaluate()
+			var buf bytes.Buffer
+			if err := r.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "text_"+strings.ReplaceAll(tt.name, " ", "_")+".golden", buf.Bytes())
+		})
+	}
+}
+
+func TestTableAlignment(t *testing.T) {
+	tb := table{head: []string{"name", "n", "figures"}, textLast: true}
+	tb.add("a", "1", "left")
+	tb.add("longer name", "1234", "x")
+	var b strings.Builder
+	tb.write(&b)
+	want := "" +
+		"name            n  figures\n" +
+		"a               1  left\n" +
+		"longer name  1234  x\n"
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	r := sample()
+	r.compare()
+	r.evaluate()
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(bytes.TrimSpace(buf.Bytes()), []byte("\n}")); n != 1 {
+		t.Errorf("want exactly one top-level JSON object, found %d closings", n)
+	}
+	var back Report
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&back); err != nil {
+		t.Fatal(err)
+	}
+	if dec.More() {
+		t.Error("more than one JSON value written")
+	}
+	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
+		t.Errorf("round trip lost figures: %+v", back)
+	}
+	if len(back.Targets) != 4 || back.Targets[0].Status != statusPass {
+		t.Errorf("targets = %+v", back.Targets)
+	}
+}
+
+func TestParseSeed(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     string
+		wantErr bool
+		want    Original
+	}{
+		{
+			name: "two cores",
+			out:  `{"hello_p50_ms": 23.5, "hello_p90_ms": 27.25, "humaneval_c1_s": 4.1, "humaneval_c1_passed": 164, "humaneval_c2_s": 2.05, "humaneval_c2_passed": 163}` + "\n",
+			want: Original{HelloP50MS: 23.5, HelloP90MS: 27.25, HumanEval: []Stats{
+				{Concurrency: 1, Runs: 164, Passed: 164, WallS: 4.1, RunsPerS: 164 / 4.1},
+				{Concurrency: 2, Runs: 164, Passed: 163, WallS: 2.05, RunsPerS: 164 / 2.05},
+			}},
+		},
+		{
+			name: "one core, after a stray line",
+			out:  "warming up\n" + `{"hello_p50_ms": 30, "hello_p90_ms": 31, "humaneval_c1_s": 5, "humaneval_c1_passed": 164}`,
+			want: Original{HelloP50MS: 30, HelloP90MS: 31, HumanEval: []Stats{
+				{Concurrency: 1, Runs: 164, Passed: 164, WallS: 5, RunsPerS: 164.0 / 5},
+			}},
+		},
+		{name: "not JSON", out: "Traceback (most recent call last):\n", wantErr: true},
+		{name: "no hello", out: `{"humaneval_c1_s": 5}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSeed([]byte(tt.out), 164)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("parseSeed = %+v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.HelloP50MS != tt.want.HelloP50MS || got.HelloP90MS != tt.want.HelloP90MS || len(got.HumanEval) != len(tt.want.HumanEval) {
+				t.Fatalf("parseSeed = %+v, want %+v", got, tt.want)
+			}
+			for i, s := range got.HumanEval {
+				w := tt.want.HumanEval[i]
+				if s.Concurrency != w.Concurrency || s.Runs != w.Runs || s.Passed != w.Passed || !near(s.WallS, w.WallS) || !near(s.RunsPerS, w.RunsPerS) {
+					t.Errorf("HumanEval[%d] = %+v, want %+v", i, s, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseVmHWM(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  string
+		want    float64
+		wantErr bool
+	}{
+		{"real layout", "Name:\tbench\nVmPeak:\t 1234 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 10240 kB\n", 20, false},
+		{"fraction", "VmHWM:\t1536 kB\n", 1.5, false},
+		{"missing", "Name:\tbench\nVmRSS:\t 10240 kB\n", 0, true},
+		{"odd unit", "VmHWM:\t20 MB\n", 0, true},
+		{"not a number", "VmHWM:\tlots kB\n", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseVmHWM(tt.status)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parseVmHWM err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("parseVmHWM = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPeakRSSOfSelf(t *testing.T) {
+	mib, err := peakRSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mib <= 0 {
+		t.Errorf("peak RSS of the test process = %v MiB, want > 0", mib)
+	}
+}
