@@ -1,0 +1,313 @@
+// Package console is runblock's terminal adapter: it reads chat-like messages
+// from a reader (a terminal or a pipe), runs their code blocks through the
+// shared scheduler and prints each reply as the chat reply would read.
+package console
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Platform is the platform label the console reports to Metrics.
+const Platform = "console"
+
+// DefaultUser is the rate-limit key of console messages.
+const DefaultUser = "console:local"
+
+// DefaultMaxMessageBytes bounds one message when Config.MaxMessageBytes is 0.
+const DefaultMaxMessageBytes = 2 << 20
+
+// Runner is what the console needs of the scheduler.
+type Runner interface {
+	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+// Metrics receives the console's observations; platform is "console".
+type Metrics interface {
+	MessageReceived(platform string)
+	MessageReplied(platform string)
+}
+
+// Config configures the console adapter.
+type Config struct {
+	In  io.Reader // messages; closed by Close when it is an io.Closer
+	Out io.Writer // replies
+	// Interactive: In is a terminal, so print a banner, a prompt and the
+	// queue progress. Piped input gets the replies only.
+	Interactive bool
+	// User is the scheduler's rate-limit key; "" means DefaultUser.
+	User string
+	// MaxMessageBytes bounds one message; 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	Render          formatting.RenderOptions
+	Metrics         Metrics // nil: none
+}
+
+// Bot reads messages from Config.In, one at a time: a message is answered
+// before the next one is read, so replies come out in order and the console
+// user never has more than one job in the scheduler.
+type Bot struct {
+	cfg    Config
+	runner Runner
+	log    *slog.Logger
+
+	out sync.Mutex // serialises writes to cfg.Out
+
+	mu       sync.Mutex
+	opened   bool
+	closed   bool
+	inflight sync.WaitGroup
+
+	ready      atomic.Bool
+	done       chan struct{}
+	runCtx     context.Context
+	cancelRuns context.CancelFunc
+}
+
+// New returns a console Bot; it reads nothing until Open.
+func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
+	if cfg.User == "" {
+		cfg.User = DefaultUser
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	return &Bot{
+		cfg:        cfg,
+		runner:     runner,
+		log:        logger.With("adapter", Platform),
+		done:       make(chan struct{}),
+		runCtx:     runCtx,
+		cancelRuns: cancel,
+	}
+}
+
+// Open starts reading messages. It fails when there is nothing to read from
+// or write to, or when called twice.
+func (b *Bot) Open(ctx context.Context) error {
+	if b.cfg.In == nil || b.cfg.Out == nil {
+		return errors.New("console: no input or output")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.opened {
+		return errors.New("console: already open")
+	}
+	b.opened = true
+	if b.cfg.Interactive {
+		b.print("runblock console: paste a message with a ```python code block (or `inline` code) and end it with an empty line. Ctrl-D quits.\n\n")
+	}
+	b.ready.Store(true)
+	go b.loop()
+	return nil
+}
+
+// Ready reports whether the console is taking messages.
+func (b *Bot) Ready() bool { return b.ready.Load() }
+
+// Done is closed when the input has ended and every message read has been
+// answered.
+func (b *Bot) Done() <-chan struct{} { return b.done }
+
+// Close stops taking messages and waits, until ctx ends, for the message in
+// flight to be answered; then it cancels that run. A read blocked on an input
+// that cannot be closed (a terminal) ends with the process.
+func (b *Bot) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.ready.Store(false)
+	if c, ok := b.cfg.In.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			b.log.Debug("closing console input", "err", err)
+		}
+	}
+	drained := make(chan struct{})
+	go func() {
+		b.inflight.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		b.cancelRuns()
+		return nil
+	case <-ctx.Done():
+		b.cancelRuns()
+		<-drained
+		return fmt.Errorf("console: drain: %w", ctx.Err())
+	}
+}
+
+func (b *Bot) loop() {
+	defer close(b.done)
+	r := bufio.NewReader(b.cfg.In)
+	for {
+		if b.cfg.Interactive {
+			b.print("you> ")
+		}
+		msg, tooLarge, err := b.readMessage(r)
+		if msg != "" && !b.handle(msg, tooLarge) {
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !b.isClosed() {
+				b.log.Error("reading console input", "err", err)
+			}
+			if b.cfg.Interactive {
+				b.print("\n")
+			}
+			return
+		}
+	}
+}
+
+func (b *Bot) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// readMessage reads one message: lines up to an empty line outside a code
+// fence, or to the end of the input. Leading empty lines are skipped. Past
+// MaxMessageBytes the rest of the message is read and dropped, and tooLarge
+// is set.
+func (b *Bot) readMessage(r *bufio.Reader) (msg string, tooLarge bool, err error) {
+	var sb strings.Builder
+	inFence := false
+	for {
+		line, long, err := readLine(r, b.cfg.MaxMessageBytes)
+		if err != nil {
+			return sb.String(), tooLarge, err
+		}
+		blank := strings.TrimSpace(line) == ""
+		if blank && !inFence {
+			if sb.Len() == 0 && !tooLarge {
+				continue
+			}
+			return sb.String(), tooLarge, nil
+		}
+		if strings.Count(line, "```")%2 == 1 {
+			inFence = !inFence
+		}
+		if long || sb.Len()+len(line)+1 > b.cfg.MaxMessageBytes {
+			tooLarge = true
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(line)
+	}
+}
+
+// readLine returns the next line without its line ending, keeping at most
+// max bytes of it (long reports a cut). A last line without a newline is
+// returned with a nil error; io.EOF comes on the following call.
+func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
+	var sb strings.Builder
+	for {
+		frag, isPrefix, err := r.ReadLine()
+		if err != nil {
+			return sb.String(), long, err
+		}
+		if sb.Len()+len(frag) > max {
+			long = true
+		} else {
+			sb.Write(frag)
+		}
+		if !isPrefix {
+			return sb.String(), long, nil
+		}
+	}
+}
+
+// handle answers one message; it reports false when the console is closed
+// and the message was dropped.
+func (b *Bot) handle(msg string, tooLarge bool) bool {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return false
+	}
+	b.inflight.Add(1)
+	b.mu.Unlock()
+	defer b.inflight.Done()
+
+	if b.cfg.Metrics != nil {
+		b.cfg.Metrics.MessageReceived(Platform)
+	}
+	b.reply(b.answer(msg, tooLarge))
+	if b.cfg.Metrics != nil {
+		b.cfg.Metrics.MessageReplied(Platform)
+	}
+	return true
+}
+
+func (b *Bot) answer(msg string, tooLarge bool) string {
+	if tooLarge {
+		b.log.Info("message too large", "limit_bytes", b.cfg.MaxMessageBytes)
+		return formatting.RenderError(formatting.Console,
+			executor.Errorf(executor.ErrTooLarge, "message over %d bytes", b.cfg.MaxMessageBytes))
+	}
+	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
+	if !ext.Found {
+		if len(ext.OtherLanguages) > 0 {
+			return formatting.RenderNotice(formatting.Console, formatting.NoticeNotPython)
+		}
+		return formatting.RenderNotice(formatting.Console, formatting.NoticeNoCode)
+	}
+
+	var finished atomic.Bool
+	job := executor.Job{
+		User:    b.cfg.User,
+		Request: executor.Request{Code: ext.Code, Stdin: ext.Stdin},
+	}
+	if b.cfg.Interactive {
+		job.Progress = func(p executor.Progress) {
+			if p.State == executor.StateQueued && !finished.Load() {
+				b.print(formatting.RenderProgress(formatting.Console, p) + "\n")
+			}
+		}
+	}
+	res, err := b.runner.Submit(b.runCtx, job)
+	finished.Store(true)
+	if err != nil {
+		if code := executor.ErrorCode(err); code == executor.ErrInternal || code == executor.ErrUnavailable {
+			b.log.Error("run failed", "err", err)
+		} else {
+			b.log.Info("run refused", "code", string(code), "err", err)
+		}
+		return formatting.RenderError(formatting.Console, err)
+	}
+	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
+	return formatting.Render(formatting.Console, res, b.cfg.Render).Text
+}
+
+func (b *Bot) reply(text string) {
+	if b.cfg.Interactive {
+		text = "runblock> " + text
+	}
+	b.print(strings.TrimRight(text, "\n") + "\n\n")
+}
+
+func (b *Bot) print(s string) {
+	b.out.Lock()
+	defer b.out.Unlock()
+	if _, err := io.WriteString(b.cfg.Out, s); err != nil {
+		b.log.Debug("writing console output", "err", err)
+	}
+}

@@ -1,0 +1,510 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+
+	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/bots/slack"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Config is every setting of runblock, parsed once at start-up from the
+// environment (and .env) and passed down.
+type Config struct {
+	Executor     executor.Config
+	Scheduler    executor.SchedulerConfig
+	Slack        slack.Config
+	Discord      discord.Config
+	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
+	LogLevel     slog.Level
+	LogFormat    string // "text" or "json"
+	Render       formatting.RenderOptions
+	DrainTimeout time.Duration // RUNBLOCK_DRAIN_TIMEOUT
+	// Warnings are unknown variables with a runblock prefix (likely typos).
+	Warnings []string
+}
+
+// Env is a set of environment variables by name.
+type Env map[string]string
+
+// Variables lists every setting runblock reads, in .env.example order.
+var Variables = []string{
+	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY_MB", "RUNBLOCK_MAX_OUTPUT_BYTES",
+	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL",
+	"RUNBLOCK_CONCURRENCY", "RUNBLOCK_QUEUE", "RUNBLOCK_USER_RATE", "RUNBLOCK_USER_BURST", "RUNBLOCK_USER_MAX_JOBS",
+	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW",
+	"DISCORD_BOT_TOKEN", "DISCORD_CHANNELS", "DISCORD_PREFIX", "DISCORD_GUILD_ID", "DISCORD_RUN_REACTION", "DISCORD_EDIT_WINDOW",
+	"RUNBLOCK_HTTP_ADDR", "RUNBLOCK_DRAIN_TIMEOUT",
+	"LOG_LEVEL", "LOG_FORMAT",
+	"RUNBLOCK_REPLY_LINES", "RUNBLOCK_REPLY_CHARS",
+}
+
+// secretVariables hold credentials: their values are never printed.
+var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN"}
+
+// ConfigError is a bad setting. Its message is one line naming the variable
+// and the fix; it never holds the value of a secret.
+type ConfigError struct {
+	Var     string
+	Value   string // "" for secrets
+	Problem string
+	Fix     string
+}
+
+func (e *ConfigError) Error() string {
+	s := e.Var
+	if e.Value != "" {
+		s += "=" + strconv.Quote(e.Value)
+	}
+	return s + ": " + e.Problem + "; " + e.Fix
+}
+
+// LoadEnv returns the process environment environ ("KEY=value" entries) over
+// the variables of the dotenv file at path: a real environment variable wins
+// over the file. A missing file is not an error.
+func LoadEnv(environ []string, path string) (Env, error) {
+	env := Env{}
+	file, err := godotenv.Read(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	default:
+		for k, v := range file {
+			env[k] = v
+		}
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env, nil
+}
+
+// ParseConfig validates env into a Config. It stops at the first bad
+// setting and returns a *ConfigError.
+func ParseConfig(env Env) (Config, error) {
+	p := &parser{env: env}
+	var c Config
+
+	c.Executor = executor.Config{
+		Python:          p.str("RUNBLOCK_PYTHON", ""),
+		Timeout:         p.duration("RUNBLOCK_TIMEOUT", 5*time.Second, true),
+		MemoryBytes:     int64(p.int("RUNBLOCK_MEMORY_MB", 256, 1, "a number of MiB such as 256")) << 20,
+		MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", 1<<20),
+		KeepBytes:       64 << 10,
+		MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", 1<<20),
+		AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
+	}
+	concurrency := p.int("RUNBLOCK_CONCURRENCY", runtime.NumCPU(), 1, "a number of parallel runs such as 2")
+	c.Executor.Pool = p.int("RUNBLOCK_POOL", concurrency, 0, "a number of pre-started sandboxes, 0 to turn the pool off")
+	rate := p.rate("RUNBLOCK_USER_RATE", 5.0/60)
+	c.Scheduler = executor.SchedulerConfig{
+		Concurrency: concurrency,
+		QueueSize:   p.int("RUNBLOCK_QUEUE", 100, 1, "the number of jobs that may wait, such as 100"),
+		UserRate:    rate,
+		UserBurst:   p.int("RUNBLOCK_USER_BURST", 5, 1, "the number of runs a user may make at once before the rate applies, such as 5"),
+		MaxPerUser:  p.int("RUNBLOCK_USER_MAX_JOBS", 1, 1, "the number of queued-or-running jobs per user, such as 1"),
+	}
+
+	c.Slack = slack.Config{
+		BotToken:      p.token("SLACK_BOT_TOKEN", "xoxb-", "a bot token", "xapp-", "SLACK_APP_TOKEN"),
+		AppToken:      p.token("SLACK_APP_TOKEN", "xapp-", "an app-level token", "xoxb-", "SLACK_BOT_TOKEN"),
+		SigningSecret: p.secret("SLACK_SIGNING_SECRET"),
+		Channels:      p.list("SLACK_CHANNELS"),
+		RunReaction:   strings.Trim(p.str("SLACK_RUN_REACTION", "arrow_forward"), ":"),
+		EditWindow:    p.duration("SLACK_EDIT_WINDOW", 10*time.Minute, false),
+	}
+	c.Discord = discord.Config{
+		Token:       p.discordToken("DISCORD_BOT_TOKEN"),
+		Channels:    p.list("DISCORD_CHANNELS"),
+		Prefix:      p.str("DISCORD_PREFIX", "!run"),
+		GuildID:     p.snowflake("DISCORD_GUILD_ID"),
+		RunReaction: p.str("DISCORD_RUN_REACTION", "▶️"),
+		EditWindow:  p.duration("DISCORD_EDIT_WINDOW", 10*time.Minute, false),
+	}
+
+	c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
+	c.DrainTimeout = p.duration("RUNBLOCK_DRAIN_TIMEOUT", 20*time.Second, true)
+	c.LogLevel = p.level("LOG_LEVEL")
+	c.LogFormat = p.oneOf("LOG_FORMAT", "text", "text", "json")
+	c.Render = formatting.RenderOptions{
+		MaxLines: p.int("RUNBLOCK_REPLY_LINES", 15, 1, "a number of output lines shown inline, such as 15"),
+		MaxChars: p.int("RUNBLOCK_REPLY_CHARS", 1500, 1, "a number of output characters shown inline, such as 1500"),
+	}
+	c.Slack.Render = c.Render
+	c.Discord.Render = c.Render
+
+	p.slackMode(c.Slack, c.HTTPAddr)
+	if p.err != nil {
+		return Config{}, p.err
+	}
+	for k := range env {
+		known := slices.Contains(Variables, k)
+		ours := strings.HasPrefix(k, "RUNBLOCK_") || strings.HasPrefix(k, "SLACK_") || strings.HasPrefix(k, "DISCORD_")
+		if ours && !known {
+			c.Warnings = append(c.Warnings, k)
+		}
+	}
+	slices.Sort(c.Warnings)
+	return c, nil
+}
+
+// SlackEnabled reports whether the Slack adapter is configured.
+func (c Config) SlackEnabled() bool { return c.Slack.BotToken != "" }
+
+// DiscordEnabled reports whether the Discord adapter is configured.
+func (c Config) DiscordEnabled() bool { return c.Discord.Token != "" }
+
+// Secrets returns the credentials in c, for redaction.
+func (c Config) Secrets() []string {
+	var s []string
+	for _, v := range []string{c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret, c.Discord.Token} {
+		if v != "" {
+			s = append(s, v)
+		}
+	}
+	return s
+}
+
+// LogValue is the start-up summary of c, without credentials.
+func (c Config) LogValue() slog.Value {
+	set := func(s string) string {
+		if s == "" {
+			return "unset"
+		}
+		return "set"
+	}
+	return slog.GroupValue(
+		slog.String("python", c.Executor.Python),
+		slog.Duration("timeout", c.Executor.Timeout),
+		slog.Int64("memory_mb", c.Executor.MemoryBytes>>20),
+		slog.Int64("max_output_bytes", c.Executor.MaxOutputBytes),
+		slog.Int64("max_code_bytes", c.Executor.MaxCodeBytes),
+		slog.Bool("allow_unisolated", c.Executor.AllowUnisolated),
+		slog.Int("pool", c.Executor.Pool),
+		slog.Int("concurrency", c.Scheduler.Concurrency),
+		slog.Int("queue", c.Scheduler.QueueSize),
+		slog.String("user_rate", formatRate(c.Scheduler.UserRate)),
+		slog.Int("user_burst", c.Scheduler.UserBurst),
+		slog.Int("user_max_jobs", c.Scheduler.MaxPerUser),
+		slog.String("slack_bot_token", set(c.Slack.BotToken)),
+		slog.String("slack_app_token", set(c.Slack.AppToken)),
+		slog.String("slack_signing_secret", set(c.Slack.SigningSecret)),
+		slog.Any("slack_channels", c.Slack.Channels),
+		slog.String("discord_bot_token", set(c.Discord.Token)),
+		slog.Any("discord_channels", c.Discord.Channels),
+		slog.String("discord_prefix", c.Discord.Prefix),
+		slog.String("http_addr", c.HTTPAddr),
+		slog.Duration("drain_timeout", c.DrainTimeout),
+	)
+}
+
+func formatRate(perSecond float64) string {
+	switch {
+	case perSecond <= 0:
+		return "0"
+	case perSecond >= 1:
+		return strconv.FormatFloat(perSecond, 'g', 4, 64) + "/s"
+	case perSecond*60 >= 1:
+		return strconv.FormatFloat(perSecond*60, 'g', 4, 64) + "/min"
+	default:
+		return strconv.FormatFloat(perSecond*3600, 'g', 4, 64) + "/h"
+	}
+}
+
+// parser reads typed values from an Env, keeping the first error.
+type parser struct {
+	env Env
+	err error
+}
+
+func (p *parser) get(name string) (string, bool) {
+	v := strings.TrimSpace(p.env[name])
+	return v, v != "" && p.err == nil
+}
+
+func (p *parser) fail(name, value, problem, fix string) {
+	if p.err != nil {
+		return
+	}
+	if slices.Contains(secretVariables, name) {
+		value = ""
+	}
+	p.err = &ConfigError{Var: name, Value: value, Problem: problem, Fix: fix}
+}
+
+func (p *parser) str(name, def string) string {
+	if v, ok := p.get(name); ok {
+		return v
+	}
+	return def
+}
+
+func (p *parser) duration(name string, def time.Duration, positive bool) time.Duration {
+	v, ok := p.get(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		if _, numErr := strconv.ParseFloat(v, 64); numErr == nil {
+			p.fail(name, v, "a duration needs a unit", "write e.g. "+v+"s")
+		} else {
+			p.fail(name, v, "not a duration", "use e.g. 5s, 1500ms or 10m")
+		}
+	case d < 0 || (positive && d == 0):
+		p.fail(name, v, "must be positive", "use e.g. "+def.String())
+	}
+	return d
+}
+
+func (p *parser) int(name string, def, min int, fix string) int {
+	v, ok := p.get(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		p.fail(name, v, "not a whole number", "use "+fix)
+	case n < min && n < 0:
+		p.fail(name, v, "must not be negative", "use "+fix)
+	case n < min:
+		p.fail(name, v, fmt.Sprintf("must be at least %d", min), "use "+fix)
+	}
+	return n
+}
+
+// size parses a byte count: 1048576, 64KiB, 1MiB, 1M (binary units).
+func (p *parser) size(name string, def int64) int64 {
+	v, ok := p.get(name)
+	if !ok {
+		return def
+	}
+	n, err := parseSize(v, 1)
+	switch {
+	case err != nil:
+		p.fail(name, v, "not a byte size", "use a number of bytes such as 1048576 or 1MiB")
+	case n <= 0:
+		p.fail(name, v, "must be positive", "use a number of bytes such as 1048576 or 1MiB")
+	}
+	return n
+}
+
+// parseSize parses a size with an optional binary unit (K, KB, KiB, M, MB,
+// MiB, G, GB, GiB; B for bytes); a bare number counts in units of unit.
+func parseSize(s string, unit int64) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '-' && r != '.' })
+	num, suffix := s, ""
+	if i >= 0 {
+		num, suffix = s[:i], strings.TrimSpace(s[i:])
+	}
+	mult := unit
+	switch strings.ToLower(suffix) {
+	case "":
+	case "b":
+		mult = 1
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	default:
+		return 0, fmt.Errorf("unknown unit %q", suffix)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, err
+	}
+	return int64(f * float64(mult)), nil
+}
+
+func (p *parser) bool(name string, def bool) bool {
+	v, ok := p.get(name)
+	if !ok {
+		return def
+	}
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	p.fail(name, v, "not a boolean", "use 1 or 0")
+	return def
+}
+
+// rate parses "5/min", "1/s", "30/h" into runs per second.
+func (p *parser) rate(name string, def float64) float64 {
+	v, ok := p.get(name)
+	if !ok {
+		return def
+	}
+	const fix = "use runs per time unit such as 5/min, 1/s or 30/h"
+	num, unit, found := strings.Cut(v, "/")
+	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !found || err != nil {
+		p.fail(name, v, "not a rate", fix)
+		return def
+	}
+	if n <= 0 {
+		p.fail(name, v, "must be positive", fix)
+		return def
+	}
+	var per time.Duration
+	switch strings.ToLower(strings.TrimSpace(unit)) {
+	case "s", "sec", "second":
+		per = time.Second
+	case "m", "min", "minute":
+		per = time.Minute
+	case "h", "hour":
+		per = time.Hour
+	default:
+		p.fail(name, v, "unknown time unit", fix)
+		return def
+	}
+	return n / per.Seconds()
+}
+
+func (p *parser) list(name string) []string {
+	v, ok := p.get(name)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *parser) secret(name string) string {
+	v, ok := p.get(name)
+	if !ok {
+		return ""
+	}
+	if name == "DISCORD_BOT_TOKEN" {
+		v = strings.TrimPrefix(v, "Bot ")
+	}
+	if strings.ContainsAny(v, " \t\r\n") {
+		p.fail(name, "", "contains whitespace", "paste the value alone, without spaces or quotes")
+	}
+	return v
+}
+
+// token checks a Slack token's prefix, pointing at the right variable when a
+// token of the other kind was pasted.
+func (p *parser) token(name, prefix, kind, otherPrefix, otherVar string) string {
+	v := p.secret(name)
+	switch {
+	case v == "" || strings.HasPrefix(v, prefix):
+	case strings.HasPrefix(v, otherPrefix):
+		p.fail(name, "", "holds a "+otherPrefix+" token", "that one belongs in "+otherVar+"; put "+kind+" ("+prefix+"...) here")
+	default:
+		p.fail(name, "", "is not "+kind, "copy "+kind+" starting with "+prefix+" from your Slack app's settings")
+	}
+	return v
+}
+
+func (p *parser) discordToken(name string) string {
+	v := p.secret(name)
+	switch {
+	case strings.HasPrefix(v, "xoxb-") || strings.HasPrefix(v, "xapp-"):
+		p.fail(name, "", "holds a Slack token", "put the Slack token in SLACK_BOT_TOKEN or SLACK_APP_TOKEN and the bot token from the Discord developer portal here")
+	case v != "" && strings.Count(v, ".") != 2:
+		p.fail(name, "", "is not a Discord bot token", "copy the token from the Bot page of your application in the Discord developer portal")
+	}
+	return v
+}
+
+func (p *parser) snowflake(name string) string {
+	v, ok := p.get(name)
+	if !ok {
+		return ""
+	}
+	if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+		p.fail(name, v, "not a Discord id", "use the numeric server id (Developer Mode, right-click the server, Copy Server ID)")
+	}
+	return v
+}
+
+func (p *parser) addr(name string) string {
+	v, ok := p.get(name)
+	if !ok {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		p.fail(name, v, "not a listen address", "use host:port such as :8080 or 127.0.0.1:8080")
+	}
+	return v
+}
+
+func (p *parser) level(name string) slog.Level {
+	v, ok := p.get(name)
+	if !ok {
+		return slog.LevelInfo
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		p.fail(name, v, "not a log level", "use debug, info, warn or error")
+	}
+	return l
+}
+
+func (p *parser) oneOf(name, def string, allowed ...string) string {
+	v, ok := p.get(name)
+	if !ok {
+		return def
+	}
+	v = strings.ToLower(v)
+	if !slices.Contains(allowed, v) {
+		p.fail(name, v, "unknown value", "use "+strings.Join(allowed, " or "))
+	}
+	return v
+}
+
+// slackMode checks that the Slack settings make a working connection.
+func (p *parser) slackMode(s slack.Config, httpAddr string) {
+	switch {
+	case s.BotToken == "" && (s.AppToken != "" || s.SigningSecret != ""):
+		p.fail("SLACK_BOT_TOKEN", "", "is missing", "set it to the app's bot token (xoxb-...) or unset SLACK_APP_TOKEN and SLACK_SIGNING_SECRET")
+	case s.BotToken != "" && s.AppToken == "" && s.SigningSecret == "":
+		p.fail("SLACK_APP_TOKEN", "", "is missing", "set it (xapp-..., Socket Mode) or set SLACK_SIGNING_SECRET and RUNBLOCK_HTTP_ADDR for the Events API")
+	case s.SigningSecret != "" && httpAddr == "":
+		p.fail("RUNBLOCK_HTTP_ADDR", "", "is missing", "the Events API (SLACK_SIGNING_SECRET) needs an HTTP address such as :8080")
+	}
+}
+
+// configFromProcess loads .env from the working directory under the process
+// environment and parses it: the only place runblock reads the environment.
+func configFromProcess() (Config, error) {
+	env, err := LoadEnv(os.Environ(), ".env")
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfig(env)
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joho/godotenv"
+)
+
+const (
+	testBotToken = "xoxb-1111-2222-SECRETBOT"
+	testAppToken = "xapp-1-A111-3333-SECRETAPP"
+	testSigning  = "8f14e45fceea167a5a36dedd4bea2543"
+	testDiscord  = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GabcDE.SECRETDISCORDxxxxxxxxxxxxxxxxxxxxxxxx"
+)
+
+func TestParseConfigDefaults(t *testing.T) {
+	c, err := ParseConfig(Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"timeout", c.Executor.Timeout, 5 * time.Second},
+		{"memory", c.Executor.MemoryBytes, int64(256 << 20)},
+		{"max output", c.Executor.MaxOutputBytes, int64(1 << 20)},
+		{"max code", c.Executor.MaxCodeBytes, int64(1 << 20)},
+		{"allow unisolated", c.Executor.AllowUnisolated, false},
+		{"pool", c.Executor.Pool, runtime.NumCPU()},
+		{"concurrency", c.Scheduler.Concurrency, runtime.NumCPU()},
+		{"queue", c.Scheduler.QueueSize, 100},
+		{"user rate", c.Scheduler.UserRate, 5.0 / 60},
+		{"user burst", c.Scheduler.UserBurst, 5},
+		{"user max jobs", c.Scheduler.MaxPerUser, 1},
+		{"slack reaction", c.Slack.RunReaction, "arrow_forward"},
+		{"slack edit window", c.Slack.EditWindow, 10 * time.Minute},
+		{"discord prefix", c.Discord.Prefix, "!run"},
+		{"discord reaction", c.Discord.RunReaction, "▶️"},
+		{"discord edit window", c.Discord.EditWindow, 10 * time.Minute},
+		{"http", c.HTTPAddr, ""},
+		{"drain", c.DrainTimeout, 20 * time.Second},
+		{"log level", c.LogLevel, slog.LevelInfo},
+		{"log format", c.LogFormat, "text"},
+		{"reply lines", c.Render.MaxLines, 15},
+		{"reply chars", c.Render.MaxChars, 1500},
+		{"slack render", c.Slack.Render, c.Render},
+		{"slack", c.SlackEnabled(), false},
+		{"discord", c.DiscordEnabled(), false},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s: got %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestParseConfigValues(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   Env
+		check func(Config) bool
+	}{
+		{"timeout ms", Env{"RUNBLOCK_TIMEOUT": "1500ms"}, func(c Config) bool { return c.Executor.Timeout == 1500*time.Millisecond }},
+		{"memory", Env{"RUNBLOCK_MEMORY_MB": "512"}, func(c Config) bool { return c.Executor.MemoryBytes == 512<<20 }},
+		{"output bytes plain", Env{"RUNBLOCK_MAX_OUTPUT_BYTES": "4096"}, func(c Config) bool { return c.Executor.MaxOutputBytes == 4096 }},
+		{"code bytes unit", Env{"RUNBLOCK_MAX_CODE_BYTES": "2MiB"}, func(c Config) bool { return c.Executor.MaxCodeBytes == 2<<20 }},
+		{"allow unisolated", Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, func(c Config) bool { return c.Executor.AllowUnisolated }},
+		{"allow unisolated yes", Env{"RUNBLOCK_ALLOW_UNISOLATED": "Yes"}, func(c Config) bool { return c.Executor.AllowUnisolated }},
+		{"pool follows concurrency", Env{"RUNBLOCK_CONCURRENCY": "7"}, func(c Config) bool { return c.Executor.Pool == 7 && c.Scheduler.Concurrency == 7 }},
+		{"pool off", Env{"RUNBLOCK_POOL": "0"}, func(c Config) bool { return c.Executor.Pool == 0 }},
+		{"rate per second", Env{"RUNBLOCK_USER_RATE": "2/s"}, func(c Config) bool { return c.Scheduler.UserRate == 2 }},
+		{"rate per hour", Env{"RUNBLOCK_USER_RATE": "36/h"}, func(c Config) bool { return c.Scheduler.UserRate == 0.01 }},
+		{"rate per minute spaced", Env{"RUNBLOCK_USER_RATE": " 30 / minute "}, func(c Config) bool { return c.Scheduler.UserRate == 0.5 }},
+		{"burst", Env{"RUNBLOCK_USER_BURST": "10"}, func(c Config) bool { return c.Scheduler.UserBurst == 10 }},
+		{"max jobs", Env{"RUNBLOCK_USER_MAX_JOBS": "3"}, func(c Config) bool { return c.Scheduler.MaxPerUser == 3 }},
+		{"slack socket mode", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testAppToken}, func(c Config) bool {
+			return c.SlackEnabled() && c.Slack.BotToken == testBotToken && c.Slack.AppToken == testAppToken
+		}},
+		{"slack events api", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_SIGNING_SECRET": testSigning, "RUNBLOCK_HTTP_ADDR": ":8080"}, func(c Config) bool {
+			return c.Slack.SigningSecret == testSigning && c.HTTPAddr == ":8080"
+		}},
+		{"slack channels", Env{"SLACK_CHANNELS": "C1, C2,,C3 "}, func(c Config) bool { return slices.Equal(c.Slack.Channels, []string{"C1", "C2", "C3"}) }},
+		{"slack reaction colons", Env{"SLACK_RUN_REACTION": ":rocket:"}, func(c Config) bool { return c.Slack.RunReaction == "rocket" }},
+		{"slack edit window off", Env{"SLACK_EDIT_WINDOW": "0s"}, func(c Config) bool { return c.Slack.EditWindow == 0 }},
+		{"discord", Env{"DISCORD_BOT_TOKEN": testDiscord, "DISCORD_GUILD_ID": "123456789012345678", "DISCORD_PREFIX": "?py"}, func(c Config) bool {
+			return c.DiscordEnabled() && c.Discord.GuildID == "123456789012345678" && c.Discord.Prefix == "?py"
+		}},
+		{"discord Bot prefix stripped", Env{"DISCORD_BOT_TOKEN": "Bot " + testDiscord}, func(c Config) bool { return c.Discord.Token == testDiscord }},
+		{"discord channels", Env{"DISCORD_CHANNELS": "1,2"}, func(c Config) bool { return slices.Equal(c.Discord.Channels, []string{"1", "2"}) }},
+		{"http", Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:9090"}, func(c Config) bool { return c.HTTPAddr == "127.0.0.1:9090" }},
+		{"drain", Env{"RUNBLOCK_DRAIN_TIMEOUT": "1m"}, func(c Config) bool { return c.DrainTimeout == time.Minute }},
+		{"log level", Env{"LOG_LEVEL": "DEBUG"}, func(c Config) bool { return c.LogLevel == slog.LevelDebug }},
+		{"log format", Env{"LOG_FORMAT": "JSON"}, func(c Config) bool { return c.LogFormat == "json" }},
+		{"render", Env{"RUNBLOCK_REPLY_LINES": "5", "RUNBLOCK_REPLY_CHARS": "300"}, func(c Config) bool {
+			return c.Render.MaxLines == 5 && c.Render.MaxChars == 300 && c.Discord.Render == c.Render
+		}},
+		{"empty means default", Env{"RUNBLOCK_TIMEOUT": "", "SLACK_BOT_TOKEN": ""}, func(c Config) bool {
+			return c.Executor.Timeout == 5*time.Second && !c.SlackEnabled()
+		}},
+		{"unknown variable warned", Env{"RUNBLOCK_TIMEOT": "3s", "HOME": "/root"}, func(c Config) bool {
+			return slices.Equal(c.Warnings, []string{"RUNBLOCK_TIMEOT"})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseConfig(tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Errorf("unexpected config: %+v", c)
+			}
+		})
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     Env
+		varName string
+		fix     string // a part of the message that tells the fix
+	}{
+		{"duration garbage", Env{"RUNBLOCK_TIMEOUT": "soon"}, "RUNBLOCK_TIMEOUT", "5s"},
+		{"duration without unit", Env{"RUNBLOCK_TIMEOUT": "5"}, "RUNBLOCK_TIMEOUT", "5s"},
+		{"duration negative", Env{"RUNBLOCK_TIMEOUT": "-1s"}, "RUNBLOCK_TIMEOUT", "positive"},
+		{"duration zero", Env{"RUNBLOCK_DRAIN_TIMEOUT": "0s"}, "RUNBLOCK_DRAIN_TIMEOUT", "positive"},
+		{"edit window negative", Env{"DISCORD_EDIT_WINDOW": "-5m"}, "DISCORD_EDIT_WINDOW", "positive"},
+		{"memory negative", Env{"RUNBLOCK_MEMORY_MB": "-256"}, "RUNBLOCK_MEMORY_MB", "negative"},
+		{"memory zero", Env{"RUNBLOCK_MEMORY_MB": "0"}, "RUNBLOCK_MEMORY_MB", "at least 1"},
+		{"memory with unit", Env{"RUNBLOCK_MEMORY_MB": "256MiB"}, "RUNBLOCK_MEMORY_MB", "256"},
+		{"output bytes bad unit", Env{"RUNBLOCK_MAX_OUTPUT_BYTES": "1 parsec"}, "RUNBLOCK_MAX_OUTPUT_BYTES", "1MiB"},
+		{"code bytes negative", Env{"RUNBLOCK_MAX_CODE_BYTES": "-1"}, "RUNBLOCK_MAX_CODE_BYTES", "positive"},
+		{"bool", Env{"RUNBLOCK_ALLOW_UNISOLATED": "maybe"}, "RUNBLOCK_ALLOW_UNISOLATED", "1 or 0"},
+		{"pool negative", Env{"RUNBLOCK_POOL": "-2"}, "RUNBLOCK_POOL", "negative"},
+		{"concurrency zero", Env{"RUNBLOCK_CONCURRENCY": "0"}, "RUNBLOCK_CONCURRENCY", "at least 1"},
+		{"queue word", Env{"RUNBLOCK_QUEUE": "lots"}, "RUNBLOCK_QUEUE", "whole number"},
+		{"rate without unit", Env{"RUNBLOCK_USER_RATE": "5"}, "RUNBLOCK_USER_RATE", "5/min"},
+		{"rate unknown unit", Env{"RUNBLOCK_USER_RATE": "5/fortnight"}, "RUNBLOCK_USER_RATE", "5/min"},
+		{"rate negative", Env{"RUNBLOCK_USER_RATE": "-5/min"}, "RUNBLOCK_USER_RATE", "positive"},
+		{"burst negative", Env{"RUNBLOCK_USER_BURST": "-1"}, "RUNBLOCK_USER_BURST", "negative"},
+		{"max jobs zero", Env{"RUNBLOCK_USER_MAX_JOBS": "0"}, "RUNBLOCK_USER_MAX_JOBS", "at least 1"},
+		{"bot token in app token", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, "SLACK_APP_TOKEN", "belongs in SLACK_BOT_TOKEN"},
+		{"app token in bot token", Env{"SLACK_BOT_TOKEN": testAppToken, "SLACK_APP_TOKEN": testAppToken}, "SLACK_BOT_TOKEN", "belongs in SLACK_APP_TOKEN"},
+		{"bot token garbage", Env{"SLACK_BOT_TOKEN": "SECRETgarbage", "SLACK_APP_TOKEN": testAppToken}, "SLACK_BOT_TOKEN", "xoxb-"},
+		{"slack token with space", Env{"SLACK_BOT_TOKEN": "xoxb-SECRET tail", "SLACK_APP_TOKEN": testAppToken}, "SLACK_BOT_TOKEN", "without spaces"},
+		{"slack app token without bot token", Env{"SLACK_APP_TOKEN": testAppToken}, "SLACK_BOT_TOKEN", "xoxb-"},
+		{"slack bot token alone", Env{"SLACK_BOT_TOKEN": testBotToken}, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"},
+		{"signing secret without http", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_SIGNING_SECRET": testSigning}, "RUNBLOCK_HTTP_ADDR", ":8080"},
+		{"slack token in discord", Env{"DISCORD_BOT_TOKEN": testBotToken}, "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN"},
+		{"discord token garbage", Env{"DISCORD_BOT_TOKEN": "SECRETnodots"}, "DISCORD_BOT_TOKEN", "developer portal"},
+		{"guild id", Env{"DISCORD_GUILD_ID": "my-server"}, "DISCORD_GUILD_ID", "Copy Server ID"},
+		{"http addr", Env{"RUNBLOCK_HTTP_ADDR": "8080"}, "RUNBLOCK_HTTP_ADDR", ":8080"},
+		{"http port", Env{"RUNBLOCK_HTTP_ADDR": ":http-ish"}, "RUNBLOCK_HTTP_ADDR", ":8080"},
+		{"log level", Env{"LOG_LEVEL": "loud"}, "LOG_LEVEL", "debug, info, warn or error"},
+		{"log format", Env{"LOG_FORMAT": "xml"}, "LOG_FORMAT", "text or json"},
+		{"reply lines", Env{"RUNBLOCK_REPLY_LINES": "0"}, "RUNBLOCK_REPLY_LINES", "15"},
+		{"reply chars", Env{"RUNBLOCK_REPLY_CHARS": "-3"}, "RUNBLOCK_REPLY_CHARS", "1500"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig(tt.env)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *ConfigError", err)
+			}
+			msg := err.Error()
+			if ce.Var != tt.varName || !strings.HasPrefix(msg, tt.varName) {
+				t.Errorf("error %q names %s, want %s", msg, ce.Var, tt.varName)
+			}
+			if !strings.Contains(msg, tt.fix) {
+				t.Errorf("error %q does not say %q", msg, tt.fix)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error %q is more than one line", msg)
+			}
+			for k, v := range tt.env {
+				if slices.Contains(secretVariables, k) && strings.Contains(msg, v) {
+					t.Errorf("error %q shows the value of %s", msg, k)
+				}
+			}
+		})
+	}
+}
+
+// TestEnvExampleDocumentsEveryVariable checks that .env.example lists
+// exactly the variables runblock reads, and that its values are the defaults.
+func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
+	f, err := os.Open(".env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	example, err := godotenv.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Variables {
+		if _, ok := example[v]; !ok {
+			t.Errorf(".env.example lacks %s", v)
+		}
+	}
+	for k := range example {
+		if !slices.Contains(Variables, k) {
+			t.Errorf(".env.example has %s, which runblock does not read", k)
+		}
+	}
+	fromExample, err := ParseConfig(Env(example))
+	if err != nil {
+		t.Fatalf(".env.example does not parse: %v", err)
+	}
+	defaults, err := ParseConfig(Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromExample, defaults) {
+		t.Errorf(".env.example values differ from the defaults:\nexample:  %+v\ndefaults: %+v", fromExample, defaults)
+	}
+}
+
+func TestLoadEnvRealEnvironmentWins(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".env")
+	content := "RUNBLOCK_TIMEOUT=9s\nRUNBLOCK_QUEUE=7\n# a comment\nLOG_FORMAT=\"json\"\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, err := LoadEnv([]string{"RUNBLOCK_TIMEOUT=2s", "NOEQUALS"}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Env{"RUNBLOCK_TIMEOUT": "2s", "RUNBLOCK_QUEUE": "7", "LOG_FORMAT": "json"}
+	if !reflect.DeepEqual(env, want) {
+		t.Errorf("got %v, want %v", env, want)
+	}
+
+	env, err = LoadEnv([]string{"A=1"}, filepath.Join(dir, "missing.env"))
+	if err != nil || !reflect.DeepEqual(env, Env{"A": "1"}) {
+		t.Errorf("missing .env: got %v, %v", env, err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		unit int64
+		want int64
+		ok   bool
+	}{
+		{"256MiB", 1 << 20, 256 << 20, true},
+		{"256", 1 << 20, 256 << 20, true},
+		{"1.5G", 1, 3 << 29, true},
+		{"64 KiB", 1, 64 << 10, true},
+		{"10b", 1 << 20, 10, true},
+		{"12 bananas", 1, 0, false},
+		{"MiB", 1, 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseSize(tt.in, tt.unit)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseSize(%q, %d) = %d, %v; want %d, ok=%v", tt.in, tt.unit, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestLogsNeverShowTokens logs the start-up summary and errors that carry
+// credentials, in both formats, and looks for the credentials.
+func TestLogsNeverShowTokens(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cfg, err := ParseConfig(Env{
+				"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testAppToken,
+				"SLACK_SIGNING_SECRET": testSigning, "RUNBLOCK_HTTP_ADDR": ":0",
+				"DISCORD_BOT_TOKEN": testDiscord, "LOG_FORMAT": format, "LOG_LEVEL": "debug",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			log := newLogger(&buf, cfg)
+			log.Info("starting runblock", "config", cfg)
+			log.Error("connect failed", "err", errors.New("GET https://slack.test/api?token="+testBotToken+": 401"))
+			log.Debug("header "+testDiscord, "token", testAppToken, "list", []string{testSigning})
+			log.With("auth", "Bot "+testDiscord).Warn("retrying", slog.Group("g", "secret", testSigning))
+			out := buf.String()
+			for _, secret := range cfg.Secrets() {
+				if strings.Contains(out, secret) {
+					t.Errorf("log shows a credential:\n%s", out)
+				}
+			}
+			if !strings.Contains(out, "[redacted]") || !strings.Contains(out, "slack_bot_token") {
+				t.Errorf("log lost its content:\n%s", out)
+			}
+			if len(cfg.Secrets()) != 4 {
+				t.Errorf("Secrets() = %d values, want 4", len(cfg.Secrets()))
+			}
+		})
+	}
+}
