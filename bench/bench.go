@@ -37,7 +37,8 @@ type Options struct {
 	SharedDir string
 	// Concurrency is the parallel level measured beside 1; 0 = NumCPU.
 	Concurrency int
-	// Pool is the pool size of the pooled row; 0 = Concurrency.
+	// Pool is the pool size of the pooled row; 0 = Executor.Pool, else
+	// Concurrency.
 	Pool int
 	// HelloRuns is the number of print('hello') runs per phase; 0 = 200.
 	HelloRuns int
@@ -190,7 +191,7 @@ func newBenchmark(opts Options) *benchmark {
 	b := &benchmark{
 		opts:      opts,
 		conc:      slices.Compact([]int{1, max(n, 1)}),
-		pool:      cmp.Or(opts.Pool, n),
+		pool:      cmp.Or(opts.Pool, opts.Executor.Pool, n),
 		helloRuns: cmp.Or(opts.HelloRuns, 200),
 		warmup:    cmp.Or(opts.Warmup, 10),
 		log:       opts.Logger,
