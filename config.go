@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -497,14 +496,4 @@ func (p *parser) slackMode(s slack.Config, httpAddr string) {
 	case s.SigningSecret != "" && httpAddr == "":
 		p.fail("RUNBLOCK_HTTP_ADDR", "", "is missing", "the Events API (SLACK_SIGNING_SECRET) needs an HTTP address such as :8080")
 	}
-}
-
-// configFromProcess loads .env from the working directory under the process
-// environment and parses it: the only place runblock reads the environment.
-func configFromProcess() (Config, error) {
-	env, err := LoadEnv(os.Environ(), ".env")
-	if err != nil {
-		return Config{}, err
-	}
-	return ParseConfig(env)
 }

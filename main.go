@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runblock/runblock/bench"
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
@@ -36,7 +37,12 @@ func main() {
 	defer stop()
 	// After the first signal, a second one kills the process at once.
 	context.AfterFunc(ctx, stop)
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	env, err := LoadEnv(os.Environ(), ".env")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "runblock: %v\n", err)
+		os.Exit(2)
+	}
+	os.Exit(run(ctx, os.Args[1:], env, os.Stdin, os.Stdout, os.Stderr))
 }
 
 const usage = `usage: runblock [command]
@@ -45,14 +51,15 @@ commands:
   serve    run every configured chat adapter (the default; the console when no token is set)
   exec     run one snippet: runblock exec [--json] [--timeout 5s] [--memory 256MiB] FILE|-
   doctor   report the isolation layers and the python found: runblock doctor [--json]
+  bench    measure bare python, the original and the executor side by side: runblock bench [--json]
   version  print the version
 
 Settings come from the environment and .env; see .env.example.
 `
 
-// run is the whole program behind main's signal handling; it returns the
-// exit status.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run is the whole program behind main's signal handling and environment
+// loading; it returns the exit status.
+func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -64,13 +71,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "exec", "doctor":
+	case "serve", "exec", "doctor", "bench":
 	default:
 		fmt.Fprintf(stderr, "runblock: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
 
-	cfg, err := configFromProcess()
+	cfg, err := ParseConfig(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "runblock: %v\n", err)
 		return 2
@@ -84,6 +91,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExec(ctx, cfg, logger, args, stdin, stdout, stderr)
 	case "doctor":
 		return runDoctor(ctx, cfg, logger, args, stdout, stderr)
+	case "bench":
+		return runBench(ctx, cfg, logger, args, stdout, stderr)
 	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "runblock: serve takes no arguments\n\n%s", usage)
@@ -501,6 +510,28 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 			line += " (" + l.Detail + ")"
 		}
 		fmt.Fprintln(stdout, line)
+	}
+	return 0
+}
+
+// runBench is `runblock bench`: the side-by-side performance report.
+func runBench(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := bench.Options{Executor: cfg.Executor, Logger: logger}
+	fs.BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
+	fs.IntVar(&opts.Concurrency, "concurrency", 0, "parallel level measured beside 1 (default NumCPU)")
+	fs.IntVar(&opts.HelloRuns, "hello-runs", 0, "print('hello') runs per phase (default 200)")
+	fs.IntVar(&opts.HumanEvalPrograms, "programs", 0, "HumanEval programs to run (default all)")
+	fs.StringVar(&opts.SharedDir, "shared", "", "directory with reference/ and data/ (default ../shared)")
+	fs.BoolVar(&opts.SkipOriginal, "skip-original", false, "do not run the original seed_bench.py")
+	fs.BoolVar(&opts.SkipFlood, "skip-flood", false, "do not measure memory under an output flood")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := bench.Run(ctx, opts, stdout); err != nil {
+		fmt.Fprintf(stderr, "runblock bench: %v\n", err)
+		return 1
 	}
 	return 0
 }

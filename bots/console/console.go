@@ -193,7 +193,7 @@ func (b *Bot) readMessage(r *bufio.Reader) (msg string, tooLarge bool, err error
 		if err != nil {
 			return sb.String(), tooLarge, err
 		}
-		blank := strings.TrimSpace(line) == ""
+		blank := !long && strings.TrimSpace(line) == ""
 		if blank && !inFence {
 			if sb.Len() == 0 && !tooLarge {
 				continue
@@ -203,7 +203,11 @@ func (b *Bot) readMessage(r *bufio.Reader) (msg string, tooLarge bool, err error
 		if strings.Count(line, "```")%2 == 1 {
 			inFence = !inFence
 		}
-		if long || sb.Len()+len(line)+1 > b.cfg.MaxMessageBytes {
+		sep := 0
+		if sb.Len() > 0 {
+			sep = 1
+		}
+		if long || sb.Len()+sep+len(line) > b.cfg.MaxMessageBytes {
 			tooLarge = true
 			continue
 		}

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/httpserver"
+)
+
+const fence = "```"
+
+const pipedExample = "please run\n" + fence + "python\nprint(1+1)\n" + fence + "\n"
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runnerFunc is a fake executor.
+type runnerFunc func(ctx context.Context, req executor.Request) (executor.Result, error)
+
+func (f runnerFunc) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
+	return f(ctx, req)
+}
+
+// gate holds fake runs until released.
+type gate struct {
+	started chan executor.Request
+	release chan struct{}
+}
+
+func newGate() *gate {
+	return &gate{started: make(chan executor.Request, 8), release: make(chan struct{})}
+}
+
+func (g *gate) run(ctx context.Context, req executor.Request) (executor.Result, error) {
+	g.started <- req
+	select {
+	case <-g.release:
+		return executor.Result{Success: true, Stdout: "finished " + strings.TrimSpace(req.Code) + "\n", Duration: time.Millisecond}, nil
+	case <-ctx.Done():
+		return executor.Result{}, ctx.Err()
+	}
+}
+
+func defaultConfig(t *testing.T, env Env) Config {
+	t.Helper()
+	cfg, err := ParseConfig(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestShutdownLetsTheRunInFlightFinish drives Main with the console adapter
+// over a pipe: a run is in flight when Close starts; Close stops reading,
+// waits for the run, and the reply is printed before Close returns.
+func TestShutdownLetsTheRunInFlightFinish(t *testing.T) {
+	g := newGate()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	out := &syncBuffer{}
+	m := &Main{
+		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
+		Logger: testLogger(t),
+		Stdin:  pr,
+		Stdout: out,
+		Runner: runnerFunc(g.run),
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(pw, fence+"python\nslow()\n"+fence+"\n\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		closed <- m.Close(ctx)
+	}()
+	// The console is busy with the run, so this write blocks until Close
+	// closes its input: from then on Main is draining.
+	if _, err := io.WriteString(pw, fence+"python\nnever()\n"+fence+"\n\n"); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("write while closing = %v, want io.ErrClosedPipe", err)
+	}
+	if r := m.readiness(); r.Ready || !r.Draining {
+		t.Errorf("readiness while draining = %+v, want not ready and draining", r)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a run was in flight", err)
+	default:
+	}
+	close(g.release)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := out.String(); !strings.Contains(got, "finished slow()") || strings.Contains(got, "never") {
+		t.Errorf("output %q: want the reply to the run in flight and nothing else", got)
+	}
+	select {
+	case <-m.Done():
+	default:
+		t.Error("console not done after Close")
+	}
+}
+
+// TestServeExitsAtEndOfInput is the console path of `go run .` with a fake
+// runner: exit 0 once the piped message has been answered.
+func TestServeExitsAtEndOfInput(t *testing.T) {
+	out := &syncBuffer{}
+	m := &Main{
+		Config: defaultConfig(t, nil),
+		Logger: testLogger(t),
+		Stdin:  strings.NewReader(pipedExample),
+		Stdout: out,
+		Runner: runnerFunc(func(_ context.Context, req executor.Request) (executor.Result, error) {
+			return executor.Result{Success: true, Stdout: "2\n"}, nil
+		}),
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Main not done at end of input")
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2") {
+		t.Errorf("output %q lacks 2", out.String())
+	}
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	g := newGate()
+	close(g.release)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	out := &syncBuffer{}
+	m := &Main{
+		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
+		Logger: testLogger(t),
+		Stdin:  pr,
+		Stdout: out,
+		Runner: runnerFunc(g.run),
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	base := "http://" + m.http.Addr()
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+
+	if code, body := get("/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	code, body := get("/readyz")
+	var rd httpserver.Readiness
+	if err := json.Unmarshal([]byte(body), &rd); err != nil {
+		t.Fatalf("/readyz body %q: %v", body, err)
+	}
+	if code != 200 || !rd.Ready || !rd.Adapters["console"] || rd.Isolation == "" {
+		t.Errorf("/readyz = %d %+v", code, rd)
+	}
+
+	if _, err := io.WriteString(pw, pipedExample+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+	// At end of input the console finishes once the reply is out and counted.
+	pw.Close()
+	<-m.Done()
+	if !strings.Contains(out.String(), "finished") {
+		t.Errorf("output %q lacks the reply", out.String())
+	}
+	_, metricsBody := get("/metrics")
+	for _, want := range []string{
+		`runblock_runs_total{outcome="ok"} 1`,
+		`runblock_messages_received_total{platform="console"} 1`,
+		`runblock_messages_replied_total{platform="console"} 1`,
+		`runblock_queue_depth 0`,
+	} {
+		if !strings.Contains(metricsBody, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if code, _ := get("/slack/events"); code != http.StatusNotFound {
+		t.Errorf("/slack/ served without SLACK_SIGNING_SECRET: %d", code)
+	}
+
+	m.draining.Store(true)
+	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while draining = %d, want 503", code)
+	}
+}
+
+func TestRunFailsFastOnABusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	m := &Main{
+		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": ln.Addr().String()}),
+		Logger: testLogger(t),
+		Stdin:  pr,
+		Stdout: io.Discard,
+		Runner: runnerFunc(func(context.Context, executor.Request) (executor.Result, error) { return executor.Result{}, nil }),
+	}
+	err = m.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
+		m.Close(context.Background())
+		t.Fatalf("Run = %v, want a listen error naming the address", err)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      Env
+		code     int
+		stdout   string
+		stderr   string
+		oneLiner bool
+	}{
+		{name: "version", args: []string{"version"}, stdout: "runblock dev"},
+		{name: "help", args: []string{"help"}, stdout: "usage: runblock"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
+		{name: "bad setting", args: []string{"serve"}, env: Env{"RUNBLOCK_TIMEOUT": "soon"}, code: 2, stderr: "RUNBLOCK_TIMEOUT", oneLiner: true},
+		{name: "wrong token kind", env: Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, code: 2, stderr: "SLACK_APP_TOKEN", oneLiner: true},
+		{name: "serve arguments", args: []string{"serve", "extra"}, code: 2, stderr: "no arguments"},
+		{name: "exec without file", args: []string{"exec"}, code: 2, stderr: "give one FILE"},
+		{name: "exec bad memory", args: []string{"exec", "--memory", "lots", "x.py"}, code: 2, stderr: "--memory"},
+		{name: "exec bad flag", args: []string{"exec", "--frob", "x.py"}, code: 2, stderr: "frob"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, tt.env, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stdout %q, stderr %q; want %q and %q", stdout.String(), stderr.String(), tt.stdout, tt.stderr)
+			}
+			if tt.oneLiner && strings.Count(strings.TrimRight(stderr.String(), "\n"), "\n") != 0 {
+				t.Errorf("stderr is more than one line: %q", stderr.String())
+			}
+			for _, s := range []string{testBotToken, testAppToken} {
+				if strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr shows a token: %q", stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func requirePython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not on PATH")
+	}
+}
+
+// TestPipedConsoleExample is the README's first command end to end: the real
+// executor, scheduler and formatting answer the piped message with 2.
+func TestPipedConsoleExample(t *testing.T) {
+	requirePython(t)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), nil, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, strings.NewReader(pipedExample), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "2") {
+		t.Errorf("stdout %q lacks 2; stderr:\n%s", stdout.String(), stderr.String())
+	}
+}
+
+func TestExecCommand(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	write := func(name, code string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(code), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.py", "print('hello')\n")
+	fails := write("fails.py", "1/0\n")
+	slow := write("slow.py", "import time\nprint('before', flush=True)\ntime.sleep(30)\n")
+	env := Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+
+	t.Run("json", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", ok, "--json"}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var res map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("not one JSON object: %q: %v", stdout.String(), err)
+		}
+		for _, k := range []string{"success", "stdout", "stderr", "error", "timeout", "memory_exceeded", "output_truncated", "exit_code", "signal", "duration_ms"} {
+			if _, has := res[k]; !has {
+				t.Errorf("JSON lacks %q", k)
+			}
+		}
+		if res["success"] != true || res["stdout"] != "hello\n" {
+			t.Errorf("result %v", res)
+		}
+	})
+	t.Run("failing snippet exits 0", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", fails}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "ZeroDivisionError") {
+			t.Errorf("stdout %q lacks the error line", stdout.String())
+		}
+	})
+	t.Run("stdin and timeout flag", func(t *testing.T) {
+		code, err := os.ReadFile(slow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json", "--timeout", "300ms", "-"}, env, bytes.NewReader(code), &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var res executor.Result
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		if !res.Timeout || !strings.Contains(res.Stdout, "before") {
+			t.Errorf("result %+v: want a timeout with the partial output", res)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", filepath.Join(dir, "nope.py")}, env, nil, &stdout, &stderr); code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+	})
+}
+
+func TestDoctorCommand(t *testing.T) {
+	requirePython(t)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"doctor", "--json"}, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep executor.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%q: %v", stdout.String(), err)
+	}
+	if rep.Tier == "" || rep.Python == "" || len(rep.Layers) == 0 {
+		t.Errorf("report %+v", rep)
+	}
+}
