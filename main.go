@@ -61,7 +61,7 @@ Settings come from the environment and .env; see .env.example.
 // loading; it returns the exit status.
 func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {

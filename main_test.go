@@ -287,6 +287,7 @@ func TestCommands(t *testing.T) {
 	}{
 		{name: "version", args: []string{"version"}, stdout: "runblock dev"},
 		{name: "help", args: []string{"help"}, stdout: "usage: runblock"},
+		{name: "help flag", args: []string{"--help"}, stdout: "usage: runblock"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{name: "bad setting", args: []string{"serve"}, env: Env{"RUNBLOCK_TIMEOUT": "soon"}, code: 2, stderr: "RUNBLOCK_TIMEOUT", oneLiner: true},
 		{name: "wrong token kind", env: Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, code: 2, stderr: "SLACK_APP_TOKEN", oneLiner: true},
