@@ -19,7 +19,11 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/httpserver"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const fence = "```"
 

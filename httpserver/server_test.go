@@ -10,7 +10,11 @@ import (
 	"testing"
 
 	"github.com/runblock/runblock/httpserver"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func open(t *testing.T, cfg httpserver.Config) *httpserver.Server {
 	t.Helper()

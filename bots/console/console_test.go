@@ -12,7 +12,11 @@ import (
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const fence = "```"
 
