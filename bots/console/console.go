@@ -287,6 +287,7 @@ func (b *Bot) answer(msg string, tooLarge bool) string {
 			}
 		}
 	}
+	b.log.Debug("run submitted", "code_bytes", len(ext.Code), "stdin_bytes", len(ext.Stdin))
 	res, err := b.runner.Submit(b.runCtx, job)
 	finished.Store(true)
 	if err != nil {
