@@ -1,0 +1,199 @@
+// Package fakediscord is an in-process Discord for tests: a REST API and a
+// gateway WebSocket on 127.0.0.1 that speak enough of the real wire protocol
+// for an unmodified discordgo client. Every REST request is recorded with its
+// decoded JSON (also out of multipart payload_json) and files, so tests can
+// wait for "the reply in channel X" and inspect exactly what went over the
+// wire. The gateway sends HELLO, checks IDENTIFY (token and the privileged
+// Message Content intent), answers READY, heartbeats and RESUME, and lets a
+// test dispatch events, ask for a reconnect (op 7), invalidate the session
+// (op 9) or drop the socket. REST responses can be scripted to 429.
+//
+// discordgo keeps its endpoints in package variables, so one binary talks to
+// one fake: Install points discordgo at the server, and tests share it,
+// keeping apart by token (one Bot per test) and by channel ids.
+package fakediscord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+// DefaultHeartbeatInterval is the HELLO heartbeat interval. discordgo gives
+// up on a connection after five intervals without an ACK, so it stays well
+// above scheduling noise under -race.
+const DefaultHeartbeatInterval = time.Second
+
+// Options configures a Server.
+type Options struct {
+	HeartbeatInterval time.Duration // 0: DefaultHeartbeatInterval
+}
+
+// Server is a fake Discord.
+type Server struct {
+	opts Options
+	http *httptest.Server
+
+	mu           sync.Mutex
+	changed      chan struct{} // closed and replaced whenever state changes
+	bots         map[string]*Bot
+	requests     []Request
+	limits       []*rateLimit
+	messages     map[string]*discordgo.Message // by message id
+	interactions map[string]*interaction       // by interaction token
+	nextID       int64
+	closed       bool
+
+	conns sync.WaitGroup // gateway connection goroutines
+	live  map[*websocket.Conn]struct{}
+}
+
+// New starts a fake Discord on 127.0.0.1.
+func New(opts Options) *Server {
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	s := &Server{
+		opts:         opts,
+		changed:      make(chan struct{}),
+		bots:         make(map[string]*Bot),
+		messages:     make(map[string]*discordgo.Message),
+		interactions: make(map[string]*interaction),
+		nextID:       1_000_000_000_000_000,
+		live:         make(map[*websocket.Conn]struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v"+discordgo.APIVersion+"/", s.serveREST)
+	mux.HandleFunc("/ws/", s.serveGateway)
+	s.http = httptest.NewServer(mux)
+	return s
+}
+
+// URL is the server's base URL (http://127.0.0.1:port).
+func (s *Server) URL() string { return s.http.URL }
+
+// GatewayURL is the WebSocket URL that GET /gateway hands out.
+func (s *Server) GatewayURL() string {
+	return "ws" + strings.TrimPrefix(s.http.URL, "http") + "/ws"
+}
+
+// Install points discordgo's endpoint variables at s. They are package
+// globals, so call it once per test binary, before any session is created.
+func (s *Server) Install() {
+	base := s.http.URL + "/"
+	discordgo.EndpointDiscord = base
+	discordgo.EndpointAPI = base + "api/v" + discordgo.APIVersion + "/"
+	discordgo.EndpointGuilds = discordgo.EndpointAPI + "guilds/"
+	discordgo.EndpointChannels = discordgo.EndpointAPI + "channels/"
+	discordgo.EndpointUsers = discordgo.EndpointAPI + "users/"
+	discordgo.EndpointGateway = discordgo.EndpointAPI + "gateway"
+	discordgo.EndpointGatewayBot = discordgo.EndpointGateway + "/bot"
+	discordgo.EndpointWebhooks = discordgo.EndpointAPI + "webhooks/"
+	discordgo.EndpointStickers = discordgo.EndpointAPI + "stickers/"
+	discordgo.EndpointStageInstances = discordgo.EndpointAPI + "stage-instances"
+	discordgo.EndpointSKUs = discordgo.EndpointAPI + "skus"
+	discordgo.EndpointVoice = discordgo.EndpointAPI + "/voice/"
+	discordgo.EndpointVoiceRegions = discordgo.EndpointVoice + "regions"
+	discordgo.EndpointGuildCreate = discordgo.EndpointAPI + "guilds"
+	discordgo.EndpointApplications = discordgo.EndpointAPI + "applications"
+	discordgo.EndpointOAuth2 = discordgo.EndpointAPI + "oauth2/"
+	discordgo.EndpointOAuth2Applications = discordgo.EndpointOAuth2 + "applications"
+	discordgo.EndpointOauth2 = discordgo.EndpointOAuth2
+	discordgo.EndpointOauth2Applications = discordgo.EndpointOAuth2Applications
+	discordgo.EndpointNitroStickersPacks = discordgo.EndpointAPI + "/sticker-packs"
+}
+
+// Close drops every gateway connection, waits for their goroutines and stops
+// the HTTP server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.live {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.conns.Wait()
+	s.http.Close()
+}
+
+// notifyLocked wakes every waiter; s.mu must be held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// waitFor calls check under s.mu until it reports true or ctx ends.
+func (s *Server) waitFor(ctx context.Context, what string, check func() bool) error {
+	for {
+		s.mu.Lock()
+		ok := check()
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fakediscord: waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// newIDLocked returns a fresh snowflake-like id; s.mu must be held.
+func (s *Server) newIDLocked() string {
+	s.nextID++
+	return strconv.FormatInt(s.nextID, 10)
+}
+
+// NewID returns a fresh snowflake-like id, for channels, users and messages
+// that a test invents.
+func (s *Server) NewID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newIDLocked()
+}
+
+// PutMessage stores m so that GET /channels/{c}/messages/{m} finds it; it
+// gets an id when it has none. The stored copy is returned.
+func (s *Server) PutMessage(m discordgo.Message) *discordgo.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.ID == "" {
+		m.ID = s.newIDLocked()
+	}
+	if m.Timestamp.IsZero() {
+		m.Timestamp = time.Now().UTC()
+	}
+	s.messages[m.ID] = &m
+	cp := m
+	return &cp
+}
+
+// Message returns the stored message with id, as last posted or edited.
+func (s *Server) Message(id string) (discordgo.Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.messages[id]
+	if !ok {
+		return discordgo.Message{}, false
+	}
+	return *m, true
+}
+
+func marshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakediscord: marshal %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,219 @@
+package fakediscord_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/runblock/runblock/internal/fakediscord"
+)
+
+var fake *fakediscord.Server
+
+func TestMain(m *testing.M) {
+	fake = fakediscord.New(fakediscord.Options{})
+	fake.Install()
+	code := m.Run()
+	fake.Close()
+	os.Exit(code)
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// session opens a real discordgo session for bot; events go to ch.
+func session(t *testing.T, bot *fakediscord.Bot, ch chan<- *discordgo.MessageCreate) *discordgo.Session {
+	t.Helper()
+	s, err := discordgo.New("Bot " + bot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SyncEvents = true
+	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentMessageContent
+	if ch != nil {
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { ch <- m })
+	}
+	if err := s.Open(); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		s.ShouldReconnectOnError = false
+		s.Close()
+	})
+	return s
+}
+
+func TestIdentifyReadyAndDispatch(t *testing.T) {
+	ctx := ctxT(t)
+	bot := fake.NewBot("ready")
+	ch := make(chan *discordgo.MessageCreate, 1)
+	s := session(t, bot, ch)
+	if s.State.User.ID != bot.UserID {
+		t.Fatalf("ready user %q, want %q", s.State.User.ID, bot.UserID)
+	}
+	ids := bot.Identifies()
+	if len(ids) != 1 || ids[0].Intents&discordgo.IntentMessageContent == 0 || ids[0].Token != "Bot "+bot.Token {
+		t.Fatalf("identify = %+v", ids)
+	}
+	channel := fake.NewID()
+	bot.MessageCreate(discordgo.Message{ChannelID: channel, Content: "hi", Author: &discordgo.User{ID: "1"}})
+	select {
+	case m := <-ch:
+		if m.Content != "hi" || m.ChannelID != channel {
+			t.Fatalf("got %+v", m.Message)
+		}
+	case <-ctx.Done():
+		t.Fatal("no MESSAGE_CREATE")
+	}
+}
+
+func TestDisallowedIntentCloses4014(t *testing.T) {
+	bot := fake.NewBot("deny")
+	bot.DenyMessageContent()
+	s, err := discordgo.New("Bot " + bot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Identify.Intents = discordgo.IntentMessageContent
+	err = s.Open()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != fakediscord.CloseDisallowedIntents {
+		t.Fatalf("open error %v, want close 4014", err)
+	}
+}
+
+func TestUnknownTokenIsUnauthorized(t *testing.T) {
+	s, err := discordgo.New("Bot nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.User("@me")
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response.StatusCode != 401 {
+		t.Fatalf("err %v, want 401", err)
+	}
+}
+
+func TestRecordsJSONAndMultipart(t *testing.T) {
+	ctx := ctxT(t)
+	bot := fake.NewBot("rest")
+	s, err := discordgo.New("Bot " + bot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channel := fake.NewID()
+	_, err = s.ChannelMessageSendComplex(channel, &discordgo.MessageSend{
+		Content:         "one",
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.ChannelMessageSendComplex(channel, &discordgo.MessageSend{
+		Content: "two",
+		Files:   []*discordgo.File{{Name: "output.txt", ContentType: "text/plain", Reader: strings.NewReader("full")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := fake.WaitRequests(ctx, 2, fakediscord.Match("POST", "/channels/"+channel+"/messages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Content() != "one" || !rs[0].AllowedMentions().None() {
+		t.Fatalf("first: %s", rs[0].JSON)
+	}
+	if rs[1].Content() != "two" || rs[1].AllowedMentions().Present {
+		t.Fatalf("second: %s", rs[1].JSON)
+	}
+	if len(rs[1].Files) != 1 || rs[1].Files[0].Field != "files[0]" || string(rs[1].Files[0].Data) != "full" {
+		t.Fatalf("files: %+v", rs[1].Files)
+	}
+	if len(m.Attachments) != 1 || m.Attachments[0].Filename != "output.txt" {
+		t.Fatalf("attachments: %+v", m.Attachments)
+	}
+	// nil Parse is what discordgo sends for an empty MessageAllowedMentions: pings allowed.
+	if _, err := s.ChannelMessageSendComplex(channel, &discordgo.MessageSend{Content: "three", AllowedMentions: &discordgo.MessageAllowedMentions{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := fake.WaitRequest(ctx, func(r fakediscord.Request) bool { return r.Path == "/channels/"+channel+"/messages" && r.Content() == "three" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AllowedMentions().None() {
+		t.Fatalf("null parse counted as none: %s", r.JSON)
+	}
+}
+
+func TestRateLimitIsRetried(t *testing.T) {
+	ctx := ctxT(t)
+	bot := fake.NewBot("limited")
+	s, err := discordgo.New("Bot " + bot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channel := fake.NewID()
+	path := "/channels/" + channel + "/messages"
+	fake.RateLimitNext(fakediscord.Match("POST", path), 50*time.Millisecond, false)
+	if _, err := s.ChannelMessageSend(channel, "x"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := fake.WaitRequests(ctx, 2, fakediscord.Match("POST", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Status != 429 || rs[1].Status != 200 {
+		t.Fatalf("statuses %d, %d", rs[0].Status, rs[1].Status)
+	}
+}
+
+func TestReconnectResumesAndReplays(t *testing.T) {
+	ctx := ctxT(t)
+	bot := fake.NewBot("resume")
+	ch := make(chan *discordgo.MessageCreate, 4)
+	session(t, bot, ch)
+	channel := fake.NewID()
+	if err := bot.Reconnect(); err != nil {
+		t.Fatal(err)
+	}
+	bot.MessageCreate(discordgo.Message{ChannelID: channel, Content: "after op 7", Author: &discordgo.User{ID: "1"}})
+	select {
+	case m := <-ch:
+		if m.Content != "after op 7" {
+			t.Fatalf("got %q", m.Content)
+		}
+	case <-ctx.Done():
+		t.Fatal("no message after op 7")
+	}
+	if err := bot.WaitSessions(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if bot.Resumes() != 1 {
+		t.Fatalf("resumes = %d", bot.Resumes())
+	}
+}
+
+func TestInvalidSessionReidentifies(t *testing.T) {
+	ctx := ctxT(t)
+	bot := fake.NewBot("op9")
+	session(t, bot, nil)
+	if err := bot.InvalidSession(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bot.WaitSessions(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(bot.Identifies()); n != 2 {
+		t.Fatalf("identifies = %d", n)
+	}
+}

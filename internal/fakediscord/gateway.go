@@ -1,0 +1,415 @@
+package fakediscord
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+// Gateway close codes the fake uses.
+const (
+	CloseAuthenticationFailed = 4004
+	CloseDisallowedIntents    = 4014
+)
+
+// replayLimit bounds the events kept for RESUME.
+const replayLimit = 1000
+
+// Bot is one bot account on the fake: its token, user, application and
+// gateway session. Fields are read-only after NewBot.
+type Bot struct {
+	s        *Server
+	Token    string // as the client sends it, without "Bot "
+	UserID   string
+	AppID    string
+	Username string
+
+	// guarded by s.mu
+	denyContent bool
+	sessionID   string
+	seq         int64
+	events      []frame
+	conn        *gwConn
+	identifies  []Identify
+	resumes     int
+	sessions    int // READY and RESUMED sent
+}
+
+type frame struct {
+	Op   int             `json:"op"`
+	Data json.RawMessage `json:"d"`
+	Seq  int64           `json:"s,omitempty"`
+	Type string          `json:"t,omitempty"`
+}
+
+type gwConn struct {
+	ws  *websocket.Conn
+	wmu sync.Mutex
+}
+
+func (c *gwConn) write(f frame, compress bool) error {
+	b := marshal(f)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return err
+	}
+	if !compress {
+		return c.ws.WriteMessage(websocket.TextMessage, b)
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	if _, err := zw.Write(b); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.BinaryMessage, z.Bytes())
+}
+
+func (c *gwConn) close(code int, text string) {
+	c.wmu.Lock()
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	c.ws.Close()
+}
+
+// NewBot registers a bot account; its token is accepted by REST and IDENTIFY.
+func (s *Server) NewBot(name string) *Bot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := &Bot{s: s, UserID: s.newIDLocked(), Username: name}
+	b.AppID = s.newIDLocked()
+	b.Token = "fake." + b.UserID + "." + name
+	s.bots[b.Token] = b
+	return b
+}
+
+func (b *Bot) user() *discordgo.User {
+	return &discordgo.User{ID: b.UserID, Username: b.Username, Discriminator: "0", Bot: true}
+}
+
+// DenyMessageContent makes IDENTIFY with the Message Content intent fail
+// with close code 4014, as Discord does when the intent is not enabled in
+// the developer portal.
+func (b *Bot) DenyMessageContent() {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.denyContent = true
+}
+
+// Identify is what the fake reads of an IDENTIFY payload.
+type Identify struct {
+	Token    string           `json:"token"`
+	Intents  discordgo.Intent `json:"intents"`
+	Compress bool             `json:"compress"`
+}
+
+// Identifies returns the IDENTIFY payloads received so far.
+func (b *Bot) Identifies() []Identify {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return append([]Identify(nil), b.identifies...)
+}
+
+// Resumes counts RESUMEs that succeeded.
+func (b *Bot) Resumes() int {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return b.resumes
+}
+
+// WaitSessions waits until the fake has sent n READY or RESUMED events, that
+// is until the bot has connected n times.
+func (b *Bot) WaitSessions(ctx context.Context, n int) error {
+	return b.s.waitFor(ctx, fmt.Sprintf("%d gateway sessions", n), func() bool { return b.sessions >= n })
+}
+
+// WaitDisconnected waits until the bot has no gateway connection.
+func (b *Bot) WaitDisconnected(ctx context.Context) error {
+	return b.s.waitFor(ctx, "gateway disconnect", func() bool { return b.conn == nil })
+}
+
+// Dispatch sends an op 0 event of type t with data d. Events sent while the
+// bot is disconnected are delivered when it resumes, as Discord does.
+func (b *Bot) Dispatch(t string, d any) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.seq++
+	f := frame{Op: 0, Type: t, Seq: b.seq, Data: marshal(d)}
+	b.events = append(b.events, f)
+	if len(b.events) > replayLimit {
+		b.events = b.events[len(b.events)-replayLimit:]
+	}
+	if b.conn != nil {
+		_ = b.conn.write(f, false)
+	}
+}
+
+// sendOp sends a non-dispatch opcode on the live connection.
+func (b *Bot) sendOp(op int, d any) error {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if b.conn == nil {
+		return fmt.Errorf("fakediscord: %s is not connected", b.Username)
+	}
+	return b.conn.write(frame{Op: op, Data: marshal(d)}, false)
+}
+
+// Reconnect sends op 7: the client should close and resume.
+func (b *Bot) Reconnect() error { return b.sendOp(7, nil) }
+
+// InvalidSession forgets the session and sends op 9 (not resumable): the
+// client should identify again.
+func (b *Bot) InvalidSession() error {
+	b.s.mu.Lock()
+	b.sessionID = ""
+	b.s.mu.Unlock()
+	return b.sendOp(9, false)
+}
+
+// Drop cuts the gateway socket without a close frame.
+func (b *Bot) Drop() error {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	if b.conn == nil {
+		return fmt.Errorf("fakediscord: %s is not connected", b.Username)
+	}
+	return b.conn.ws.UnderlyingConn().Close()
+}
+
+// MessageCreate stores m (filling id, timestamp and guild) and dispatches
+// MESSAGE_CREATE. It returns the stored message.
+func (b *Bot) MessageCreate(m discordgo.Message) *discordgo.Message {
+	stored := b.s.PutMessage(m)
+	b.Dispatch("MESSAGE_CREATE", stored)
+	return stored
+}
+
+// MessageUpdate stores the edit of m and dispatches MESSAGE_UPDATE.
+func (b *Bot) MessageUpdate(m discordgo.Message) {
+	now := time.Now().UTC()
+	m.EditedTimestamp = &now
+	b.s.PutMessage(m)
+	b.Dispatch("MESSAGE_UPDATE", m)
+}
+
+// MessageDelete removes the message and dispatches MESSAGE_DELETE.
+func (b *Bot) MessageDelete(channelID, messageID, guildID string) {
+	b.s.mu.Lock()
+	delete(b.s.messages, messageID)
+	b.s.mu.Unlock()
+	d := map[string]string{"id": messageID, "channel_id": channelID}
+	if guildID != "" {
+		d["guild_id"] = guildID
+	}
+	b.Dispatch("MESSAGE_DELETE", d)
+}
+
+// ReactionAdd dispatches MESSAGE_REACTION_ADD of emoji by user on a message;
+// member is the reacting guild member (nil in DMs).
+func (b *Bot) ReactionAdd(channelID, messageID, guildID, emoji string, user *discordgo.User) {
+	d := map[string]any{
+		"user_id": user.ID, "channel_id": channelID, "message_id": messageID,
+		"emoji": map[string]any{"id": nil, "name": emoji},
+	}
+	if guildID != "" {
+		d["guild_id"] = guildID
+		d["member"] = map[string]any{"user": user, "roles": []string{}}
+	}
+	b.Dispatch("MESSAGE_REACTION_ADD", d)
+}
+
+type interaction struct {
+	bot       *Bot
+	id        string
+	channelID string
+	original  string // message id of the @original response
+	responded bool
+	modal     bool
+}
+
+// Interaction is what a test sends as INTERACTION_CREATE.
+type Interaction struct {
+	ID    string
+	Token string
+}
+
+// InteractionCreate dispatches INTERACTION_CREATE with the fields of d
+// (type, data, channel_id, guild_id, member or user) plus a fresh id, token,
+// application_id and version; it returns the id and token.
+func (b *Bot) InteractionCreate(d map[string]any) Interaction {
+	b.s.mu.Lock()
+	in := &interaction{bot: b, id: b.s.newIDLocked()}
+	tok := "itoken." + in.id
+	in.channelID, _ = d["channel_id"].(string)
+	b.s.interactions[tok] = in
+	b.s.mu.Unlock()
+	full := map[string]any{"id": in.id, "token": tok, "application_id": b.AppID, "version": 1}
+	for k, v := range d {
+		full[k] = v
+	}
+	b.Dispatch("INTERACTION_CREATE", full)
+	return Interaction{ID: in.id, Token: tok}
+}
+
+// Original returns the @original response message of an interaction.
+func (s *Server) Original(token string) (discordgo.Message, bool) {
+	s.mu.Lock()
+	in := s.interactions[token]
+	s.mu.Unlock()
+	if in == nil || in.original == "" {
+		return discordgo.Message{}, false
+	}
+	return s.Message(in.original)
+}
+
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("encoding") != "json" {
+		http.Error(w, "fakediscord speaks encoding=json only", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		http.Error(w, "closed", http.StatusServiceUnavailable)
+		return
+	}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	defer s.conns.Done()
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.live[ws] = struct{}{}
+	s.mu.Unlock()
+	c := &gwConn{ws: ws}
+	var bot *Bot
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, ws)
+		if bot != nil && bot.conn == c {
+			bot.conn = nil
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+		ws.Close()
+	}()
+	hello := map[string]any{"heartbeat_interval": s.opts.HeartbeatInterval.Milliseconds()}
+	if err := c.write(frame{Op: 10, Data: marshal(hello)}, false); err != nil {
+		return
+	}
+	for {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var f frame
+		if err := json.Unmarshal(msg, &f); err != nil {
+			c.close(4002, "Error while decoding payload.")
+			return
+		}
+		switch f.Op {
+		case 1:
+			if err := c.write(frame{Op: 11}, false); err != nil {
+				return
+			}
+		case 2:
+			var id Identify
+			if err := json.Unmarshal(f.Data, &id); err != nil {
+				c.close(4002, "Error while decoding payload.")
+				return
+			}
+			if bot = s.identify(c, id); bot == nil {
+				return
+			}
+		case 6:
+			var res struct {
+				Token     string `json:"token"`
+				SessionID string `json:"session_id"`
+				Seq       int64  `json:"seq"`
+			}
+			if err := json.Unmarshal(f.Data, &res); err != nil {
+				c.close(4002, "Error while decoding payload.")
+				return
+			}
+			bot = s.resume(c, res.Token, res.SessionID, res.Seq)
+		}
+	}
+}
+
+// identify answers IDENTIFY with READY, or closes the connection with 4004
+// (unknown token) or 4014 (Message Content intent not allowed), returning nil.
+func (s *Server) identify(c *gwConn, id Identify) *Bot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.notifyLocked()
+	bot := s.bots[strings.TrimPrefix(id.Token, "Bot ")]
+	if bot == nil {
+		c.close(CloseAuthenticationFailed, "Authentication failed.")
+		return nil
+	}
+	bot.identifies = append(bot.identifies, id)
+	if bot.denyContent && id.Intents&discordgo.IntentMessageContent != 0 {
+		c.close(CloseDisallowedIntents, "Disallowed intent(s).")
+		return nil
+	}
+	if bot.conn != nil && bot.conn != c {
+		bot.conn.ws.Close()
+	}
+	bot.conn = c
+	bot.sessionID = "session." + s.newIDLocked()
+	bot.seq = 1
+	bot.events = nil
+	bot.sessions++
+	ready := map[string]any{
+		"v": 9, "session_id": bot.sessionID, "user": bot.user(),
+		"application":        map[string]any{"id": bot.AppID, "flags": 0},
+		"guilds":             []any{},
+		"private_channels":   []any{},
+		"resume_gateway_url": s.GatewayURL(),
+	}
+	_ = c.write(frame{Op: 0, Type: "READY", Seq: bot.seq, Data: marshal(ready)}, id.Compress)
+	return bot
+}
+
+// resume replays the events after seq and sends RESUMED, or answers op 9
+// when the session is unknown.
+func (s *Server) resume(c *gwConn, token, sessionID string, seq int64) *Bot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.notifyLocked()
+	bot := s.bots[strings.TrimPrefix(token, "Bot ")]
+	if bot == nil || bot.sessionID == "" || bot.sessionID != sessionID {
+		_ = c.write(frame{Op: 9, Data: marshal(false)}, false)
+		return nil
+	}
+	if bot.conn != nil && bot.conn != c {
+		bot.conn.ws.Close()
+	}
+	bot.conn = c
+	for _, f := range bot.events {
+		if f.Seq > seq {
+			_ = c.write(f, false)
+		}
+	}
+	bot.seq++
+	bot.resumes++
+	bot.sessions++
+	_ = c.write(frame{Op: 0, Type: "RESUMED", Seq: bot.seq, Data: marshal(map[string]any{})}, false)
+	return bot
+}
