@@ -1,0 +1,107 @@
+// Package formatting extracts runnable snippets from chat messages and
+// renders executor results for Slack, Discord and the console. Pure
+// functions, no I/O.
+//
+// # Extraction
+//
+// Extract finds fenced code blocks: a run of three or more backticks anywhere
+// in the message (as Slack and Discord render them, also mid-line and closed
+// mid-line), or a line starting with ~~~. The block ends at the next run of at
+// least as many backticks (tildes: at the next line starting with at least as
+// many tildes); a fence that is never closed takes the rest of the message.
+// CRLF and lone CR line ends are read as LF.
+//
+// The language tag is the first line of the block when that line is a single
+// known language name (case-insensitive): "python", "py", "python3", "py3"
+// and "ipython" are Python; "stdin" and "input" mark standard input; about a
+// hundred other names (js, bash, json, text, output, ...) mark other
+// languages. Any other first line is code, so a Slack block typed as
+// ```print(1)``` runs. A one-line block ("```py print(1)```") takes its first
+// word as the tag when the word is a known name and the rest does not start
+// with an operator ("```c = 1```" is code).
+//
+// Which blocks run:
+//   - Blocks tagged Python run. When there is at least one, untagged blocks do
+//     not run: in a message that tags its code, an untagged block is usually
+//     output or prose (an LLM answer with "Output:" below the code).
+//   - Otherwise untagged blocks run as Python.
+//   - Blocks in other languages never run; their tags are listed in
+//     Extraction.OtherLanguages for the "only Python is supported" hint.
+//   - Several running blocks are joined in message order into one program,
+//     separated by a single newline, so the snippets share state as the cells
+//     of a notebook do and the line numbers of an error count on through the
+//     blocks (the first line of the second block is the line after the last
+//     line of the first).
+//   - Blocks tagged stdin or input become the program's standard input
+//     (several are joined in order); the text is kept exactly as typed, with
+//     one final newline added. Without such a block stdin stays empty.
+//   - Inline code (`print(1)`, also in double backticks) counts only when Triggered
+//     is set and the message holds no fenced block at all; several spans are
+//     joined like blocks.
+//   - With ExtractOptions.Raw (slash command text, a modal's code field) the
+//     text outside the fences is the code when no block yields code: either
+//     the whole text, or the code next to a stdin block; a text that is one
+//     inline code span as a whole is unwrapped.
+//
+// Each piece of code is cleaned the same way:
+//   - Slack: the control sequences Slack puts into message text, also inside
+//     code blocks, are turned back into what the user typed: <http://x|x>
+//     becomes x, <http://x> becomes http://x, <mailto:a@b|a@b> becomes a@b,
+//     <@U1|ann> becomes @ann (<@U1> stays @U1, the name is unknown),
+//     <#C1|general> becomes #general, <!here> becomes @here; then &lt; &gt;
+//     &amp; are un-escaped. Discord and console text is taken as it is.
+//   - Characters pasted from web pages, word processors, phone keyboards and
+//     LLM chats are normalised outside string literals and comments only (a
+//     small Python tokenizer tells them apart): no-break and other Unicode
+//     spaces become a space, zero-width characters (ZWSP, ZWNJ, ZWJ, word
+//     joiner, BOM, soft hyphen, direction marks and overrides) are removed,
+//     and curly quotes become straight quotes (a string opened by a curly
+//     quote also closes at one). Python rejects all of these outside strings,
+//     so a program that was valid is never changed, and text inside strings,
+//     such as an emoji with ZWJ, is kept exactly.
+//   - Leading blank lines and trailing whitespace of the block are dropped,
+//     and the common leading indentation of its lines is removed (dedent, as
+//     textwrap.dedent, keeping whitespace-only lines); all other whitespace is
+//     kept exactly.
+//
+// # Rendering
+//
+// Render turns an executor.Result into a Reply: a status line (OK, the error
+// line, timed out after N s, memory limit of N MiB exceeded, output limit
+// reached), stdout in a code block, then stderr in a second block: on an
+// error the useful tail of the traceback, with the frames before the first
+// frame of the user's code ("<snippet>") dropped. "(no output)" says so when
+// both are empty.
+//
+// The inline view of the output is cut to RenderOptions.MaxLines lines and
+// MaxChars characters (code points, line breaks not counted; defaults 15 and
+// 1500). Stdout keeps its head ("… N more lines"), stderr keeps its tail;
+// when both are shown they share the budget. When anything was cut,
+// Reply.Full holds the whole output as plain text for an attachment. A cut
+// never splits a UTF-8 sequence, and avoids splitting a grapheme (combining
+// marks, variation selectors, skin tones, ZWJ sequences, flag pairs) unless a
+// single grapheme is longer than the budget.
+//
+// The reply text stays within the platform's limit, counted in UTF-16 code
+// units, which is never less than the count in code points: 2000 for a
+// Discord message, 3000 for Slack (a section block; a message allows 40,000).
+// When the status line, notes and escaping would pass it, the inline view is
+// shrunk until the text fits. The console has no limit.
+//
+// # Safety
+//
+// Output is text from an untrusted program. Before any markup it is made
+// valid UTF-8 (invalid bytes and lone surrogates become U+FFFD), ANSI escape
+// sequences and control characters other than newline and tab are removed,
+// carriage returns and backspaces overwrite the line as a terminal would,
+// bidirectional overrides are removed and Unicode line separators become
+// newlines. For Discord a zero-width space is put after the @ of @everyone
+// and @here and after the < of <@…> and <#…>; for Slack &, < and > are
+// escaped (so <!channel>, <!here>, <@U…>, <!subteam^…> are inert) and
+// @channel, @here and @everyone get a zero-width space too. On both, a
+// zero-width space is put between any two adjacent backticks, so output can
+// never close its code block, and the error line in the status line is shown
+// with backticks replaced by ˋ (U+02CB). The renderer does not rely on the
+// adapters' allowed-mentions settings. Reply.Full is only made valid and free
+// of control characters: a file does not ping.
+package formatting

@@ -1,0 +1,377 @@
+package formatting
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Platform selects the markup dialect.
+type Platform int
+
+// Platforms.
+const (
+	Console Platform = iota
+	Slack
+	Discord
+)
+
+func (p Platform) String() string {
+	switch p {
+	case Slack:
+		return "slack"
+	case Discord:
+		return "discord"
+	default:
+		return "console"
+	}
+}
+
+// ExtractOptions says how a message may yield code.
+type ExtractOptions struct {
+	Platform Platform
+	// Triggered: the message carried an explicit trigger (/run, !run, a bot
+	// mention; the adapter strips the trigger itself), so inline `code` counts.
+	Triggered bool
+	// Raw: the text is code itself when it holds no fence (slash command
+	// text, a modal's code field).
+	Raw bool
+}
+
+// Extraction is what a message yielded.
+type Extraction struct {
+	Found bool
+	Code  string
+	Stdin string
+	// OtherLanguages lists the tags of fenced blocks in other languages,
+	// used for the "only Python is supported" hint when nothing was found.
+	OtherLanguages []string
+	// Blocks counts the pieces of code joined into Code.
+	Blocks int
+}
+
+// Notice returns the notice to send when nothing was found:
+// NoticeNotPython when the message had blocks in other languages, else
+// NoticeNoCode. It is meaningful only when Found is false.
+func (e Extraction) Notice() Notice {
+	if len(e.OtherLanguages) > 0 {
+		return NoticeNotPython
+	}
+	return NoticeNoCode
+}
+
+type blockKind int
+
+const (
+	kindUntagged blockKind = iota
+	kindPython
+	kindStdin
+	kindOther
+)
+
+var pythonTags = map[string]bool{"python": true, "py": true, "python3": true, "py3": true, "ipython": true}
+
+var stdinTags = map[string]bool{"stdin": true, "input": true}
+
+// otherTags are language names commonly put on code blocks (highlight.js
+// names and aliases, plus the usual tags for plain output).
+var otherTags = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range strings.Fields(`
+		text txt plain plaintext output out console terminal log logs shell sh bash zsh fish
+		ps ps1 powershell pwsh bat cmd batch javascript js jsx mjs cjs typescript ts tsx
+		json jsonc json5 yaml yml toml ini cfg conf env properties xml html xhtml svg css
+		scss sass less markdown md rst tex latex sql mysql pgsql postgres postgresql plsql
+		sqlite graphql gql go golang rust rs c h cpp c++ cc cxx hpp objc objectivec
+		objective-c csharp cs c# fsharp fs f# java kotlin kt scala groovy gradle swift
+		dart ruby rb php perl pl lua r julia jl matlab octave haskell hs ocaml ml elixir ex
+		exs erlang erl clojure clj lisp scheme racket elm nim zig d vb vbnet vba
+		pascal delphi fortran cobol ada asm nasm x86asm wasm wat solidity sol vue svelte
+		dockerfile docker makefile make cmake nginx apache diff patch csv tsv http
+		proto protobuf terraform hcl tf nix pycon pytb cython jinja django handlebars
+		twig regex awk sed vim coffeescript coffee crystal cr haxe prolog smalltalk tcl
+		verilog vhdl glsl hlsl mermaid plantuml dot graphviz`) {
+		m[t] = true
+	}
+	return m
+}()
+
+func classify(tag string) blockKind {
+	switch {
+	case tag == "":
+		return kindUntagged
+	case pythonTags[tag]:
+		return kindPython
+	case stdinTags[tag]:
+		return kindStdin
+	default:
+		return kindOther
+	}
+}
+
+func knownTag(tag string) bool {
+	return pythonTags[tag] || stdinTags[tag] || otherTags[tag]
+}
+
+type fenced struct {
+	tag  string // lower case, "" when untagged
+	body string
+}
+
+// scan splits text into fenced blocks and the text outside them.
+func scan(text string) (blocks []fenced, outside []string) {
+	pos := 0
+	for pos < len(text) {
+		start, n, tilde := nextOpener(text, pos)
+		if start < 0 {
+			outside = append(outside, text[pos:])
+			break
+		}
+		outside = append(outside, text[pos:start])
+		from := start + n
+		var content string
+		if tilde {
+			// The tag line ends at the first newline; the closer is a line
+			// of its own starting with at least n tildes.
+			end, next := tildeCloser(text, from, n)
+			content, pos = text[from:end], next
+		} else {
+			end, next := backtickCloser(text, from, n)
+			content, pos = text[from:end], next
+		}
+		blocks = append(blocks, parseBlock(content))
+	}
+	return blocks, outside
+}
+
+// nextOpener finds the next fence at or after pos: a run of three or more
+// backticks anywhere, or of tildes at the start of a line.
+func nextOpener(text string, pos int) (start, n int, tilde bool) {
+	bt := strings.Index(text[pos:], "```")
+	if bt >= 0 {
+		bt += pos
+	}
+	td := -1
+	for i := pos; i < len(text); {
+		j := strings.Index(text[i:], "~~~")
+		if j < 0 {
+			break
+		}
+		if k := i + j; k == 0 || text[k-1] == '\n' {
+			td = k
+			break
+		}
+		i += j + 1
+	}
+	switch {
+	case bt < 0 && td < 0:
+		return -1, 0, false
+	case td < 0 || (bt >= 0 && bt < td):
+		return bt, runLen(text, bt, '`'), false
+	default:
+		return td, runLen(text, td, '~'), true
+	}
+}
+
+func runLen(text string, i int, c byte) int {
+	n := 0
+	for i+n < len(text) && text[i+n] == c {
+		n++
+	}
+	return n
+}
+
+// backtickCloser finds the run of backticks closing a block opened by n
+// backticks: the next run of at least three (at least n for a longer
+// opener). It returns where the content ends and where the text after the
+// closer starts; an unclosed block takes the rest of the text.
+func backtickCloser(text string, from, n int) (end, next int) {
+	need := max(n, 3)
+	for i := from; i < len(text); {
+		if text[i] != '`' {
+			i++
+			continue
+		}
+		m := runLen(text, i, '`')
+		if m >= need {
+			return i, i + m
+		}
+		i += m
+	}
+	return len(text), len(text)
+}
+
+func tildeCloser(text string, from, n int) (end, next int) {
+	nl := strings.IndexByte(text[from:], '\n')
+	if nl < 0 {
+		return len(text), len(text)
+	}
+	for i := from + nl + 1; i < len(text); {
+		lineEnd := len(text)
+		if k := strings.IndexByte(text[i:], '\n'); k >= 0 {
+			lineEnd = i + k
+		}
+		if m := runLen(text, i, '~'); m >= n && strings.TrimSpace(text[i+m:lineEnd]) == "" {
+			return i - 1, lineEnd
+		}
+		i = lineEnd + 1
+	}
+	return len(text), len(text)
+}
+
+// parseBlock splits a block's content into its tag and body.
+func parseBlock(content string) fenced {
+	if nl := strings.IndexByte(content, '\n'); nl >= 0 {
+		first := strings.TrimSpace(content[:nl])
+		switch tag := strings.ToLower(first); {
+		case first == "":
+			return fenced{body: content[nl+1:]}
+		case !strings.ContainsFunc(first, unicode.IsSpace) && knownTag(tag):
+			return fenced{tag: tag, body: content[nl+1:]}
+		}
+		return fenced{body: content}
+	}
+	line := strings.TrimSpace(content)
+	if tag := strings.ToLower(line); knownTag(tag) {
+		return fenced{tag: tag}
+	}
+	word, rest, ok := strings.Cut(line, " ")
+	if !ok {
+		word, rest, ok = strings.Cut(line, "\t")
+	}
+	rest = strings.TrimSpace(rest)
+	if tag := strings.ToLower(word); ok && knownTag(tag) && rest != "" && !startsWithOperator(rest) {
+		return fenced{tag: tag, body: rest}
+	}
+	return fenced{body: content}
+}
+
+func startsWithOperator(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return strings.ContainsRune("=+-*/%<>!&|^~.,:;)]}@", r)
+}
+
+// Extract finds the Python snippet (and stdin block) in a message.
+func Extract(text string, opts ExtractOptions) Extraction {
+	text = normalizeNewlines(text)
+	blocks, outside := scan(text)
+
+	var tagged, untagged, stdin []string
+	var ext Extraction
+	for _, b := range blocks {
+		switch classify(b.tag) {
+		case kindPython:
+			tagged = append(tagged, b.body)
+		case kindUntagged:
+			untagged = append(untagged, b.body)
+		case kindStdin:
+			stdin = append(stdin, b.body)
+		default:
+			if !contains(ext.OtherLanguages, b.tag) {
+				ext.OtherLanguages = append(ext.OtherLanguages, b.tag)
+			}
+		}
+	}
+	pieces := tagged
+	if len(pieces) == 0 {
+		pieces = untagged
+	}
+	if len(pieces) == 0 && len(ext.OtherLanguages) == 0 {
+		switch {
+		case opts.Raw:
+			raw := strings.Join(outside, "")
+			if spans := inlineSpans(raw); len(spans) == 1 && spans[0].whole {
+				raw = spans[0].code
+			}
+			pieces = []string{raw}
+		case opts.Triggered && len(blocks) == 0:
+			for _, s := range inlineSpans(text) {
+				pieces = append(pieces, s.code)
+			}
+		}
+	}
+
+	var code []string
+	for _, p := range pieces {
+		if c := cleanCode(decode(p, opts.Platform)); c != "" {
+			code = append(code, c)
+		}
+	}
+	ext.Code = strings.Join(code, "\n")
+	ext.Blocks = len(code)
+	ext.Found = ext.Code != ""
+	if ext.Found && len(stdin) > 0 {
+		var b strings.Builder
+		for _, s := range stdin {
+			s = strings.TrimSuffix(decode(s, opts.Platform), "\n")
+			b.WriteString(s)
+			b.WriteByte('\n')
+		}
+		ext.Stdin = b.String()
+	}
+	return ext
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func decode(s string, p Platform) string {
+	if p == Slack {
+		return slackDecode(s)
+	}
+	return s
+}
+
+type span struct {
+	code  string
+	whole bool // the span is the whole (trimmed) text
+}
+
+// inlineSpans finds inline code spans: a run of one or two backticks closed
+// by a run of the same length.
+func inlineSpans(text string) []span {
+	var spans []span
+	trimmed := strings.TrimSpace(text)
+	for i := 0; i < len(text); {
+		if text[i] != '`' {
+			i++
+			continue
+		}
+		n := runLen(text, i, '`')
+		if n > 2 {
+			i += n
+			continue
+		}
+		from := i + n
+		closed := false
+		for j := from; j < len(text); {
+			if text[j] != '`' {
+				j++
+				continue
+			}
+			m := runLen(text, j, '`')
+			if m == n {
+				body := text[from:j]
+				if len(body) >= 2 && body[0] == ' ' && body[len(body)-1] == ' ' && strings.TrimSpace(body) != "" {
+					body = body[1 : len(body)-1]
+				}
+				if strings.TrimSpace(body) != "" {
+					spans = append(spans, span{code: body, whole: text[i:j+m] == trimmed})
+				}
+				i, closed = j+m, true
+				break
+			}
+			j += m
+		}
+		if !closed {
+			i = from
+		}
+	}
+	return spans
+}

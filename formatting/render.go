@@ -1,0 +1,365 @@
+package formatting
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// Platform limits on a reply's text, in UTF-16 code units.
+const (
+	DiscordMaxText = 2000 // a Discord message's content
+	SlackMaxText   = 3000 // a Slack section block (a message allows 40,000)
+)
+
+// MaxText returns the longest reply text p accepts, 0 for no limit.
+func (p Platform) MaxText() int {
+	switch p {
+	case Discord:
+		return DiscordMaxText
+	case Slack:
+		return SlackMaxText
+	default:
+		return 0
+	}
+}
+
+// Default inline view limits.
+const (
+	DefaultMaxLines = 15
+	DefaultMaxChars = 1500
+)
+
+// maxErrorLine bounds the error line shown in the status line.
+const maxErrorLine = 300
+
+// RenderOptions bounds the inline view.
+type RenderOptions struct {
+	MaxLines int // default 15
+	MaxChars int // default 1500
+}
+
+func (o RenderOptions) withDefaults() RenderOptions {
+	if o.MaxLines <= 0 {
+		o.MaxLines = DefaultMaxLines
+	}
+	if o.MaxChars <= 0 {
+		o.MaxChars = DefaultMaxChars
+	}
+	return o
+}
+
+// Reply is a rendered answer.
+type Reply struct {
+	Text string // what to post, within the platform's limits
+	// Full is the whole output as plain text when Text had to be cut, else "".
+	Full string
+	OK   bool // success: ✅, else ❌
+}
+
+// Reaction returns the reaction for the finished run on p: the emoji name
+// on Slack ("white_check_mark", "x"), the emoji itself elsewhere.
+func (r Reply) Reaction(p Platform) string {
+	switch {
+	case p == Slack && r.OK:
+		return "white_check_mark"
+	case p == Slack:
+		return "x"
+	case r.OK:
+		return "✅"
+	default:
+		return "❌"
+	}
+}
+
+// RunningReaction returns the reaction shown while a run is queued or
+// running: "hourglass_flowing_sand" on Slack, ⏳ elsewhere.
+func RunningReaction(p Platform) string {
+	if p == Slack {
+		return "hourglass_flowing_sand"
+	}
+	return "⏳"
+}
+
+// Render renders a finished run.
+func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
+	opts = opts.withDefaults()
+	r := result{
+		p:      p,
+		res:    res,
+		stdout: splitLines(cleanOutput(res.Stdout)),
+		stderr: splitLines(trimGuardFrames(cleanOutput(res.Stderr))),
+	}
+	text, cut := r.render(opts.MaxLines, opts.MaxChars)
+	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
+		// Shrink the view until the text fits; the text grows with the
+		// budget, so bisect for the largest budget that fits.
+		lo, hi := 0, max(opts.MaxLines, opts.MaxChars)
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			if t, _ := r.render(min(opts.MaxLines, mid), min(opts.MaxChars, mid)); utf16Len(t) <= limit {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		text, cut = r.render(min(opts.MaxLines, lo), min(opts.MaxChars, lo))
+	}
+	reply := Reply{Text: text, OK: res.Outcome() == "ok"}
+	if cut {
+		reply.Full = r.full()
+	}
+	return reply
+}
+
+type result struct {
+	p      Platform
+	res    executor.Result
+	stdout []string
+	stderr []string
+}
+
+// render renders the reply with the given budget for the output shown, and
+// reports whether any output was left out.
+func (r result) render(maxLines, maxChars int) (string, bool) {
+	var b strings.Builder
+	b.WriteString(r.status())
+
+	failed := r.res.Outcome() != "ok"
+	outLines, errLines := share(maxLines, len(r.stdout), len(r.stderr), failed)
+	outChars, errChars := share(maxChars, chars(r.stdout), chars(r.stderr), failed)
+	out := headView(r.stdout, outLines, outChars)
+	errs := tailView(r.stderr, errLines, errChars)
+
+	switch {
+	case len(r.stdout) == 0 && len(r.stderr) == 0:
+		r.line(&b, r.note("(no output)"))
+	default:
+		if len(r.stdout) > 0 {
+			r.block(&b, out.lines)
+			if n := out.moreNote(); n != "" {
+				r.line(&b, r.note(n))
+			}
+		}
+		if len(r.stderr) > 0 {
+			label := "stderr"
+			if errs.first > 0 {
+				label = fmt.Sprintf("stderr, last %s of %s", plural(errs.total-errs.first, "line"), strconv.Itoa(errs.total))
+			}
+			r.line(&b, r.note(label))
+			r.block(&b, errs.lines)
+			if errs.moreChars > 0 {
+				r.line(&b, r.note(fmt.Sprintf("… %s more", plural(errs.moreChars, "character"))))
+			}
+		}
+	}
+	if r.res.OutputTruncated && !r.res.OutputLimit {
+		kept := int64(len(r.res.Stdout) + len(r.res.Stderr))
+		r.line(&b, r.note(fmt.Sprintf("the runner kept only %s of the %s written", bytesText(kept), bytesText(r.res.StdoutBytes+r.res.StderrBytes))))
+	}
+	return b.String(), out.cut() || errs.cut()
+}
+
+// share splits a budget between stdout and stderr: half each, the failing
+// stream (stderr of a failed run, else stdout) getting the odd one, and the
+// part one stream does not need going to the other.
+func share(total, needOut, needErr int, failed bool) (int, int) {
+	switch {
+	case needErr == 0:
+		return total, 0
+	case needOut == 0:
+		return 0, total
+	}
+	small := total / 2
+	out, errs := small, total-small
+	if !failed {
+		out, errs = errs, out
+	}
+	if needOut < out {
+		errs += out - needOut
+		out = needOut
+	} else if needErr < errs {
+		out += errs - needErr
+		errs = needErr
+	}
+	return out, errs
+}
+
+func chars(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		n += len([]rune(l))
+	}
+	return n
+}
+
+func (v view) moreNote() string {
+	switch {
+	case v.moreChars > 0 && v.moreLines > 0:
+		return fmt.Sprintf("… %s and %s more", plural(v.moreChars, "character"), plural(v.moreLines, "line"))
+	case v.moreChars > 0:
+		return fmt.Sprintf("… %s more", plural(v.moreChars, "character"))
+	case v.moreLines > 0:
+		return fmt.Sprintf("… %s more", plural(v.moreLines, "line"))
+	}
+	return ""
+}
+
+// status returns the first line of the reply.
+func (r result) status() string {
+	res := r.res
+	switch {
+	case res.Timeout:
+		if res.TimeoutLimit > 0 {
+			return r.bold("Timed out") + " after " + durationText(res.TimeoutLimit)
+		}
+		return r.bold("Timed out")
+	case res.MemoryExceeded:
+		if res.MemoryLimit > 0 {
+			return r.bold("Memory limit") + " of " + bytesText(res.MemoryLimit) + " exceeded"
+		}
+		return r.bold("Memory limit exceeded")
+	case res.OutputLimit:
+		return r.bold("Output limit reached") + " · the run was stopped after writing " + bytesText(res.StdoutBytes+res.StderrBytes)
+	case res.Success:
+		return r.bold("OK") + " · " + durationText(r.duration())
+	}
+	if msg := errorLine(res); msg != "" {
+		return r.bold("Error") + " · " + r.code(msg)
+	}
+	return r.bold("Error")
+}
+
+func (r result) duration() time.Duration {
+	if r.res.Duration > 0 {
+		return r.res.Duration
+	}
+	return time.Duration(r.res.DurationMS) * time.Millisecond
+}
+
+// errorLine is the error of a failed run in one line of bounded length.
+func errorLine(res executor.Result) string {
+	msg := strings.Join(strings.Fields(cleanOutput(res.Error)), " ")
+	if msg == "" || msg == "Execution failed" {
+		switch {
+		case res.Signal != "":
+			return "killed by " + res.Signal
+		case res.ExitCode != 0:
+			return "exit code " + strconv.Itoa(res.ExitCode)
+		}
+		return msg
+	}
+	if k := cutIndex(msg, maxErrorLine); k < len(msg) {
+		msg = msg[:k] + "…"
+	}
+	return msg
+}
+
+func (r result) bold(s string) string {
+	switch r.p {
+	case Discord:
+		return "**" + s + "**"
+	case Slack:
+		return "*" + s + "*"
+	}
+	return s
+}
+
+// code shows one line of output as inline code; it holds no backtick.
+func (r result) code(s string) string {
+	if r.p == Console {
+		return s
+	}
+	return "`" + neutralize(r.p, strings.ReplaceAll(s, "`", "ˋ")) + "`"
+}
+
+// note is a remark of ours (not output).
+func (r result) note(s string) string {
+	if r.p == Console {
+		return s
+	}
+	return "_" + s + "_"
+}
+
+func (r result) line(b *strings.Builder, s string) {
+	b.WriteByte('\n')
+	b.WriteString(s)
+}
+
+// block writes lines of output as a code block. On the console the lines
+// are written as they are.
+func (r result) block(b *strings.Builder, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	if r.p == Console {
+		for _, l := range lines {
+			r.line(b, l)
+		}
+		return
+	}
+	b.WriteString("\n```\n")
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(neutralize(r.p, l))
+	}
+	b.WriteString("\n```")
+}
+
+// full is the whole output as plain text.
+func (r result) full() string {
+	var b strings.Builder
+	for _, l := range r.stdout {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if len(r.stderr) > 0 {
+		if len(r.stdout) > 0 {
+			b.WriteString("\n--- stderr ---\n")
+		}
+		for _, l := range r.stderr {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// durationText formats d as "120 ms", "1.5 s", "5 s".
+func durationText(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	}
+	s := strconv.FormatFloat(d.Seconds(), 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + " s"
+}
+
+// bytesText formats n as "512 B", "64 KiB", "1.5 MiB".
+func bytesText(n int64) string {
+	const k = 1024
+	switch {
+	case n < k:
+		return strconv.FormatInt(n, 10) + " B"
+	case n < k*k:
+		return unitText(float64(n)/k) + " KiB"
+	case n < k*k*k:
+		return unitText(float64(n)/(k*k)) + " MiB"
+	}
+	return unitText(float64(n)/(k*k*k)) + " GiB"
+}
+
+func unitText(f float64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0")
+}

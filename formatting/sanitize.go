@@ -1,0 +1,205 @@
+package formatting
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+const zwsp = "\u200b"
+
+// cleanOutput makes program output safe to show as text: valid UTF-8,
+// no escape sequences or control characters but newline and tab, carriage
+// returns and backspaces applied as a terminal would, no bidirectional
+// overrides, Unicode line separators as newlines.
+func cleanOutput(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if isPlain(s) {
+		return s
+	}
+	var out strings.Builder
+	out.Grow(len(s))
+	var line []rune // the current line, rewritten by CR and BS
+	col := 0
+	put := func(r rune) {
+		if col < len(line) {
+			line[col] = r
+		} else {
+			line = append(line, r)
+		}
+		col++
+	}
+	flush := func() {
+		for _, r := range line {
+			out.WriteRune(r)
+		}
+		line, col = line[:0], 0
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '\n', r == '\u2028', r == '\u2029', r == '\u0085':
+			flush()
+			out.WriteByte('\n')
+		case r == '\r':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				break
+			}
+			col = 0
+		case r == '\b':
+			col = max(col-1, 0)
+		case r == '\t':
+			put(r)
+		case r == 0x1b:
+			i += escapeLen(s[i:])
+			continue
+		case r == 0x9b: // C1 CSI
+			i += size + csiLen(s[i+size:])
+			continue
+		case r == 0x9d, r == 0x90, r == 0x98, r == 0x9e, r == 0x9f: // C1 OSC, DCS, SOS, PM, APC
+			i += size + stringLen(s[i+size:])
+			continue
+		case r < 0x20, r >= 0x7f && r < 0xa0:
+		case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+		default:
+			put(r)
+		}
+		i += size
+	}
+	flush()
+	return out.String()
+}
+
+// isPlain reports text that cleanOutput would leave as it is.
+func isPlain(s string) bool {
+	for _, r := range s {
+		switch {
+		case r == '\n', r == '\t':
+		case r < 0x20, r >= 0x7f && r < 0xa0, r == '\u2028', r == '\u2029',
+			r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+			return false
+		}
+	}
+	return true
+}
+
+// escapeLen returns the length of the escape sequence at the start of s,
+// which starts with ESC.
+func escapeLen(s string) int {
+	if len(s) < 2 {
+		return len(s)
+	}
+	switch c := s[1]; {
+	case c == '[':
+		return 2 + csiLen(s[2:])
+	case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
+		return 2 + stringLen(s[2:])
+	case c >= 0x20 && c <= 0x2f: // intermediates, then a final byte
+		n := 1
+		for n < len(s) && s[n] >= 0x20 && s[n] <= 0x2f {
+			n++
+		}
+		if n < len(s) && s[n] >= 0x30 && s[n] <= 0x7e {
+			n++
+		}
+		return n
+	case c >= 0x30 && c <= 0x7e:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// csiLen returns the length of a control sequence's parameters,
+// intermediates and final byte.
+func csiLen(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= 0x30 && s[n] <= 0x3f {
+		n++
+	}
+	for n < len(s) && s[n] >= 0x20 && s[n] <= 0x2f {
+		n++
+	}
+	if n < len(s) && s[n] >= 0x40 && s[n] <= 0x7e {
+		n++
+	}
+	return n
+}
+
+// stringLen returns the length of a control string (OSC, DCS, ...) through
+// its terminator, BEL or ST. An unterminated string ends at the line end,
+// so it cannot swallow the rest of the output.
+func stringLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 0x07:
+			return i + 1
+		case '\n':
+			return i
+		case 0x1b:
+			if i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		if strings.HasPrefix(s[i:], "\u009c") {
+			return i + len("\u009c")
+		}
+	}
+	return len(s)
+}
+
+// breakBackticks puts a zero-width space between any two adjacent backticks.
+func breakBackticks(s string) string {
+	if !strings.Contains(s, "``") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(s[i])
+		if s[i] == '`' && i+1 < len(s) && s[i+1] == '`' {
+			b.WriteString(zwsp)
+		}
+	}
+	return b.String()
+}
+
+// breakWords puts a zero-width space after the @ of @word for each of
+// words, matched case-insensitively.
+func breakWords(s string, words ...string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '@')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i+1])
+		s = s[i+1:]
+		for _, w := range words {
+			if len(s) >= len(w) && strings.EqualFold(s[:len(w)], w) {
+				b.WriteString(zwsp)
+				break
+			}
+		}
+	}
+}
+
+var discordMentions = strings.NewReplacer("<@", "<"+zwsp+"@", "<#", "<"+zwsp+"#")
+
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// neutralize makes cleaned text inert on p: it cannot ping anyone and
+// cannot close a code block.
+func neutralize(p Platform, s string) string {
+	switch p {
+	case Discord:
+		s = discordMentions.Replace(breakWords(s, "everyone", "here"))
+	case Slack:
+		s = slackEscaper.Replace(breakWords(s, "channel", "everyone", "here"))
+	default:
+		return s
+	}
+	return breakBackticks(s)
+}
