@@ -1,0 +1,370 @@
+// Package fakeslack is an in-process Slack for tests: a Web API under
+// /api/{method} and a Socket Mode WebSocket on 127.0.0.1 that speak enough of
+// the real wire protocol for an unmodified slack-go client (point it there
+// with slack.OptionAPIURL(s.APIURL())).
+//
+// Every Web API call is recorded with its form or JSON body, so tests can
+// wait for "the reply in thread X" and inspect what went over the wire. The
+// fake keeps the messages of each channel (posted by the bot or put there by
+// the test), their reactions and shared files, answers
+// conversations.history/replies from them, and lets a test script per-method
+// responses (HTTP 429 with Retry-After, ok:false errors).
+//
+// The Socket Mode side hands out ws:// URLs from apps.connections.open, says
+// hello, pings, sends events_api, slash_commands, interactive and disconnect
+// envelopes, collects acks, queues envelopes while no connection is up, and
+// redelivers an unacked events_api envelope with retry_attempt set.
+package fakeslack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Identities the fake answers with.
+const (
+	BotToken  = "xoxb-fake-bot-token"
+	AppToken  = "xapp-fake-app-token"
+	TeamID    = "T0FAKE"
+	AppID     = "A0FAKE"
+	BotUserID = "U0BOT"
+	BotID     = "B0BOT"
+)
+
+// Options configures a Server.
+type Options struct {
+	// PingInterval is how often the socket pings the client; 0 means 2 s.
+	PingInterval time.Duration
+	// AckTimeout is how long an events_api envelope may stay unacked before
+	// it is redelivered with retry_attempt+1 (at most three times), like
+	// Slack does; 0 means never.
+	AckTimeout time.Duration
+}
+
+// Server is a fake Slack.
+type Server struct {
+	opts Options
+	http *httptest.Server
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced whenever state changes
+	calls    []Call
+	scripts  map[string][]Response
+	channels map[string][]*Message // by channel id, in ts order
+	files    map[string]*File      // by file id
+	posted   []Posted              // response_url posts
+	nextTS   int64
+	nextID   int64
+	closed   bool
+
+	// Socket Mode.
+	conn      *sockConn            // the live connection, if any
+	conns     int                  // connections that got hello
+	pending   []*envelope          // waiting for a connection
+	events    map[string]*envelope // every events_api envelope, by id
+	unacked   map[string]*envelope // by envelope id
+	acks      map[string]Ack       // by envelope id
+	sockets   sync.WaitGroup       // connection goroutines
+	live      map[*sockConn]struct{}
+	redeliver map[string]*time.Timer
+}
+
+// New starts a fake Slack on 127.0.0.1.
+func New(opts Options) *Server {
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = 2 * time.Second
+	}
+	s := &Server{
+		opts:      opts,
+		changed:   make(chan struct{}),
+		scripts:   make(map[string][]Response),
+		channels:  make(map[string][]*Message),
+		files:     make(map[string]*File),
+		nextTS:    1_700_000_000_000_100,
+		events:    make(map[string]*envelope),
+		unacked:   make(map[string]*envelope),
+		acks:      make(map[string]Ack),
+		live:      make(map[*sockConn]struct{}),
+		redeliver: make(map[string]*time.Timer),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/{method}", s.serveAPI)
+	mux.HandleFunc("POST /upload/{id}", s.serveUpload)
+	mux.HandleFunc("POST /response/{id}", s.serveResponseURL)
+	mux.HandleFunc("/socket", s.serveSocket)
+	s.http = httptest.NewServer(mux)
+	return s
+}
+
+// URL is the server's base URL (http://127.0.0.1:port).
+func (s *Server) URL() string { return s.http.URL }
+
+// APIURL is the value for slack.OptionAPIURL; it ends in "/".
+func (s *Server) APIURL() string { return s.http.URL + "/api/" }
+
+// Close drops the socket, stops redelivery timers, waits for the connection
+// goroutines and stops the HTTP server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.live {
+		c.ws.Close()
+	}
+	for _, t := range s.redeliver {
+		t.Stop()
+	}
+	s.mu.Unlock()
+	s.sockets.Wait()
+	s.http.Close()
+}
+
+// notifyLocked wakes every waiter; s.mu must be held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// waitFor calls check under s.mu until it reports true or ctx ends.
+func (s *Server) waitFor(ctx context.Context, what string, check func() bool) error {
+	for {
+		s.mu.Lock()
+		ok := check()
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fakeslack: waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// newTSLocked returns a fresh message timestamp ("1700000000.000101").
+func (s *Server) newTSLocked() string {
+	s.nextTS++
+	return fmt.Sprintf("%d.%06d", s.nextTS/1_000_000, s.nextTS%1_000_000)
+}
+
+// newIDLocked returns a fresh id with the given prefix.
+func (s *Server) newIDLocked(prefix string) string {
+	s.nextID++
+	return prefix + strconv.FormatInt(s.nextID, 10)
+}
+
+// NewID returns a fresh id with the given prefix ("C" for a channel, "U" for
+// a user), so tests running in parallel keep apart.
+func (s *Server) NewID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newIDLocked(prefix)
+}
+
+// Message is a message in a channel.
+type Message struct {
+	Channel   string   `json:"-"`
+	TS        string   `json:"ts"`
+	ThreadTS  string   `json:"thread_ts,omitempty"`
+	User      string   `json:"user,omitempty"`
+	BotID     string   `json:"bot_id,omitempty"`
+	SubType   string   `json:"subtype,omitempty"`
+	Text      string   `json:"text"`
+	Reactions []string `json:"-"`
+	// Edits counts chat.update calls on this message.
+	Edits int `json:"-"`
+}
+
+// PutMessage stores a message the way Slack would have after a user (or
+// another bot) posted it, giving it a fresh ts when it has none, and returns
+// the stored copy. Send the matching event yourself.
+func (s *Server) PutMessage(m Message) Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.TS == "" {
+		m.TS = s.newTSLocked()
+	}
+	s.putLocked(&m)
+	return m
+}
+
+func (s *Server) putLocked(m *Message) {
+	msgs := s.channels[m.Channel]
+	i, _ := slices.BinarySearchFunc(msgs, m.TS, func(a *Message, ts string) int { return strings.Compare(a.TS, ts) })
+	s.channels[m.Channel] = slices.Insert(msgs, i, m)
+	s.notifyLocked()
+}
+
+func (s *Server) findLocked(channel, ts string) *Message {
+	for _, m := range s.channels[channel] {
+		if m.TS == ts {
+			return m
+		}
+	}
+	return nil
+}
+
+// Get returns the message with ts in channel as it is now.
+func (s *Server) Get(channel, ts string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.findLocked(channel, ts)
+	if m == nil {
+		return Message{}, false
+	}
+	c := *m
+	c.Reactions = slices.Clone(m.Reactions)
+	return c, true
+}
+
+// BotReplies returns the bot's messages in the thread of ts in channel.
+func (s *Server) BotReplies(channel, threadTS string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.botRepliesLocked(channel, threadTS)
+}
+
+func (s *Server) botRepliesLocked(channel, threadTS string) []Message {
+	var out []Message
+	for _, m := range s.channels[channel] {
+		if m.ThreadTS == threadTS && m.TS != threadTS && m.BotID == BotID {
+			c := *m
+			c.Reactions = slices.Clone(m.Reactions)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// BotMessages returns every message the bot posted in channel.
+func (s *Server) BotMessages(channel string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.channels[channel] {
+		if m.BotID == BotID {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// WaitMessage waits until a message in channel satisfies ok and returns it.
+func (s *Server) WaitMessage(ctx context.Context, channel string, ok func(Message) bool) (Message, error) {
+	var found Message
+	err := s.waitFor(ctx, "a message in "+channel, func() bool {
+		for _, m := range s.channels[channel] {
+			c := *m
+			c.Reactions = slices.Clone(m.Reactions)
+			if ok(c) {
+				found = c
+				return true
+			}
+		}
+		return false
+	})
+	return found, err
+}
+
+// WaitReaction waits until the message ts in channel carries reaction name.
+func (s *Server) WaitReaction(ctx context.Context, channel, ts, name string) error {
+	return s.waitFor(ctx, "reaction "+name+" on "+ts, func() bool {
+		m := s.findLocked(channel, ts)
+		return m != nil && slices.Contains(m.Reactions, name)
+	})
+}
+
+// WaitGone waits until the message ts in channel is deleted.
+func (s *Server) WaitGone(ctx context.Context, channel, ts string) error {
+	return s.waitFor(ctx, "deletion of "+ts, func() bool { return s.findLocked(channel, ts) == nil })
+}
+
+// File is a file shared through the files v2 upload.
+type File struct {
+	ID       string
+	Filename string
+	Title    string
+	Length   int // as announced in files.getUploadURLExternal
+	Content  []byte
+	Channel  string // set by files.completeUploadExternal
+	ThreadTS string
+	Comment  string
+}
+
+// Files returns the files shared into the thread of threadTS in channel.
+func (s *Server) Files(channel, threadTS string) []File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []File
+	for _, f := range s.files {
+		if f.Channel == channel && f.ThreadTS == threadTS {
+			out = append(out, *f)
+		}
+	}
+	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// WaitFile waits until a file is shared into the thread of threadTS.
+func (s *Server) WaitFile(ctx context.Context, channel, threadTS string) (File, error) {
+	var f File
+	err := s.waitFor(ctx, "a file in "+threadTS, func() bool {
+		for _, x := range s.files {
+			if x.Channel == channel && x.ThreadTS == threadTS {
+				f = *x
+				return true
+			}
+		}
+		return false
+	})
+	return f, err
+}
+
+// Posted is a message posted to a slash command's response_url.
+type Posted struct {
+	ID   string
+	Body map[string]any
+}
+
+// ResponseURL returns a fresh response_url for a slash command or shortcut.
+func (s *Server) ResponseURL() string {
+	return s.URL() + "/response/" + s.NewID("R")
+}
+
+// WaitPosted waits for a post to the response_url with id.
+func (s *Server) WaitPosted(ctx context.Context, id string) (Posted, error) {
+	var p Posted
+	err := s.waitFor(ctx, "a post to response_url "+id, func() bool {
+		for _, x := range s.posted {
+			if x.ID == id {
+				p = x
+				return true
+			}
+		}
+		return false
+	})
+	return p, err
+}
+
+func (s *Server) serveResponseURL(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.posted = append(s.posted, Posted{ID: r.PathValue("id"), Body: body})
+	s.notifyLocked()
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, `{"ok":true}`)
+}

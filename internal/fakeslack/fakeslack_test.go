@@ -1,0 +1,215 @@
+package fakeslack_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/runblock/runblock/internal/fakeslack"
+)
+
+func setup(t *testing.T, opts fakeslack.Options) (*fakeslack.Server, *slack.Client, context.Context) {
+	t.Helper()
+	s := fakeslack.New(opts)
+	t.Cleanup(s.Close)
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(s.APIURL()), slack.OptionAppLevelToken(fakeslack.AppToken))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return s, api, ctx
+}
+
+func TestWebAPI(t *testing.T) {
+	s, api, ctx := setup(t, fakeslack.Options{})
+	auth, err := api.AuthTestContext(ctx)
+	if err != nil || auth.UserID != fakeslack.BotUserID || auth.BotID != fakeslack.BotID {
+		t.Fatalf("auth.test = %+v, %v", auth, err)
+	}
+	bad := slack.New("xoxb-wrong", slack.OptionAPIURL(s.APIURL()))
+	if _, err := bad.AuthTestContext(ctx); err == nil || err.Error() != "invalid_auth" {
+		t.Fatalf("bad token: %v, want invalid_auth", err)
+	}
+
+	parent := s.PutMessage(fakeslack.Message{Channel: "C1", User: "U1", Text: "hi"})
+	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("reply", false), slack.MsgOptionTS(parent.TS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText("edited", false)); err != nil {
+		t.Fatal(err)
+	}
+	replies := s.BotReplies("C1", parent.TS)
+	if len(replies) != 1 || replies[0].Text != "edited" || replies[0].Edits != 1 {
+		t.Fatalf("replies = %+v", replies)
+	}
+	if err := api.AddReactionContext(ctx, "tada", slack.ItemRef{Channel: "C1", Timestamp: parent.TS}); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.AddReactionContext(ctx, "tada", slack.ItemRef{Channel: "C1", Timestamp: parent.TS}); err == nil || err.Error() != "already_reacted" {
+		t.Fatalf("second reaction: %v", err)
+	}
+	if m, _ := s.Get("C1", parent.TS); len(m.Reactions) != 1 {
+		t.Fatalf("reactions = %v", m.Reactions)
+	}
+
+	h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Latest: parent.TS, Oldest: parent.TS, Inclusive: true, Limit: 1})
+	if err != nil || len(h.Messages) != 1 || h.Messages[0].Text != "hi" {
+		t.Fatalf("history = %+v, %v", h, err)
+	}
+	msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: ts})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("replies = %+v, %v", msgs, err)
+	}
+
+	sum, err := api.UploadFileContext(ctx, slack.UploadFileParameters{Filename: "out.txt", Content: "full output", FileSize: 11, Channel: "C1", ThreadTimestamp: parent.TS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.WaitFile(ctx, "C1", parent.TS)
+	if err != nil || f.ID != sum.ID || string(f.Content) != "full output" {
+		t.Fatalf("file = %+v, %v", f, err)
+	}
+
+	if _, _, err := api.DeleteMessageContext(ctx, "C1", ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitGone(ctx, "C1", ts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.OpenViewContext(ctx, "trigger", slack.ModalViewRequest{Type: slack.VTModal, Title: slack.NewTextBlockObject("plain_text", "x", false, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Calls("views.open"); len(c) != 1 || c[0].JSON == nil || c[0].Token != fakeslack.BotToken || c[0].Get("trigger_id") != "trigger" {
+		t.Fatalf("views.open calls = %+v", c)
+	}
+}
+
+func TestScriptedResponses(t *testing.T) {
+	s, _, ctx := setup(t, fakeslack.Options{})
+	s.Script("chat.postMessage", fakeslack.Response{Status: http.StatusTooManyRequests, RetryAfter: 7}, fakeslack.Response{Error: "channel_not_found"})
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(s.APIURL()))
+	_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false))
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter != 7*time.Second {
+		t.Fatalf("first post: %v, want RateLimitedError 7s", err)
+	}
+	if _, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false)); err == nil || err.Error() != "channel_not_found" {
+		t.Fatalf("second post: %v", err)
+	}
+	if _, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false)); err != nil {
+		t.Fatalf("third post: %v", err)
+	}
+	calls := s.Calls("chat.postMessage")
+	if len(calls) != 3 || calls[0].Status != 429 || calls[1].Error != "channel_not_found" || calls[2].Get("text") != "x" {
+		t.Fatalf("calls = %+v", calls)
+	}
+}
+
+// runSocket runs a socketmode client against s until the test ends and
+// returns its events.
+func runSocket(t *testing.T, s *fakeslack.Server, api *slack.Client) *socketmode.Client {
+	t.Helper()
+	sm := socketmode.New(api, socketmode.OptionLog(log.New(io.Discard, "", 0)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sm.RunContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("RunContext: %v", err)
+		}
+	})
+	return sm
+}
+
+func nextRequest(ctx context.Context, t *testing.T, sm *socketmode.Client, typ socketmode.EventType) socketmode.Event {
+	t.Helper()
+	for {
+		select {
+		case ev := <-sm.Events:
+			if ev.Type == typ {
+				return ev
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s event: %v", typ, ctx.Err())
+		}
+	}
+}
+
+func TestSocketMode(t *testing.T) {
+	s, api, ctx := setup(t, fakeslack.Options{PingInterval: 50 * time.Millisecond})
+	env := s.SendEvent(map[string]any{"type": "app_mention", "user": "U1", "text": "<@U0BOT> hi", "ts": "1.1", "channel": "C1"})
+	sm := runSocket(t, s, api)
+	ev := nextRequest(ctx, t, sm, socketmode.EventTypeEventsAPI)
+	e := ev.Data.(slackevents.EventsAPIEvent)
+	if m, ok := e.InnerEvent.Data.(*slackevents.AppMentionEvent); !ok || m.Text != "<@U0BOT> hi" {
+		t.Fatalf("inner event = %#v", e.InnerEvent.Data)
+	}
+	if cb := e.Data.(*slackevents.EventsAPICallbackEvent); cb.EventID != env.EventID {
+		t.Fatalf("event id = %q, want %q", cb.EventID, env.EventID)
+	}
+	if err := s.Redeliver(env); err != nil {
+		t.Fatal(err)
+	}
+	again := nextRequest(ctx, t, sm, socketmode.EventTypeEventsAPI)
+	if again.Request.RetryAttempt != 1 || again.Request.EnvelopeID != env.ID {
+		t.Fatalf("redelivery = %+v", again.Request)
+	}
+	sm.Ack(*ev.Request)
+	if _, err := s.WaitAck(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+
+	slash := s.SendSlashCommand(map[string]string{"command": "/run", "text": "print(1)", "user_id": "U1", "channel_id": "C1"})
+	ev = nextRequest(ctx, t, sm, socketmode.EventTypeSlashCommand)
+	if cmd := ev.Data.(slack.SlashCommand); cmd.Text != "print(1)" || ev.Request.EnvelopeID != slash.ID {
+		t.Fatalf("slash command = %+v", cmd)
+	}
+	s.SendInteractive(map[string]any{"type": "message_action", "callback_id": "run_code", "message": map[string]any{"text": "x", "ts": "1.2"}})
+	ev = nextRequest(ctx, t, sm, socketmode.EventTypeInteractive)
+	if cb := ev.Data.(slack.InteractionCallback); cb.CallbackID != "run_code" || cb.Message.Timestamp != "1.2" {
+		t.Fatalf("interaction = %+v", cb)
+	}
+
+	if err := s.Disconnect("refresh_requested"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitConnections(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitConnections(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	s.SendEvent(map[string]any{"type": "message", "user": "U1", "text": "after", "ts": "1.3", "channel": "C1"})
+	ev = nextRequest(ctx, t, sm, socketmode.EventTypeEventsAPI)
+	if m := ev.Data.(slackevents.EventsAPIEvent).InnerEvent.Data.(*slackevents.MessageEvent); !strings.Contains(m.Text, "after") {
+		t.Fatalf("after reconnect: %+v", m)
+	}
+}
+
+func TestAutoRedelivery(t *testing.T) {
+	s, api, ctx := setup(t, fakeslack.Options{AckTimeout: time.Millisecond})
+	sm := runSocket(t, s, api)
+	env := s.SendEvent(map[string]any{"type": "message", "user": "U1", "text": "x", "ts": "1.1", "channel": "C1"})
+	for {
+		ev := nextRequest(ctx, t, sm, socketmode.EventTypeEventsAPI)
+		if ev.Request.EnvelopeID == env.ID && ev.Request.RetryAttempt == 1 && ev.Request.RetryReason == "timeout" {
+			sm.Ack(*ev.Request)
+			break
+		}
+	}
+	if _, err := s.WaitAck(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+}
