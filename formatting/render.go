@@ -152,7 +152,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 			r.line(&b, r.note(label))
 			r.block(&b, errs.lines)
 			if errs.moreChars > 0 {
-				r.line(&b, r.note(fmt.Sprintf("… %s more", plural(errs.moreChars, "character"))))
+				r.line(&b, r.note("… "+more(errs.moreChars, "character")))
 			}
 		}
 	}
@@ -199,11 +199,11 @@ func chars(lines []string) int {
 func (v view) moreNote() string {
 	switch {
 	case v.moreChars > 0 && v.moreLines > 0:
-		return fmt.Sprintf("… %s and %s more", plural(v.moreChars, "character"), plural(v.moreLines, "line"))
+		return "… " + more(v.moreChars, "character") + " and " + more(v.moreLines, "line")
 	case v.moreChars > 0:
-		return fmt.Sprintf("… %s more", plural(v.moreChars, "character"))
+		return "… " + more(v.moreChars, "character")
 	case v.moreLines > 0:
-		return fmt.Sprintf("… %s more", plural(v.moreLines, "line"))
+		return "… " + more(v.moreLines, "line")
 	}
 	return ""
 }
@@ -328,6 +328,14 @@ func (r result) full() string {
 		}
 	}
 	return b.String()
+}
+
+// more counts what was left out: "1 more line", "3 more lines".
+func more(n int, unit string) string {
+	if n != 1 {
+		unit += "s"
+	}
+	return strconv.Itoa(n) + " more " + unit
 }
 
 func plural(n int, unit string) string {

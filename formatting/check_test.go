@@ -1,0 +1,94 @@
+package formatting
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+var (
+	discordLiveMention = regexp.MustCompile(`(?i)@(everyone|here)|<@|<#`)
+	slackLiveMention   = regexp.MustCompile(`(?i)@(channel|everyone|here)`)
+	slackBareEntity    = regexp.MustCompile(`&(amp|lt|gt);|&`)
+)
+
+// replyProblems lists the ways a rendered chat text breaks the renderer's
+// promises: within the platform's limit, valid UTF-8, no live mention, and
+// every piece of output inside its code block (no line of the text holds two
+// adjacent backticks unless it is a fence line of our own, and fences pair
+// up).
+func replyProblems(p Platform, text string) []string {
+	var probs []string
+	if !utf8.ValidString(text) {
+		probs = append(probs, "invalid UTF-8")
+	}
+	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
+		probs = append(probs, fmt.Sprintf("%d UTF-16 units, over the limit of %d", utf16Len(text), limit))
+	}
+	if p == Console {
+		for _, r := range text {
+			if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+				probs = append(probs, fmt.Sprintf("control character %U", r))
+			}
+		}
+		return probs
+	}
+	switch p {
+	case Discord:
+		if m := discordLiveMention.FindString(text); m != "" {
+			probs = append(probs, "live mention "+m)
+		}
+	case Slack:
+		if m := slackLiveMention.FindString(text); m != "" {
+			probs = append(probs, "live mention "+m)
+		}
+		if strings.ContainsAny(text, "<>") {
+			probs = append(probs, "unescaped < or >")
+		}
+		for _, m := range slackBareEntity.FindAllString(text, -1) {
+			if m == "&" {
+				probs = append(probs, "unescaped &")
+				break
+			}
+		}
+	}
+	inBlock := false
+	for i, line := range strings.Split(text, "\n") {
+		if line == "```" {
+			inBlock = !inBlock
+			continue
+		}
+		if strings.Contains(line, "``") {
+			probs = append(probs, fmt.Sprintf("line %d could close a code block: %q", i+1, line))
+		}
+		if !inBlock && strings.Count(line, "`")%2 != 0 {
+			probs = append(probs, fmt.Sprintf("line %d has unbalanced inline code: %q", i+1, line))
+		}
+		if !inBlock && i > 0 && !(strings.HasPrefix(line, "_") && strings.HasSuffix(line, "_")) {
+			probs = append(probs, fmt.Sprintf("line %d outside a code block is not a note: %q", i+1, line))
+		}
+		if i == 0 && strings.Count(line, "`") > 2 {
+			probs = append(probs, "status line holds more than one inline code span")
+		}
+	}
+	if inBlock {
+		probs = append(probs, "code block left open")
+	}
+	return probs
+}
+
+// fullProblems checks Reply.Full: plain, valid text.
+func fullProblems(full string) []string {
+	var probs []string
+	if !utf8.ValidString(full) {
+		probs = append(probs, "full: invalid UTF-8")
+	}
+	for _, r := range full {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			probs = append(probs, fmt.Sprintf("full: control character %U", r))
+			break
+		}
+	}
+	return probs
+}
