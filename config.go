@@ -29,6 +29,7 @@ type Config struct {
 	Discord      discord.Config
 	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
 	LogLevel     slog.Level
+	LogLevelSet  bool   // LOG_LEVEL was given (else the console may quieten the log)
 	LogFormat    string // "text" or "json"
 	Render       formatting.RenderOptions
 	DrainTimeout time.Duration // RUNBLOCK_DRAIN_TIMEOUT
@@ -140,6 +141,7 @@ func ParseConfig(env Env) (Config, error) {
 	c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
 	c.DrainTimeout = p.duration("RUNBLOCK_DRAIN_TIMEOUT", 20*time.Second, true)
 	c.LogLevel = p.level("LOG_LEVEL")
+	_, c.LogLevelSet = p.get("LOG_LEVEL")
 	c.LogFormat = p.oneOf("LOG_FORMAT", "text", "text", "json")
 	c.Render = formatting.RenderOptions{
 		MaxLines: p.int("RUNBLOCK_REPLY_LINES", 15, 1, "a number of output lines shown inline, such as 15"),
@@ -216,7 +218,7 @@ func (c Config) LogValue() slog.Value {
 func formatRate(perSecond float64) string {
 	switch {
 	case perSecond <= 0:
-		return "0"
+		return "off"
 	case perSecond >= 1:
 		return strconv.FormatFloat(perSecond, 'g', 4, 64) + "/s"
 	case perSecond*60 >= 1:
@@ -351,13 +353,17 @@ func (p *parser) bool(name string, def bool) bool {
 	return def
 }
 
-// rate parses "5/min", "1/s", "30/h" into runs per second.
+// rate parses "5/min", "1/s", "30/h" into runs per second; "off" is 0,
+// which the scheduler takes as unlimited.
 func (p *parser) rate(name string, def float64) float64 {
 	v, ok := p.get(name)
 	if !ok {
 		return def
 	}
-	const fix = "use runs per time unit such as 5/min, 1/s or 30/h"
+	if strings.EqualFold(v, "off") {
+		return 0
+	}
+	const fix = "use runs per time unit such as 5/min, 1/s or 30/h, or off"
 	num, unit, found := strings.Cut(v, "/")
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	if !found || err != nil {

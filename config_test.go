@@ -82,6 +82,7 @@ func TestParseConfigValues(t *testing.T) {
 		{"rate per second", Env{"RUNBLOCK_USER_RATE": "2/s"}, func(c Config) bool { return c.Scheduler.UserRate == 2 }},
 		{"rate per hour", Env{"RUNBLOCK_USER_RATE": "36/h"}, func(c Config) bool { return c.Scheduler.UserRate == 0.01 }},
 		{"rate per minute spaced", Env{"RUNBLOCK_USER_RATE": " 30 / minute "}, func(c Config) bool { return c.Scheduler.UserRate == 0.5 }},
+		{"rate off", Env{"RUNBLOCK_USER_RATE": "OFF"}, func(c Config) bool { return c.Scheduler.UserRate == 0 }},
 		{"burst", Env{"RUNBLOCK_USER_BURST": "10"}, func(c Config) bool { return c.Scheduler.UserBurst == 10 }},
 		{"max jobs", Env{"RUNBLOCK_USER_MAX_JOBS": "3"}, func(c Config) bool { return c.Scheduler.MaxPerUser == 3 }},
 		{"slack socket mode", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testAppToken}, func(c Config) bool {
@@ -100,7 +101,8 @@ func TestParseConfigValues(t *testing.T) {
 		{"discord channels", Env{"DISCORD_CHANNELS": "1,2"}, func(c Config) bool { return slices.Equal(c.Discord.Channels, []string{"1", "2"}) }},
 		{"http", Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:9090"}, func(c Config) bool { return c.HTTPAddr == "127.0.0.1:9090" }},
 		{"drain", Env{"RUNBLOCK_DRAIN_TIMEOUT": "1m"}, func(c Config) bool { return c.DrainTimeout == time.Minute }},
-		{"log level", Env{"LOG_LEVEL": "DEBUG"}, func(c Config) bool { return c.LogLevel == slog.LevelDebug }},
+		{"log level", Env{"LOG_LEVEL": "DEBUG"}, func(c Config) bool { return c.LogLevel == slog.LevelDebug && c.LogLevelSet }},
+		{"log level default", Env{}, func(c Config) bool { return c.LogLevel == slog.LevelInfo && !c.LogLevelSet }},
 		{"log format", Env{"LOG_FORMAT": "JSON"}, func(c Config) bool { return c.LogFormat == "json" }},
 		{"render", Env{"RUNBLOCK_REPLY_LINES": "5", "RUNBLOCK_REPLY_CHARS": "300"}, func(c Config) bool {
 			return c.Render.MaxLines == 5 && c.Render.MaxChars == 300 && c.Discord.Render == c.Render

@@ -82,6 +82,10 @@ func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 		fmt.Fprintf(stderr, "runblock: %v\n", err)
 		return 2
 	}
+	if cmd == "serve" && !cfg.SlackEnabled() && !cfg.DiscordEnabled() && isTerminal(stdin) && !cfg.LogLevelSet {
+		// Someone at a terminal: keep the console free of routine log lines.
+		cfg.LogLevel = slog.LevelWarn
+	}
 	logger := newLogger(stderr, cfg)
 	for _, w := range cfg.Warnings {
 		logger.Warn("unknown setting ignored (a typo?)", "variable", w)

@@ -269,10 +269,7 @@ func (b *Bot) answer(msg string, tooLarge bool) string {
 	}
 	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
 	if !ext.Found {
-		if len(ext.OtherLanguages) > 0 {
-			return formatting.RenderNotice(formatting.Console, formatting.NoticeNotPython)
-		}
-		return formatting.RenderNotice(formatting.Console, formatting.NoticeNoCode)
+		return formatting.RenderNotice(formatting.Console, ext.Notice())
 	}
 
 	var finished atomic.Bool
