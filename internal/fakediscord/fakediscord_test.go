@@ -146,7 +146,9 @@ func TestRecordsJSONAndMultipart(t *testing.T) {
 	if _, err := s.ChannelMessageSendComplex(channel, &discordgo.MessageSend{Content: "three", AllowedMentions: &discordgo.MessageAllowedMentions{}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := fake.WaitRequest(ctx, func(r fakediscord.Request) bool { return r.Path == "/channels/"+channel+"/messages" && r.Content() == "three" })
+	r, err := fake.WaitRequest(ctx, func(r fakediscord.Request) bool {
+		return r.Path == "/channels/"+channel+"/messages" && r.Content() == "three"
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,8 @@ type Request struct {
 	JSON   json.RawMessage
 	Files  []File
 	Status int // what the fake answered
+	// Response is the JSON body the fake answered, nil for none.
+	Response json.RawMessage
 }
 
 // File is one files[n] part of a multipart request.
@@ -49,6 +51,14 @@ func (r Request) Decode(v any) error {
 		return fmt.Errorf("fakediscord: %s %s has no JSON payload", r.Method, r.Path)
 	}
 	return json.Unmarshal(r.JSON, v)
+}
+
+// DecodeResponse unmarshals the fake's answer into v.
+func (r Request) DecodeResponse(v any) error {
+	if r.Response == nil {
+		return fmt.Errorf("fakediscord: %s %s was answered without a body", r.Method, r.Path)
+	}
+	return json.Unmarshal(r.Response, v)
 }
 
 // Content returns the payload's "content" field.
@@ -180,6 +190,9 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	req.Seq = len(s.requests) + 1
 	status, body, header := s.routeLocked(&req)
 	req.Status = status
+	if body != nil {
+		req.Response = marshal(body)
+	}
 	s.requests = append(s.requests, req)
 	for k, v := range header {
 		w.Header()[k] = v
@@ -188,7 +201,9 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
-	writeJSON(w, status, body)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(req.Response)
 }
 
 func readRequest(r *http.Request) (Request, error) {

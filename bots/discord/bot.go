@@ -1,0 +1,445 @@
+// Package discord is the Discord adapter of runblock: it keeps a discordgo
+// gateway session, turns messages, the /run command, the "Run code" message
+// command and the run reaction into jobs for the shared scheduler, and
+// answers each as a reply to the message that asked, with allowed mentions
+// switched off on everything it sends.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Platform is the platform label the adapter reports to Metrics.
+const Platform = "discord"
+
+// Defaults for zero Config fields.
+const (
+	DefaultPrefix      = "!run"
+	DefaultRunReaction = "▶️"
+	DefaultEditWindow  = 10 * time.Minute
+	DefaultMaxAnswers  = 1000
+)
+
+// maxInFlight bounds the events handled at once; the scheduler's queue is the
+// real bound, this one only keeps a flood from piling up goroutines.
+const maxInFlight = 512
+
+// Intents is what the bot asks the gateway for: guild and direct messages
+// with their content (the privileged Message Content intent) and their
+// reactions, for the run reaction.
+const Intents = discordgo.IntentGuildMessages |
+	discordgo.IntentDirectMessages |
+	discordgo.IntentMessageContent |
+	discordgo.IntentGuildMessageReactions |
+	discordgo.IntentDirectMessageReactions
+
+// Runner is what the adapter needs of the scheduler.
+type Runner interface {
+	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+// Metrics receives the adapter's observations; platform is "discord".
+type Metrics interface {
+	MessageReceived(platform string)
+	MessageReplied(platform string)
+	Reconnected(platform string)
+}
+
+// Config configures the Discord adapter.
+type Config struct {
+	Token       string        // DISCORD_BOT_TOKEN
+	Channels    []string      // DISCORD_CHANNELS: channel ids where any Python block runs
+	Prefix      string        // DISCORD_PREFIX, default "!run"
+	GuildID     string        // DISCORD_GUILD_ID: register commands per guild
+	RunReaction string        // DISCORD_RUN_REACTION, default "▶️"
+	EditWindow  time.Duration // DISCORD_EDIT_WINDOW, default 10m
+	Render      formatting.RenderOptions
+	Metrics     Metrics // nil: none
+
+	// MaxAnswers bounds the message → reply mapping kept for edits and
+	// deletes; 0 means DefaultMaxAnswers.
+	MaxAnswers int
+	// Clock is the time source for the edit window; nil means time.Now.
+	Clock func() time.Time
+}
+
+// ErrDisallowedIntents is returned by Open when Discord refuses the
+// privileged Message Content intent (gateway close code 4014).
+var ErrDisallowedIntents = errors.New("discord refused the Message Content intent (gateway close 4014): " +
+	"turn on \"Message Content Intent\" under Privileged Gateway Intents on the Bot page of the application in the Discord developer portal")
+
+// ErrBadToken is returned by Open when Discord does not accept the token.
+var ErrBadToken = errors.New("discord did not accept DISCORD_BOT_TOKEN: copy it again from the Bot page of the application in the Discord developer portal")
+
+// Bot owns the Discord connection.
+type Bot struct {
+	cfg     Config
+	runner  Runner
+	log     *slog.Logger
+	now     func() time.Time
+	answers *answers
+
+	mu       sync.Mutex
+	session  *discordgo.Session
+	opened   bool
+	closing  bool
+	started  bool // the supervisor runs
+	userID   string
+	appID    string
+	sessions int // READY and RESUMED seen
+
+	ready      atomic.Bool
+	inflight   sync.WaitGroup
+	sem        chan struct{}
+	runCtx     context.Context
+	cancelRuns context.CancelFunc
+	reconnect  chan struct{}
+	stop       chan struct{}
+	supervised chan struct{}
+}
+
+// New returns a Bot; it does not connect.
+func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.RunReaction == "" {
+		cfg.RunReaction = DefaultRunReaction
+	}
+	if cfg.EditWindow <= 0 {
+		cfg.EditWindow = DefaultEditWindow
+	}
+	if cfg.MaxAnswers <= 0 {
+		cfg.MaxAnswers = DefaultMaxAnswers
+	}
+	now := cfg.Clock
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	return &Bot{
+		cfg:        cfg,
+		runner:     runner,
+		log:        logger,
+		now:        now,
+		answers:    newAnswers(cfg.MaxAnswers, cfg.EditWindow, now),
+		sem:        make(chan struct{}, maxInFlight),
+		runCtx:     runCtx,
+		cancelRuns: cancel,
+		reconnect:  make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		supervised: make(chan struct{}),
+	}
+}
+
+// Open checks the token, connects the gateway, registers the commands and
+// logs the invite URL. It fails fast on a refused token, a refused Message
+// Content intent (with a hint saying where to turn it on) and a failed
+// command registration. ctx bounds the REST calls; the gateway handshake is
+// bounded by the dialer's timeout.
+func (b *Bot) Open(ctx context.Context) error {
+	b.mu.Lock()
+	if b.opened {
+		b.mu.Unlock()
+		return errors.New("discord: already open")
+	}
+	b.opened = true
+	b.mu.Unlock()
+	if strings.TrimSpace(b.cfg.Token) == "" {
+		return errors.New("discord: no bot token")
+	}
+
+	s, err := discordgo.New(authToken(b.cfg.Token))
+	if err != nil {
+		return fmt.Errorf("discord: %w", err)
+	}
+	s.SyncEvents = true // handlers only hand work to goroutines the Bot owns
+	s.ShouldReconnectOnError = false
+	s.Identify.Intents = Intents
+	s.Client = &http.Client{Timeout: 30 * time.Second}
+	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 15 * time.Second}
+	s.AddHandler(b.onReady)
+	s.AddHandler(b.onResumed)
+	s.AddHandler(b.onDisconnect)
+	s.AddHandler(b.onMessageCreate)
+	s.AddHandler(b.onMessageUpdate)
+	s.AddHandler(b.onMessageDelete)
+	s.AddHandler(b.onReactionAdd)
+	s.AddHandler(b.onInteraction)
+	b.mu.Lock()
+	b.session = s
+	b.mu.Unlock()
+
+	me, err := s.User("@me", discordgo.WithContext(ctx))
+	if err != nil {
+		if restStatus(err) == http.StatusUnauthorized {
+			return fmt.Errorf("discord: %w", ErrBadToken)
+		}
+		return fmt.Errorf("discord: checking the token: %w", err)
+	}
+	b.mu.Lock()
+	b.userID = me.ID
+	b.mu.Unlock()
+
+	if err := s.Open(); err != nil {
+		err = gatewayError(err)
+		if errors.Is(err, ErrDisallowedIntents) {
+			b.log.Error("discord: the Message Content intent is not enabled for this bot", "hint", ErrDisallowedIntents.Error())
+		}
+		return fmt.Errorf("discord: connecting the gateway: %w", err)
+	}
+	fail := func(err error) error {
+		b.mu.Lock()
+		b.closing = true
+		b.mu.Unlock()
+		if cerr := s.Close(); cerr != nil {
+			b.log.Debug("closing the gateway", "err", cerr)
+		}
+		return err
+	}
+	appID := b.applicationID()
+	if _, err := s.ApplicationCommandBulkOverwrite(appID, b.cfg.GuildID, commands(), discordgo.WithContext(ctx)); err != nil {
+		return fail(fmt.Errorf("discord: registering the /run and \"Run code\" commands: %w", err))
+	}
+	scope := "globally (they can take a while to show up)"
+	if b.cfg.GuildID != "" {
+		scope = "in guild " + b.cfg.GuildID
+	}
+	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope)
+	b.log.Info("discord invite URL (exactly the permissions runblock needs)", "url", InviteURL(appID))
+
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return fail(errors.New("discord: closed while opening"))
+	}
+	b.started = true
+	b.mu.Unlock()
+	go b.supervise()
+	b.ready.Store(true)
+	return nil
+}
+
+// Ready reports whether the connection is up.
+func (b *Bot) Ready() bool { return b.ready.Load() }
+
+// Close stops taking new messages, waits for in-flight replies until ctx
+// ends (then cancels the runs and waits for them to give up), and
+// disconnects.
+func (b *Bot) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closing || !b.opened {
+		b.mu.Unlock()
+		b.cancelRuns()
+		return nil
+	}
+	b.closing = true
+	started := b.started
+	s := b.session
+	b.mu.Unlock()
+	b.ready.Store(false)
+
+	if started {
+		close(b.stop)
+		<-b.supervised
+	}
+	drained := make(chan struct{})
+	go func() {
+		b.inflight.Wait()
+		close(drained)
+	}()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("discord: replies still in flight at close: %w", ctx.Err())
+		b.cancelRuns()
+		<-drained
+	}
+	b.cancelRuns()
+	if s != nil {
+		if cerr := s.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("discord: closing the gateway: %w", cerr)
+		}
+	}
+	return err
+}
+
+// supervise reopens the gateway after a disconnect (op 7, a dropped socket,
+// missed heartbeats); discordgo resumes the session when it can.
+func (b *Bot) supervise() {
+	defer close(b.supervised)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.reconnect:
+		}
+		for attempt := 0; ; attempt++ {
+			err := b.session.Open()
+			if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+				break
+			}
+			err = gatewayError(err)
+			b.log.Warn("reconnecting to the Discord gateway", "attempt", attempt+1, "err", err)
+			if errors.Is(err, ErrDisallowedIntents) || errors.Is(err, ErrBadToken) {
+				b.log.Error("discord gateway refused the bot; not reconnecting", "err", err)
+				return
+			}
+			t := time.NewTimer(backoff(attempt))
+			select {
+			case <-b.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// backoff is the wait before reconnect attempt n+1: 1 s doubling to 1 min.
+func backoff(attempt int) time.Duration {
+	d := time.Second << min(attempt, 6)
+	return min(d, time.Minute)
+}
+
+func (b *Bot) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+	b.mu.Lock()
+	if r.User != nil {
+		b.userID = r.User.ID
+	}
+	if r.Application != nil && r.Application.ID != "" {
+		b.appID = r.Application.ID
+	}
+	b.mu.Unlock()
+	b.connected()
+}
+
+func (b *Bot) onResumed(*discordgo.Session, *discordgo.Resumed) { b.connected() }
+
+// connected counts a READY or RESUMED; every one after the first is a
+// reconnect.
+func (b *Bot) connected() {
+	b.mu.Lock()
+	b.sessions++
+	again := b.sessions > 1
+	closing := b.closing
+	started := b.started
+	b.mu.Unlock()
+	if again {
+		b.log.Info("discord gateway reconnected")
+		if b.cfg.Metrics != nil {
+			b.cfg.Metrics.Reconnected(Platform)
+		}
+	}
+	if started && !closing {
+		b.ready.Store(true)
+	}
+}
+
+func (b *Bot) onDisconnect(*discordgo.Session, *discordgo.Disconnect) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing || !b.started {
+		return
+	}
+	b.ready.Store(false)
+	b.log.Warn("discord gateway disconnected; reconnecting")
+	select {
+	case b.reconnect <- struct{}{}:
+	default:
+	}
+}
+
+// spawn runs f in a goroutine the Bot owns, unless the Bot is closing or too
+// many events are in flight.
+func (b *Bot) spawn(what string, f func(ctx context.Context)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return
+	}
+	select {
+	case b.sem <- struct{}{}:
+	default:
+		b.log.Warn("discord: too many events in flight; dropping one", "event", what)
+		return
+	}
+	b.inflight.Add(1)
+	go func() {
+		defer b.inflight.Done()
+		defer func() { <-b.sem }()
+		f(b.runCtx)
+	}()
+}
+
+func (b *Bot) botUserID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.userID
+}
+
+func (b *Bot) applicationID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.appID != "" {
+		return b.appID
+	}
+	return b.userID // a bot's application id is its user id
+}
+
+// authToken adds the "Bot " scheme discordgo expects.
+func authToken(tok string) string {
+	tok = strings.TrimSpace(tok)
+	if strings.HasPrefix(tok, "Bot ") {
+		return tok
+	}
+	return "Bot " + tok
+}
+
+func restStatus(err error) int {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.StatusCode
+	}
+	return 0
+}
+
+func restCode(err error) int {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Message != nil {
+		return re.Message.Code
+	}
+	return 0
+}
+
+// gatewayError maps the gateway's close codes to errors that say what to do.
+func gatewayError(err error) error {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		switch ce.Code {
+		case 4014:
+			return fmt.Errorf("%w: %w", ErrDisallowedIntents, err)
+		case 4004:
+			return fmt.Errorf("%w: %w", ErrBadToken, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,530 @@
+package discord_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/fakediscord"
+)
+
+const block = "```python\nprint(1)\n```"
+
+func TestPrefixMessageGetsReplyWithReferenceAndNoMentions(t *testing.T) {
+	runner := &fakeRunner{}
+	e := start(t, runner, nil)
+	m := e.say("!run\n" + block)
+	r := e.replyTo(e.channel, m.ID)
+
+	id, fail := reference(t, r)
+	if id != m.ID || fail == nil || *fail {
+		t.Fatalf("reference %q fail_if_not_exists %v", id, fail)
+	}
+	if !strings.Contains(string(r.JSON), `"parse":[]`) {
+		t.Fatalf("wire JSON lacks \"parse\":[]: %s", r.JSON)
+	}
+	assertNoMentions(t, r)
+	if !strings.Contains(r.Content(), "ran: print(1)") {
+		t.Fatalf("content %q", r.Content())
+	}
+	jobs := runner.Jobs()
+	if len(jobs) != 1 || jobs[0].Request.Code != "print(1)" || jobs[0].User != "discord:"+e.guild+":"+e.user.ID {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	// ⏳ while running, typing, then ✅ and ⏳ removed.
+	base := "/channels/" + e.channel + "/messages/" + m.ID + "/reactions/"
+	for _, want := range []func(fakediscord.Request) bool{
+		fakediscord.Match("POST", "/channels/"+e.channel+"/typing"),
+		fakediscord.Match("PUT", base+"⏳/@me"),
+		fakediscord.Match("DELETE", base+"⏳/@me"),
+		fakediscord.Match("PUT", base+"✅/@me"),
+	} {
+		if _, err := fake.WaitRequest(e.ctx, want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := e.fbot.Identifies()
+	if len(ids) != 1 || ids[0].Intents != discord.Intents {
+		t.Fatalf("identify %+v", ids)
+	}
+	for _, bit := range []discordgo.Intent{discordgo.IntentGuildMessages, discordgo.IntentDirectMessages, discordgo.IntentMessageContent, discordgo.IntentGuildMessageReactions, discordgo.IntentDirectMessageReactions} {
+		if discord.Intents&bit == 0 {
+			t.Errorf("intent %d missing", bit)
+		}
+	}
+}
+
+func TestCommandsRegisteredGloballyOrPerGuild(t *testing.T) {
+	for _, guild := range []string{"", "4242"} {
+		e := start(t, &fakeRunner{}, func(c *discord.Config) { c.GuildID = guild })
+		path := "/applications/" + e.fbot.AppID + "/commands"
+		if guild != "" {
+			path = "/applications/" + e.fbot.AppID + "/guilds/" + guild + "/commands"
+		}
+		r, err := fake.WaitRequest(e.ctx, fakediscord.Match("PUT", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cmds []discordgo.ApplicationCommand
+		if err := r.Decode(&cmds); err != nil {
+			t.Fatal(err)
+		}
+		if len(cmds) != 2 || cmds[0].Name != "run" || cmds[0].Options[0].Name != "code" ||
+			cmds[1].Name != "Run code" || cmds[1].Type != discordgo.MessageApplicationCommand {
+			t.Fatalf("commands %s", r.JSON)
+		}
+	}
+}
+
+func TestMentionAndDMAndListedChannelTrigger(t *testing.T) {
+	runner := &fakeRunner{}
+	listed := fake.NewID()
+	e := start(t, runner, func(c *discord.Config) { c.Channels = []string{listed} })
+	cases := []struct {
+		name, channel, guild, content string
+	}{
+		{"mention", listed, "g1", "<@" + e.fbot.UserID + "> " + block},
+		{"nick mention", listed, "g1", "<@!" + e.fbot.UserID + ">\n" + block},
+		{"dm", fake.NewID(), "", block},
+		{"dm inline after prefix", fake.NewID(), "", "!run `print(1)`"},
+		{"listed channel", listed, "g1", "look:\n" + block},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := e.sayIn(c.channel, c.guild, e.user, c.content)
+			r := e.replyTo(c.channel, m.ID)
+			if !strings.Contains(r.Content(), "ran: print(1)") {
+				t.Fatalf("content %q", r.Content())
+			}
+		})
+	}
+}
+
+func TestNoticesForNotPythonNoCodeAndNotAllowedChannel(t *testing.T) {
+	listed := fake.NewID()
+	runner := &fakeRunner{}
+	e := start(t, runner, func(c *discord.Config) { c.Channels = []string{listed} })
+	other := fake.NewID()
+	cases := []struct {
+		name, channel, content, want string
+	}{
+		{"not python", listed, "!run\n```js\nconsole.log(1)\n```", formatting.RenderNotice(formatting.Discord, formatting.NoticeNotPython)},
+		{"no code", listed, "!run please", formatting.RenderNotice(formatting.Discord, formatting.NoticeNoCode)},
+		{"not allowed channel", other, "!run\n" + block, formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := e.sayIn(c.channel, e.guild, e.user, c.content)
+			r := e.replyTo(c.channel, m.ID)
+			if r.Content() != c.want {
+				t.Fatalf("content %q, want %q", r.Content(), c.want)
+			}
+			assertNoMentions(t, r)
+		})
+	}
+	// A message without Python in a listed channel is just chat.
+	quiet := e.sayIn(listed, e.guild, e.user, "hello ```js\nx\n```")
+	last := e.sayIn(listed, e.guild, e.user, block)
+	e.replyTo(listed, last.ID)
+	closeBot(t, e)
+	if rs := fake.Requests(isReplyTo(listed, quiet.ID)); len(rs) != 0 {
+		t.Fatalf("chat in a listed channel was answered: %s", rs[0].JSON)
+	}
+	if n := len(runner.Jobs()); n != 1 {
+		t.Fatalf("%d jobs, want 1", n)
+	}
+}
+
+// closeBot closes the adapter, which waits for every event in flight, so
+// that a test can assert that something did not happen.
+func closeBot(t *testing.T, e *env) {
+	t.Helper()
+	if err := e.bot.Close(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBotsAndSelfAreIgnored(t *testing.T) {
+	runner := &fakeRunner{}
+	e := start(t, runner, nil)
+	other := &discordgo.User{ID: fake.NewID(), Username: "llm", Bot: true}
+	self := &discordgo.User{ID: e.fbot.UserID, Username: "runblock"}
+	a := e.sayIn(e.channel, e.guild, other, "!run\n"+block)
+	b := e.sayIn(e.channel, e.guild, self, "!run\n"+block)
+	c := e.fbot.MessageCreate(discordgo.Message{ChannelID: e.channel, GuildID: e.guild, Author: e.user, WebhookID: "77", Content: "!run\n" + block})
+	last := e.say("!run\n```python\nprint(2)\n```")
+	e.replyTo(e.channel, last.ID)
+	closeBot(t, e)
+	for _, m := range []*discordgo.Message{a, b, c} {
+		if rs := fake.Requests(isReplyTo(e.channel, m.ID)); len(rs) != 0 {
+			t.Fatalf("answered a bot: %s", rs[0].JSON)
+		}
+	}
+	if jobs := runner.Jobs(); len(jobs) != 1 || jobs[0].Request.Code != "print(2)" {
+		t.Fatalf("jobs %+v", jobs)
+	}
+}
+
+func TestReplyInThread(t *testing.T) {
+	e := start(t, &fakeRunner{}, nil)
+	thread := fake.NewID()
+	m := e.sayIn(thread, e.guild, e.user, "!run "+block)
+	r := e.replyTo(thread, m.ID)
+	if id, _ := reference(t, r); id != m.ID {
+		t.Fatalf("reference %q", id)
+	}
+}
+
+func TestLongOutputAttachesFullOutput(t *testing.T) {
+	var full strings.Builder
+	for i := range 300 {
+		full.WriteString(strings.Repeat("x", 20) + " line " + string(rune('a'+i%26)) + "\n")
+	}
+	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: full.String()}, nil
+	}}
+	e := start(t, runner, nil)
+	m := e.say("!run " + block)
+	r := e.replyTo(e.channel, m.ID)
+	if n := len([]rune(r.Content())); n > 2000 {
+		t.Fatalf("content has %d characters", n)
+	}
+	if len(r.Files) != 1 || r.Files[0].Name != "output.txt" || r.Files[0].Field != "files[0]" {
+		t.Fatalf("files %+v", r.Files)
+	}
+	if !strings.Contains(string(r.Files[0].Data), "xxxxxxxxxxxxxxxxxxxx line n") || len(r.Files[0].Data) < full.Len()-10 {
+		t.Fatalf("attachment holds %d bytes", len(r.Files[0].Data))
+	}
+	assertNoMentions(t, r)
+}
+
+var liveMention = regexp.MustCompile(`@(everyone|here)\b|<@[!&]?\d+>`)
+
+func TestOutputCannotPing(t *testing.T) {
+	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "@everyone @here <@123> <@&456>\n"}, nil
+	}}
+	e := start(t, runner, nil)
+	m := e.say("!run\n```py\nprint('@everyone')\n```")
+	r := e.replyTo(e.channel, m.ID)
+	if liveMention.MatchString(r.Content()) {
+		t.Fatalf("live mention in %q", r.Content())
+	}
+	assertNoMentions(t, r)
+}
+
+func TestRejectionsAndInternalErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"busy", &executor.Error{Code: executor.ErrBusy, RetryAfter: 3 * time.Second}, ""},
+		{"rate limited", &executor.Error{Code: executor.ErrRateLimited, RetryAfter: 12 * time.Second}, ""},
+		{"too large", executor.Errorf(executor.ErrTooLarge, "code is 2 MiB"), ""},
+		{"internal", errors.New("secret path /root/x exploded"), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, c.err }}
+			e := start(t, runner, nil)
+			m := e.say("!run " + block)
+			r := e.replyTo(e.channel, m.ID)
+			if want := formatting.RenderError(formatting.Discord, c.err); r.Content() != want {
+				t.Fatalf("content %q, want %q", r.Content(), want)
+			}
+			if strings.Contains(r.Content(), "secret") {
+				t.Fatalf("internal detail echoed: %q", r.Content())
+			}
+		})
+	}
+}
+
+func TestFailedRunReactsCross(t *testing.T) {
+	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Stderr: "Traceback...\nZeroDivisionError: division by zero\n", Error: "ZeroDivisionError: division by zero", ExitCode: 1}, nil
+	}}
+	e := start(t, runner, nil)
+	m := e.say("!run " + block)
+	r := e.replyTo(e.channel, m.ID)
+	if !strings.Contains(r.Content(), "ZeroDivisionError") {
+		t.Fatalf("content %q", r.Content())
+	}
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("PUT", "/channels/"+e.channel+"/messages/"+m.ID+"/reactions/❌/@me")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	runner := &fakeRunner{}
+	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now })
+	m := e.say("!run\n" + block)
+	r := e.replyTo(e.channel, m.ID)
+	var reply discordgo.Message
+	if err := r.DecodeResponse(&reply); err != nil {
+		t.Fatal(err)
+	}
+
+	clk.Add(9 * time.Minute)
+	edited := *m
+	edited.Content = "!run\n```python\nprint(2)\n```"
+	e.fbot.MessageUpdate(edited)
+	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch.Content(), "ran: print(2)") {
+		t.Fatalf("edited content %q", patch.Content())
+	}
+	assertNoMentions(t, patch)
+	if !strings.Contains(string(patch.JSON), `"attachments":[]`) {
+		t.Fatalf("edit keeps the old attachments: %s", patch.JSON)
+	}
+	if got, _ := fake.Message(reply.ID); !strings.Contains(got.Content, "ran: print(2)") {
+		t.Fatalf("stored reply %q", got.Content)
+	}
+
+	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEditAfterWindowIsIgnored(t *testing.T) {
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	runner := &fakeRunner{}
+	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now; c.EditWindow = time.Minute })
+	m := e.say("!run\n" + block)
+	e.replyTo(e.channel, m.ID)
+	clk.Add(61 * time.Second)
+	edited := *m
+	edited.Content = "!run\n```python\nprint(2)\n```"
+	e.fbot.MessageUpdate(edited)
+	last := e.say("!run\n```python\nprint(3)\n```")
+	e.replyTo(e.channel, last.ID)
+	closeBot(t, e)
+	if n := len(fake.Requests(fakediscord.MatchPrefix("PATCH", "/channels/"+e.channel+"/messages/"))); n != 0 {
+		t.Fatalf("%d edits after the window", n)
+	}
+	if n := len(runner.Jobs()); n != 2 {
+		t.Fatalf("%d jobs, want 2", n)
+	}
+}
+
+func TestReactionRunsAnotherBotsMessage(t *testing.T) {
+	runner := &fakeRunner{}
+	e := start(t, runner, nil)
+	llm := &discordgo.User{ID: fake.NewID(), Username: "llm", Bot: true}
+	m := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: llm, Content: "Here you go:\n```python\nprint(40 + 2)\n```"})
+	e.fbot.ReactionAdd(e.channel, m.ID, e.guild, "▶️", e.user)
+	r := e.replyTo(e.channel, m.ID)
+	if !strings.Contains(r.Content(), "ran: print(40 + 2)") {
+		t.Fatalf("content %q", r.Content())
+	}
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("GET", "/channels/"+e.channel+"/messages/"+m.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := runner.Jobs(); jobs[0].User != "discord:"+e.guild+":"+e.user.ID {
+		t.Fatalf("job user %q", jobs[0].User)
+	}
+}
+
+func TestReactionByBotOrOtherEmojiIgnored(t *testing.T) {
+	runner := &fakeRunner{}
+	e := start(t, runner, nil)
+	m := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: e.user, Content: block})
+	e.fbot.ReactionAdd(e.channel, m.ID, e.guild, "▶️", &discordgo.User{ID: fake.NewID(), Bot: true})
+	e.fbot.ReactionAdd(e.channel, m.ID, e.guild, "👍", e.user)
+	e.fbot.ReactionAdd(e.channel, m.ID, e.guild, "▶️", &discordgo.User{ID: e.fbot.UserID})
+	last := e.say("!run " + block)
+	e.replyTo(e.channel, last.ID)
+	closeBot(t, e)
+	if rs := fake.Requests(isReplyTo(e.channel, m.ID)); len(rs) != 0 {
+		t.Fatalf("reaction by a bot ran: %s", rs[0].JSON)
+	}
+}
+
+func TestRateLimitedReplyStillArrives(t *testing.T) {
+	e := start(t, &fakeRunner{}, nil)
+	path := "/channels/" + e.channel + "/messages"
+	fake.RateLimitNext(fakediscord.Match("POST", path), 300*time.Millisecond, false)
+	m := e.say("!run " + block)
+	r := e.replyTo(e.channel, m.ID)
+	all := fake.Requests(fakediscord.Match("POST", path))
+	if len(all) != 2 || all[0].Status != 429 || r.Seq != all[1].Seq {
+		t.Fatalf("requests %d, first status %d", len(all), all[0].Status)
+	}
+}
+
+func TestGlobalRateLimitDelaysNotLoses(t *testing.T) {
+	e := start(t, &fakeRunner{}, nil)
+	fake.RateLimitNext(fakediscord.Match("POST", "/channels/"+e.channel+"/messages"), 200*time.Millisecond, true)
+	var ms []*discordgo.Message
+	for range 3 {
+		ms = append(ms, e.say("!run "+block))
+	}
+	for _, m := range ms {
+		e.replyTo(e.channel, m.ID)
+	}
+}
+
+func TestReconnects(t *testing.T) {
+	cases := []struct {
+		name string
+		do   func(*fakediscord.Bot) error
+	}{
+		{"op 7", (*fakediscord.Bot).Reconnect},
+		{"op 9", (*fakediscord.Bot).InvalidSession},
+		{"dropped socket", (*fakediscord.Bot).Drop},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := start(t, &fakeRunner{}, nil)
+			if err := c.do(e.fbot); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.fbot.WaitSessions(e.ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			m := e.say("!run " + block)
+			e.replyTo(e.channel, m.ID)
+			if n := e.metrics.Reconnects(); n != 1 {
+				t.Fatalf("Reconnected %d times, want 1", n)
+			}
+			if !e.bot.Ready() {
+				t.Fatal("not ready after reconnect")
+			}
+		})
+	}
+}
+
+func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
+	fbot := fake.NewBot("no-content")
+	fbot.DenyMessageContent()
+	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
+	err := b.Open(testCtx(t))
+	if !errors.Is(err, discord.ErrDisallowedIntents) || !strings.Contains(err.Error(), "Message Content Intent") {
+		t.Fatalf("open error %v", err)
+	}
+	if b.Ready() {
+		t.Fatal("ready after failed open")
+	}
+	if err := b.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadTokenFailsOpen(t *testing.T) {
+	b := discord.New(discord.Config{Token: "not-a-token"}, &fakeRunner{}, nil)
+	if err := b.Open(testCtx(t)); !errors.Is(err, discord.ErrBadToken) {
+		t.Fatalf("open error %v", err)
+	}
+	if err := b.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInviteURLHasExactlyTheNeededPermissions(t *testing.T) {
+	// view channel 1<<10, send 1<<11, threads 1<<38, history 1<<16,
+	// attach 1<<15, reactions 1<<6, application commands 1<<31.
+	const want = 1<<10 | 1<<11 | 1<<38 | 1<<16 | 1<<15 | 1<<6 | 1<<31
+	if discord.Permissions != want || want != 277025492032 {
+		t.Fatalf("permissions %d, want %d", discord.Permissions, want)
+	}
+	u := discord.InviteURL("123")
+	for _, part := range []string{"client_id=123", "permissions=277025492032", "scope=bot+applications.commands"} {
+		if !strings.Contains(u, part) {
+			t.Fatalf("invite URL %s lacks %s", u, part)
+		}
+	}
+}
+
+func TestCloseWaitsForReplyInFlight(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	runner := &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		close(started)
+		<-release
+		return executor.Result{Success: true, Stdout: "late\n"}, nil
+	}}
+	e := start(t, runner, nil)
+	m := e.say("!run " + block)
+	<-started
+	closed := make(chan error, 1)
+	go func() { closed <- e.bot.Close(e.ctx) }()
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if rs := fake.Requests(isReplyTo(e.channel, m.ID)); len(rs) != 1 {
+		t.Fatalf("%d replies after close", len(rs))
+	}
+	if e.bot.Ready() {
+		t.Fatal("ready after close")
+	}
+}
+
+func TestCloseDeadlineCancelsRun(t *testing.T) {
+	started := make(chan struct{})
+	runner := &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Err: ctx.Err()}
+	}}
+	e := start(t, runner, nil)
+	e.say("!run " + block)
+	<-started
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if err := e.bot.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("close error %v", err)
+	}
+}
+
+func TestManyUsersAtOnceGetOneReplyEach(t *testing.T) {
+	e := start(t, &fakeRunner{}, nil)
+	const n = 20
+	var ms []*discordgo.Message
+	for i := range n {
+		u := &discordgo.User{ID: fake.NewID(), Username: "user" + string(rune('a'+i))}
+		ms = append(ms, e.sayIn(e.channel, e.guild, u, "!run "+block))
+	}
+	for _, m := range ms {
+		e.replyTo(e.channel, m.ID)
+	}
+	closeBot(t, e)
+	for _, m := range ms {
+		if k := len(fake.Requests(isReplyTo(e.channel, m.ID))); k != 1 {
+			t.Fatalf("message %s got %d replies", m.ID, k)
+		}
+	}
+	assertAllSentWithoutMentions(t, e.fbot.Token)
+}

@@ -1,0 +1,209 @@
+package discord_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/goleak"
+
+	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/fakediscord"
+)
+
+// fake is the one fake Discord of this test binary: discordgo's endpoints
+// are package globals. Tests keep apart by bot token and channel ids.
+var fake *fakediscord.Server
+
+func TestMain(m *testing.M) {
+	fake = fakediscord.New(fakediscord.Options{})
+	fake.Install()
+	code := m.Run()
+	fake.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// fakeRunner is a Runner with a func field; nil Submit echoes the code.
+type fakeRunner struct {
+	mu     sync.Mutex
+	jobs   []executor.Job
+	submit func(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+func (r *fakeRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
+	r.mu.Lock()
+	r.jobs = append(r.jobs, job)
+	f := r.submit
+	r.mu.Unlock()
+	if f == nil {
+		return executor.Result{Success: true, Stdout: "ran: " + job.Request.Code + "\n"}, nil
+	}
+	return f(ctx, job)
+}
+
+func (r *fakeRunner) Jobs() []executor.Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]executor.Job(nil), r.jobs...)
+}
+
+// countMetrics counts the adapter's observations.
+type countMetrics struct {
+	mu                            sync.Mutex
+	received, replied, reconnects int
+}
+
+func (m *countMetrics) MessageReceived(p string) { m.add(p, &m.received) }
+func (m *countMetrics) MessageReplied(p string)  { m.add(p, &m.replied) }
+func (m *countMetrics) Reconnected(p string)     { m.add(p, &m.reconnects) }
+
+func (m *countMetrics) add(p string, n *int) {
+	if p != discord.Platform {
+		panic("platform " + p)
+	}
+	m.mu.Lock()
+	*n++
+	m.mu.Unlock()
+}
+
+func (m *countMetrics) Reconnects() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reconnects
+}
+
+// env is one connected adapter on the fake.
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	fbot    *fakediscord.Bot
+	bot     *discord.Bot
+	metrics *countMetrics
+	guild   string
+	channel string
+	user    *discordgo.User
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// start connects an adapter for a fresh fake bot; configure may change the
+// Config before New.
+func start(t *testing.T, runner discord.Runner, configure func(*discord.Config)) *env {
+	t.Helper()
+	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}}
+	e.guild, e.channel = fake.NewID(), fake.NewID()
+	e.user = &discordgo.User{ID: fake.NewID(), Username: "ada"}
+	cfg := discord.Config{Token: e.fbot.Token, Metrics: e.metrics}
+	if configure != nil {
+		configure(&cfg)
+	}
+	e.bot = discord.New(cfg, runner, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err := e.bot.Open(e.ctx); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.bot.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// say posts a message by the test user in the env's channel.
+func (e *env) say(content string) *discordgo.Message {
+	return e.sayIn(e.channel, e.guild, e.user, content)
+}
+
+func (e *env) sayIn(channel, guild string, author *discordgo.User, content string) *discordgo.Message {
+	return e.fbot.MessageCreate(discordgo.Message{ChannelID: channel, GuildID: guild, Author: author, Content: content})
+}
+
+// replyTo waits for the bot's reply to message id in channel.
+func (e *env) replyTo(channel, id string) fakediscord.Request {
+	e.t.Helper()
+	r, err := fake.WaitRequest(e.ctx, isReplyTo(channel, id))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func isReplyTo(channel, id string) func(fakediscord.Request) bool {
+	return func(r fakediscord.Request) bool {
+		if r.Method != "POST" || r.Path != "/channels/"+channel+"/messages" || r.Status != 200 {
+			return false
+		}
+		var p struct {
+			Ref *struct {
+				MessageID string `json:"message_id"`
+			} `json:"message_reference"`
+		}
+		return r.Decode(&p) == nil && p.Ref != nil && p.Ref.MessageID == id
+	}
+}
+
+// reference decodes a reply's message_reference.
+func reference(t *testing.T, r fakediscord.Request) (id string, failIfNotExists *bool) {
+	t.Helper()
+	var p struct {
+		Ref *struct {
+			MessageID       string `json:"message_id"`
+			FailIfNotExists *bool  `json:"fail_if_not_exists"`
+		} `json:"message_reference"`
+	}
+	if err := r.Decode(&p); err != nil || p.Ref == nil {
+		t.Fatalf("no message_reference in %s", r.JSON)
+	}
+	return p.Ref.MessageID, p.Ref.FailIfNotExists
+}
+
+// assertNoMentions fails unless r allowed no mention at all, "parse": [].
+func assertNoMentions(t *testing.T, r fakediscord.Request) {
+	t.Helper()
+	if !r.AllowedMentions().None() {
+		t.Fatalf("%s %s: allowed_mentions is not none: %s", r.Method, r.Path, r.JSON)
+	}
+}
+
+// assertAllSentWithoutMentions checks every message-carrying request of token.
+func assertAllSentWithoutMentions(t *testing.T, token string) {
+	t.Helper()
+	n := 0
+	for _, r := range fake.Requests(func(r fakediscord.Request) bool { return r.Token == token }) {
+		if r.JSON == nil || r.Content() == "" {
+			continue
+		}
+		n++
+		assertNoMentions(t, r)
+	}
+	if n == 0 {
+		t.Fatal("no message sent")
+	}
+}

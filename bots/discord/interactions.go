@@ -1,0 +1,152 @@
+package discord
+
+import (
+	"context"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/runblock/runblock/formatting"
+)
+
+func (b *Bot) onInteraction(s *discordgo.Session, ic *discordgo.InteractionCreate) {
+	if ic.Interaction == nil {
+		return
+	}
+	i := ic.Interaction
+	b.spawn("interaction", func(ctx context.Context) { b.handleInteraction(ctx, s, i) })
+}
+
+func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction) {
+	if i.Type != discordgo.InteractionApplicationCommand && i.Type != discordgo.InteractionModalSubmit {
+		return
+	}
+	if !b.channelAllowed(s, i.GuildID, i.ChannelID) {
+		b.metricReceived()
+		b.ephemeral(ctx, s, i, formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed))
+		return
+	}
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand:
+		d := i.ApplicationCommandData()
+		switch {
+		case d.CommandType == discordgo.MessageApplicationCommand && d.Name == CommandRunCode:
+			var content string
+			if d.Resolved != nil && d.Resolved.Messages[d.TargetID] != nil {
+				content = d.Resolved.Messages[d.TargetID].Content
+			}
+			ex := formatting.Extract(content, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true})
+			b.runInteraction(ctx, s, i, ex)
+		case d.Name == CommandRun:
+			var code string
+			if o := d.GetOption(optionCode); o != nil && o.Type == discordgo.ApplicationCommandOptionString {
+				code = o.StringValue()
+			}
+			if strings.TrimSpace(code) == "" {
+				if err := s.InteractionRespond(i, runModal(), discordgo.WithContext(ctx)); err != nil {
+					b.log.Error("discord: opening the /run editor", "err", err)
+				}
+				return
+			}
+			ex := formatting.Extract(code, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true, Raw: true})
+			b.runInteraction(ctx, s, i, ex)
+		}
+	case discordgo.InteractionModalSubmit:
+		d := i.ModalSubmitData()
+		if d.CustomID != modalRun {
+			return
+		}
+		values := modalValues(d.Components)
+		ex := formatting.Extract(values[inputCode], formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true, Raw: true})
+		if in := values[inputStdin]; in != "" {
+			ex.Stdin = in
+		}
+		b.runInteraction(ctx, s, i, ex)
+	}
+}
+
+// modalValues maps the text inputs of a modal submit by custom id.
+func modalValues(rows []discordgo.MessageComponent) map[string]string {
+	out := make(map[string]string)
+	var visit func(c discordgo.MessageComponent)
+	visit = func(c discordgo.MessageComponent) {
+		switch c := c.(type) {
+		case *discordgo.ActionsRow:
+			for _, cc := range c.Components {
+				visit(cc)
+			}
+		case discordgo.ActionsRow:
+			for _, cc := range c.Components {
+				visit(cc)
+			}
+		case *discordgo.TextInput:
+			out[c.CustomID] = c.Value
+		case discordgo.TextInput:
+			out[c.CustomID] = c.Value
+		}
+	}
+	for _, r := range rows {
+		visit(r)
+	}
+	return out
+}
+
+func interactionUser(i *discordgo.Interaction) string {
+	switch {
+	case i.Member != nil && i.Member.User != nil:
+		return i.Member.User.ID
+	case i.User != nil:
+		return i.User.ID
+	}
+	return "unknown"
+}
+
+// runInteraction answers a /run, modal or "Run code" interaction: a
+// deferred response at once (Discord wants one within 3 s), then the result
+// edited into it. Notices and rejections go to the user alone (ephemeral).
+func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, ex formatting.Extraction) {
+	b.metricReceived()
+	if !ex.Found {
+		b.ephemeral(ctx, s, i, notice(ex))
+		return
+	}
+	if err := s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}, discordgo.WithContext(ctx)); err != nil {
+		b.log.Error("discord: deferring an interaction", "err", err)
+		return
+	}
+	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex)
+	if !out.ran {
+		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {
+			b.log.Debug("discord: deleting the deferred response", "err", err)
+		}
+		if _, err := s.FollowupMessageCreate(i, true, &discordgo.WebhookParams{
+			Content: out.text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions(),
+		}, discordgo.WithContext(ctx)); err != nil {
+			b.log.Error("discord: sending an interaction follow-up", "err", err)
+			return
+		}
+		b.metricReplied()
+		return
+	}
+	content := out.text
+	if _, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
+		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out.full),
+	}, discordgo.WithContext(ctx)); err != nil {
+		b.log.Error("discord: sending an interaction result", "err", err)
+		return
+	}
+	b.metricReplied()
+}
+
+// ephemeral answers an interaction with a line only its user sees.
+func (b *Bot) ephemeral(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, text string) {
+	err := s.InteractionRespond(i, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		b.log.Error("discord: answering an interaction", "err", err)
+		return
+	}
+	b.metricReplied()
+}
