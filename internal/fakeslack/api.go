@@ -236,6 +236,12 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		return http.StatusOK, map[string]any{"ok": true, "upload_url": s.http.URL + "/upload/" + id, "file_id": id}
 	case "files.completeUploadExternal":
 		return s.completeUploadLocked(c)
+	case "files.delete":
+		if s.files[c.Get("file")] == nil {
+			return http.StatusOK, failed("file_not_found")
+		}
+		delete(s.files, c.Get("file"))
+		return http.StatusOK, map[string]any{"ok": true}
 	}
 	return http.StatusOK, failed("unknown_method")
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -129,13 +130,25 @@ func (s *Server) ping(c *sockConn) {
 	}
 }
 
+// drop closes c. Like Slack, the fake then redelivers the events_api
+// envelopes still unacked, with retry_attempt+1, on the next connection.
 func (s *Server) drop(c *sockConn) {
 	c.ws.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.live[c]; !ok {
+		return
+	}
 	delete(s.live, c)
 	if s.conn == c {
 		s.conn = nil
+	}
+	for _, e := range s.unacked {
+		if !slices.Contains(s.pending, e) {
+			e.RetryAttempt++
+			e.RetryReason = "connection_closed"
+			s.pending = append(s.pending, e)
+		}
 	}
 	s.notifyLocked()
 }
@@ -234,14 +247,17 @@ func (s *Server) Redeliver(env Envelope) error {
 }
 
 // Disconnect sends a disconnect envelope (reason "refresh_requested" or
-// "warning"...) on the live connection.
+// "warning"...) on the live connection; envelopes sent after it wait for the
+// client's next connection.
 func (s *Server) Disconnect(reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == nil {
 		return fmt.Errorf("fakeslack: no live socket")
 	}
-	return s.conn.write(envelope{Type: "disconnect", Reason: reason, Payload: nil})
+	c := s.conn
+	s.conn = nil
+	return c.write(envelope{Type: "disconnect", Reason: reason})
 }
 
 // Drop closes the live socket without a goodbye, like a network failure.

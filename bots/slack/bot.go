@@ -1,0 +1,355 @@
+// Package slack is the Slack adapter of runblock: it takes Python snippets
+// from Slack messages (a mention, a DM, a listed channel, /run, the "Run
+// code" shortcut, or a ▶️ reaction), runs them through the shared scheduler
+// and answers in the message's thread.
+//
+// It connects over Socket Mode when an app-level token is set and serves the
+// Events API over HTTP (Handler) when a signing secret is set; both paths
+// feed the same dispatcher.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Platform is the platform label the adapter reports to Metrics.
+const Platform = "slack"
+
+// Identifiers the app manifest (slack/manifest.yaml) declares.
+const (
+	// ShortcutCallbackID is the callback id of the "Run code" message shortcut.
+	ShortcutCallbackID = "run_code"
+	// ModalCallbackID is the callback id of the modal /run opens without text.
+	ModalCallbackID = "runblock_run"
+	// SlashCommand is the command that runs its text.
+	SlashCommand = "/run"
+	modalBlockID = "code"
+	modalInputID = "code"
+)
+
+// Bounds of the adapter's own memory.
+const (
+	maxReplies  = 10_000         // source message → reply entries kept
+	replyTTL    = 24 * time.Hour // longest a reply can still be edited or deleted through its source
+	maxSeen     = 10_000         // event ids remembered for de-duplication
+	seenTTL     = time.Hour      // Slack retries within minutes
+	maxInFlight = 512            // handlers running at once; more are dropped (and logged)
+)
+
+// Runner is what the adapter needs of the scheduler.
+type Runner interface {
+	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+// Metrics receives the adapter's observations; platform is "slack".
+type Metrics interface {
+	MessageReceived(platform string)
+	MessageReplied(platform string)
+	Reconnected(platform string)
+}
+
+// Config configures the Slack adapter.
+type Config struct {
+	BotToken      string // SLACK_BOT_TOKEN, xoxb-
+	AppToken      string // SLACK_APP_TOKEN, xapp-: Socket Mode
+	SigningSecret string // SLACK_SIGNING_SECRET: Events API over HTTP (see Handler)
+	// Channels (SLACK_CHANNELS) are channel ids where any Python block runs
+	// without a mention. When set, it is also the allow-list: mentions,
+	// /run, the shortcut and the reaction elsewhere get a short "not in this
+	// channel" notice (direct messages always work).
+	Channels    []string
+	RunReaction string        // SLACK_RUN_REACTION, default "arrow_forward"
+	EditWindow  time.Duration // SLACK_EDIT_WINDOW: edits within it re-run; 0 = never
+	APIURL      string        // test hook: slack.OptionAPIURL, must end in "/"
+	Render      formatting.RenderOptions
+	Metrics     Metrics // nil: none
+}
+
+// Bot owns the Slack connection.
+type Bot struct {
+	cfg      Config
+	runner   Runner
+	log      *slog.Logger
+	api      *slack.Client
+	channels map[string]bool
+	now      func() time.Time
+
+	replies *lru[*record]       // by source key (channel/ts)
+	seen    *lru[struct{}]      // event ids handled
+	sources *keyLock            // one run per source message at a time
+	slots   chan struct{}       // bounds handlers in flight
+	self    atomic.Pointer[who] // set by Open
+
+	mu       sync.Mutex
+	opened   bool
+	closing  bool
+	inflight sync.WaitGroup // handlers
+	loops    sync.WaitGroup // socket and event loops
+	stopSock context.CancelFunc
+
+	ready atomic.Bool
+	// runCtx parents every run and Slack call of a handler; Close cancels
+	// it when its deadline passes.
+	runCtx     context.Context
+	cancelRuns context.CancelFunc
+}
+
+// who is the bot's own identity, from auth.test.
+type who struct {
+	userID, botID, teamID string
+}
+
+// New returns a Bot; it does not connect.
+func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
+	if cfg.RunReaction == "" {
+		cfg.RunReaction = "arrow_forward"
+	}
+	cfg.RunReaction = strings.Trim(cfg.RunReaction, ":")
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts := []slack.Option{
+		slack.OptionAppLevelToken(cfg.AppToken),
+		// Slack's 429s are honoured (Retry-After), so replies are late, not lost.
+		slack.OptionRetryConfig(slack.RetryConfig{
+			MaxRetries:         8,
+			RetryAfterDuration: 30 * time.Second,
+			RetryAfterJitter:   250 * time.Millisecond,
+			BackoffInitial:     100 * time.Millisecond,
+			BackoffMax:         30 * time.Second,
+			BackoffJitter:      50 * time.Millisecond,
+		}),
+	}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	channels := make(map[string]bool, len(cfg.Channels))
+	for _, c := range cfg.Channels {
+		channels[c] = true
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	b := &Bot{
+		cfg:        cfg,
+		runner:     runner,
+		log:        logger,
+		api:        slack.New(cfg.BotToken, opts...),
+		channels:   channels,
+		now:        time.Now,
+		sources:    newKeyLock(),
+		slots:      make(chan struct{}, maxInFlight),
+		runCtx:     runCtx,
+		cancelRuns: cancel,
+	}
+	b.replies = newLRU[*record](maxReplies, replyTTL, func() time.Time { return b.now() })
+	b.seen = newLRU[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
+	return b
+}
+
+// Open checks the bot token (auth.test) and, with an app token, connects
+// Socket Mode and waits for the first hello. It fails fast on bad
+// credentials.
+func (b *Bot) Open(ctx context.Context) error {
+	b.mu.Lock()
+	if b.opened {
+		b.mu.Unlock()
+		return errors.New("slack: already open")
+	}
+	b.opened = true
+	b.mu.Unlock()
+
+	auth, err := b.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("slack: checking SLACK_BOT_TOKEN (auth.test): %w", err)
+	}
+	b.self.Store(&who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID})
+	b.log.Info("slack: authenticated", "team", auth.Team, "bot_user", auth.UserID)
+	if b.cfg.AppToken == "" {
+		b.ready.Store(true)
+		return nil
+	}
+
+	sm := socketmode.New(b.api)
+	sockCtx, stop := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	var settled atomic.Bool
+	report := func(err error) bool {
+		if !settled.CompareAndSwap(false, true) {
+			return false
+		}
+		first <- err
+		return true
+	}
+	b.mu.Lock()
+	b.stopSock = stop
+	b.mu.Unlock()
+	b.loops.Add(2)
+	go b.runSocket(sockCtx, sm, report)
+	go b.readEvents(sockCtx, sm, report)
+	select {
+	case err := <-first:
+		if err != nil {
+			stop()
+			b.loops.Wait()
+			return fmt.Errorf("slack: socket mode (SLACK_APP_TOKEN): %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		stop()
+		b.loops.Wait()
+		return fmt.Errorf("slack: socket mode: no connection: %w", ctx.Err())
+	}
+}
+
+// runSocket keeps the Socket Mode client running until ctx ends: the client
+// reconnects by itself on disconnect envelopes and dropped sockets, and this
+// loop restarts it when it gives up. An auth error before the first hello is
+// reported to Open instead.
+func (b *Bot) runSocket(ctx context.Context, sm *socketmode.Client, report func(error) bool) {
+	defer b.loops.Done()
+	backoff := time.Second
+	for {
+		err := sm.RunContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.ready.Store(false)
+		if isAuthError(err) && report(err) {
+			return // Open fails
+		}
+		b.log.Error("slack: socket mode stopped; restarting", "err", err, "in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+}
+
+func isAuthError(err error) bool {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		err = errors.New(se.Err)
+	}
+	switch err.Error() {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "not_allowed_token_type":
+		return true
+	}
+	var code slack.StatusCodeError
+	return errors.As(err, &code) && code.Code == 404
+}
+
+// readEvents acks and dispatches what the Socket Mode client delivers.
+func (b *Bot) readEvents(ctx context.Context, sm *socketmode.Client, report func(error) bool) {
+	defer b.loops.Done()
+	connected := false
+	for {
+		var ev socketmode.Event
+		select {
+		case <-ctx.Done():
+			return
+		case ev = <-sm.Events:
+		}
+		switch ev.Type {
+		case socketmode.EventTypeConnecting:
+			b.ready.Store(false)
+		case socketmode.EventTypeConnectionError:
+			b.log.Warn("slack: socket mode connection failed", "err", connErr(ev.Data))
+		case socketmode.EventTypeInvalidAuth:
+			b.log.Error("slack: socket mode: invalid app token")
+		case socketmode.EventTypeConnected:
+			if connected {
+				b.log.Info("slack: socket mode reconnected")
+				if b.cfg.Metrics != nil {
+					b.cfg.Metrics.Reconnected(Platform)
+				}
+			}
+			connected = true
+		case socketmode.EventTypeHello:
+			b.ready.Store(true)
+			report(nil)
+		case socketmode.EventTypeErrorBadMessage, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
+			b.log.Warn("slack: socket mode", "event", ev.Type, "detail", ev.Data)
+		case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+			b.handleSocket(ctx, sm, ev)
+		}
+	}
+}
+
+func connErr(data any) any {
+	if e, ok := data.(*slack.ConnectionErrorEvent); ok {
+		return e.ErrorObj
+	}
+	return data
+}
+
+// Ready reports whether the connection is up.
+func (b *Bot) Ready() bool { return b.ready.Load() }
+
+// Close stops taking new events, waits for in-flight replies until ctx ends
+// (then cancels them), and disconnects.
+func (b *Bot) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.closing = true
+	stop := b.stopSock
+	b.mu.Unlock()
+	b.ready.Store(false)
+	if stop != nil {
+		stop()
+	}
+	b.loops.Wait()
+
+	drained := make(chan struct{})
+	go func() {
+		b.inflight.Wait()
+		close(drained)
+	}()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("slack: replies still in flight: %w", ctx.Err())
+		b.cancelRuns()
+		<-drained
+	}
+	b.cancelRuns()
+	return err
+}
+
+// spawn runs fn as a handler owned by the Bot, unless the Bot is closing or
+// too many handlers are in flight.
+func (b *Bot) spawn(what string, fn func(ctx context.Context)) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return false
+	}
+	select {
+	case b.slots <- struct{}{}:
+	default:
+		b.log.Warn("slack: too many events in flight; dropping one", "event", what)
+		return false
+	}
+	b.inflight.Add(1)
+	go func() {
+		defer b.inflight.Done()
+		defer func() { <-b.slots }()
+		fn(b.runCtx)
+	}()
+	return true
+}

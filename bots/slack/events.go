@@ -1,0 +1,350 @@
+package slack
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/runblock/runblock/formatting"
+)
+
+// handleSocket acks a Socket Mode envelope first (Slack wants it within
+// 3 s), then dispatches it; the run itself happens in a handler goroutine.
+func (b *Bot) handleSocket(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) {
+	if ev.Request == nil {
+		return
+	}
+	if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
+		b.log.Warn("slack: ack failed", "envelope", ev.Request.EnvelopeID, "err", err)
+	}
+	switch d := ev.Data.(type) {
+	case slackevents.EventsAPIEvent:
+		b.onEventsAPI(d)
+	case slack.SlashCommand:
+		b.onSlash(d)
+	case slack.InteractionCallback:
+		b.onInteraction(d)
+	}
+}
+
+// onEventsAPI dispatches an event_callback, once per event id: Slack
+// redelivers events it thinks were lost, over a socket or HTTP alike.
+func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent) {
+	self := b.self.Load()
+	if self == nil {
+		return
+	}
+	if cb, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" && !b.seen.add(cb.EventID, struct{}{}) {
+		b.log.Debug("slack: duplicate event ignored", "event_id", cb.EventID)
+		return
+	}
+	team := e.TeamID
+	if team == "" {
+		team = self.teamID
+	}
+	switch ie := e.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		b.onMention(self, team, ie)
+	case *slackevents.MessageEvent:
+		b.onMessage(self, team, ie)
+	case *slackevents.ReactionAddedEvent:
+		b.onReaction(self, team, ie)
+	}
+}
+
+// fromBot reports whether a message was posted by a bot or by runblock
+// itself; those never trigger a run by themselves.
+func fromBot(self *who, botID, user string) bool {
+	return botID != "" || user == "" || user == self.userID
+}
+
+// mentions reports whether text mentions the bot user.
+func mentions(self *who, text string) bool {
+	return strings.Contains(text, "<@"+self.userID+">") || strings.Contains(text, "<@"+self.userID+"|")
+}
+
+// stripMention removes the bot's mentions, the trigger, from text.
+func stripMention(self *who, text string) string {
+	text = strings.ReplaceAll(text, "<@"+self.userID+">", "")
+	for {
+		i := strings.Index(text, "<@"+self.userID+"|")
+		if i < 0 {
+			return text
+		}
+		j := strings.IndexByte(text[i:], '>')
+		if j < 0 {
+			return text
+		}
+		text = text[:i] + text[i+j+1:]
+	}
+}
+
+// threadOf is where replies to a message go: its thread, or a new thread
+// under it.
+func threadOf(threadTS, ts string) string {
+	if threadTS != "" {
+		return threadTS
+	}
+	return ts
+}
+
+// isDM reports whether a channel id is a direct message with the bot.
+func isDM(channel string) bool { return strings.HasPrefix(channel, "D") }
+
+// allowed reports whether explicit triggers work in channel.
+func (b *Bot) allowed(channel string) bool {
+	return len(b.channels) == 0 || b.channels[channel] || isDM(channel)
+}
+
+func (b *Bot) received() {
+	if b.cfg.Metrics != nil {
+		b.cfg.Metrics.MessageReceived(Platform)
+	}
+}
+
+func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent) {
+	// An edited mention arrives as message_changed too; that path re-runs it.
+	if fromBot(self, ev.BotID, ev.User) || ev.Edited != nil {
+		return
+	}
+	b.received()
+	src := source{
+		what: "mention", team: team, user: ev.User, channel: ev.Channel,
+		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
+		text: stripMention(self, ev.Text), triggered: true,
+	}
+	if !b.allowed(ev.Channel) {
+		b.start(src.notice(formatting.NoticeChannelNotAllowed))
+		return
+	}
+	b.start(src)
+}
+
+func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
+	dm := ev.ChannelType == slackevents.ChannelTypeIM || isDM(ev.Channel)
+	switch ev.SubType {
+	case "", "thread_broadcast", "file_share":
+		if fromBot(self, ev.BotID, ev.User) {
+			return
+		}
+		if !dm && (mentions(self, ev.Text) || !b.channels[ev.Channel]) {
+			return // app_mention handles mentions; elsewhere only mentions run
+		}
+		b.received()
+		what := "channel"
+		if dm {
+			what = "dm"
+		}
+		b.start(source{
+			what: what, team: team, user: ev.User, channel: ev.Channel,
+			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
+			text: ev.Text, quiet: !dm,
+		})
+	case "message_changed":
+		b.onEdit(self, team, dm, ev)
+	case "message_deleted":
+		ts := ev.DeletedTimeStamp
+		if ts == "" && ev.PreviousMessage != nil {
+			ts = ev.PreviousMessage.Timestamp
+		}
+		if ts != "" {
+			b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, ev.Channel, ts) })
+		}
+	}
+}
+
+// onEdit re-runs an edited message within the edit window and updates the
+// earlier reply in place.
+func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEvent) {
+	msg, prev := ev.Message, ev.PreviousMessage
+	if msg == nil || fromBot(self, msg.BotID, msg.User) || b.cfg.EditWindow <= 0 {
+		return
+	}
+	if prev != nil && prev.Text == msg.Text {
+		return // a thread reply count or an unfurl changed, not the text
+	}
+	mention := !dm && mentions(self, msg.Text)
+	if !dm && !mention && !b.channels[ev.Channel] {
+		return
+	}
+	if mention && !b.allowed(ev.Channel) {
+		return
+	}
+	src := source{
+		what: "edit", team: team, user: msg.User, channel: ev.Channel,
+		ts: msg.Timestamp, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
+		text: msg.Text, triggered: mention, quiet: !dm && !mention,
+	}
+	if mention {
+		src.text = stripMention(self, msg.Text)
+	}
+	if rec, ok := b.replies.get(src.key()); ok {
+		if b.now().Sub(rec.created) > b.cfg.EditWindow {
+			return
+		}
+	} else if age, ok := tsAge(msg.Timestamp, b.now()); !ok || age > b.cfg.EditWindow {
+		return
+	}
+	b.received()
+	b.start(src)
+}
+
+// tsAge is how long ago a Slack message timestamp ("1700000000.000100") was.
+func tsAge(ts string, now time.Time) (time.Duration, bool) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	us, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	return now.Sub(time.Unix(s, us*1000)), true
+}
+
+// onReaction runs a message a person reacted to with the run reaction,
+// whoever posted it (another bot's message too: the trigger is the person).
+func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEvent) {
+	if ev.Reaction != b.cfg.RunReaction || ev.Item.Type != "message" || ev.User == "" || ev.User == self.userID {
+		return
+	}
+	b.received()
+	channel, ts, user := ev.Item.Channel, ev.Item.Timestamp, ev.User
+	b.spawn("reaction", func(ctx context.Context) {
+		msg, err := b.fetch(ctx, channel, ts)
+		if err != nil {
+			b.log.Warn("slack: reaction: fetching the message", "channel", channel, "ts", ts, "err", err)
+			return
+		}
+		if msg.User == self.userID || msg.BotID == self.botID {
+			return // our own replies hold output, not code
+		}
+		src := source{
+			what: "reaction", team: team, user: user, channel: channel,
+			ts: ts, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
+			text: msg.Text,
+		}
+		if !b.allowed(channel) {
+			src = src.notice(formatting.NoticeChannelNotAllowed)
+		}
+		b.handle(ctx, src)
+	})
+}
+
+// fetch returns the message ts in channel: a top-level message from
+// conversations.history, a thread reply from conversations.replies.
+func (b *Bot) fetch(ctx context.Context, channel, ts string) (slack.Message, error) {
+	h, err := b.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+		ChannelID: channel, Latest: ts, Oldest: ts, Inclusive: true, Limit: 1,
+	})
+	if err == nil {
+		for _, m := range h.Messages {
+			if m.Timestamp == ts {
+				return m, nil
+			}
+		}
+	}
+	msgs, _, _, err := b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		ChannelID: channel, Timestamp: ts, Latest: ts, Oldest: ts, Inclusive: true, Limit: 1,
+	})
+	if err != nil {
+		return slack.Message{}, err
+	}
+	for _, m := range msgs {
+		if m.Timestamp == ts {
+			return m, nil
+		}
+	}
+	return slack.Message{}, errNotFound
+}
+
+// onSlash runs /run's text, or opens the code modal when it is empty.
+func (b *Bot) onSlash(cmd slack.SlashCommand) {
+	self := b.self.Load()
+	if self == nil {
+		return
+	}
+	b.received()
+	team := cmd.TeamID
+	if team == "" {
+		team = self.teamID
+	}
+	src := source{
+		what: "slash", team: team, user: cmd.UserID, channel: cmd.ChannelID,
+		text: cmd.Text, triggered: true, raw: true, responseURL: cmd.ResponseURL,
+	}
+	switch {
+	case !b.allowed(cmd.ChannelID):
+		b.start(src.notice(formatting.NoticeChannelNotAllowed))
+	case strings.TrimSpace(cmd.Text) == "":
+		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, cmd) })
+	default:
+		b.start(src)
+	}
+}
+
+// openModal opens the /run modal with a multi-line code input; the channel
+// rides in private_metadata to the view submission.
+func (b *Bot) openModal(ctx context.Context, cmd slack.SlashCommand) {
+	input := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "print('hello')", false, false), modalInputID)
+	input.Multiline = true
+	view := slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      ModalCallbackID,
+		PrivateMetadata: cmd.ChannelID,
+		Title:           slack.NewTextBlockObject(slack.PlainTextType, "Run Python", false, false),
+		Submit:          slack.NewTextBlockObject(slack.PlainTextType, "Run", false, false),
+		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewInputBlock(modalBlockID, slack.NewTextBlockObject(slack.PlainTextType, "Code", false, false), nil, input),
+		}},
+	}
+	if _, err := b.api.OpenViewContext(ctx, cmd.TriggerID, view); err != nil {
+		b.log.Error("slack: opening the /run modal", "err", err)
+	}
+}
+
+// onInteraction handles the "Run code" message shortcut and the /run modal's
+// submission.
+func (b *Bot) onInteraction(cb slack.InteractionCallback) {
+	self := b.self.Load()
+	if self == nil {
+		return
+	}
+	team := cb.Team.ID
+	if team == "" {
+		team = self.teamID
+	}
+	switch cb.Type {
+	case slack.InteractionTypeMessageAction:
+		if cb.CallbackID != ShortcutCallbackID {
+			return
+		}
+		b.received()
+		msg := cb.Message
+		src := source{
+			what: "shortcut", team: team, user: cb.User.ID, channel: cb.Channel.ID,
+			ts: msg.Timestamp, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
+			text: msg.Text, triggered: true, responseURL: cb.ResponseURL,
+		}
+		switch {
+		case msg.User == self.userID || msg.BotID == self.botID:
+			src = src.notice(formatting.NoticeNoCode)
+		case !b.allowed(cb.Channel.ID):
+			src = src.notice(formatting.NoticeChannelNotAllowed)
+		}
+		b.start(src)
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID != ModalCallbackID {
+			return
+		}
+		b.received()
+		b.start(source{
+			what: "modal", team: team, user: cb.User.ID, channel: cb.View.PrivateMetadata,
+			text: cb.View.State.Values[modalBlockID][modalInputID].Value, triggered: true, raw: true,
+		})
+	}
+}

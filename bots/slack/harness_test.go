@@ -1,0 +1,185 @@
+package slack
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/fakeslack"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testTimeout bounds each test's waits, to catch hangs; it is no timing claim.
+const testTimeout = 60 * time.Second
+
+// funcRunner is a Runner whose Submit is a func.
+type funcRunner func(ctx context.Context, job executor.Job) (executor.Result, error)
+
+func (f funcRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
+	return f(ctx, job)
+}
+
+// echo answers every job with its code as stdout.
+var echo = funcRunner(func(_ context.Context, job executor.Job) (executor.Result, error) {
+	return executor.Result{Success: true, Stdout: "ran " + job.Request.Code + "\n"}, nil
+})
+
+// counts is a Metrics that counts.
+type counts struct {
+	mu                            sync.Mutex
+	received, replied, reconnects int
+}
+
+func (c *counts) MessageReceived(string) { c.mu.Lock(); c.received++; c.mu.Unlock() }
+func (c *counts) MessageReplied(string)  { c.mu.Lock(); c.replied++; c.mu.Unlock() }
+func (c *counts) Reconnected(string)     { c.mu.Lock(); c.reconnects++; c.mu.Unlock() }
+func (c *counts) get() (int, int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.received, c.replied, c.reconnects
+}
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	fake    *fakeslack.Server
+	bot     *Bot
+	metrics *counts
+	logs    *logBuffer
+}
+
+// start runs a Bot with cfg (tokens and API URL filled in) against a fresh
+// fake Slack; socket says whether it connects over Socket Mode.
+func start(t *testing.T, cfg Config, runner Runner, socket bool) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	fake := fakeslack.New(fakeslack.Options{PingInterval: 200 * time.Millisecond})
+	t.Cleanup(fake.Close)
+	cfg.BotToken = fakeslack.BotToken
+	if socket {
+		cfg.AppToken = fakeslack.AppToken
+	}
+	cfg.APIURL = fake.APIURL()
+	h := &harness{t: t, ctx: ctx, fake: fake, metrics: &counts{}, logs: &logBuffer{}}
+	cfg.Metrics = h.metrics
+	h.bot = New(cfg, runner, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err := h.bot.Open(ctx); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := h.bot.Close(cctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("bot log:\n%s", h.logs.String())
+		}
+	})
+	return h
+}
+
+// channel returns a fresh public channel id.
+func (h *harness) channel() string { return h.fake.NewID("C") }
+
+// user returns a fresh user id.
+func (h *harness) user() string { return h.fake.NewID("U") }
+
+// message puts a message by user into channel, as Slack stores it.
+func (h *harness) message(channel, user, text string) fakeslack.Message {
+	return h.fake.PutMessage(fakeslack.Message{Channel: channel, User: user, Text: text})
+}
+
+func messageEvent(m fakeslack.Message, channelType string) map[string]any {
+	ev := map[string]any{"type": "message", "channel": m.Channel, "user": m.User, "text": m.Text,
+		"ts": m.TS, "event_ts": m.TS, "channel_type": channelType}
+	if m.ThreadTS != "" {
+		ev["thread_ts"] = m.ThreadTS
+	}
+	if m.BotID != "" {
+		ev["bot_id"] = m.BotID
+		ev["subtype"] = "bot_message"
+	}
+	return ev
+}
+
+// mention posts "<@bot> text" to channel and sends both events Slack
+// sends for it: app_mention and message.
+func (h *harness) mention(channel, user, text string) fakeslack.Message {
+	m := h.message(channel, user, "<@"+fakeslack.BotUserID+"> "+text)
+	h.fake.SendEvent(map[string]any{"type": "app_mention", "channel": channel, "user": user, "text": m.Text, "ts": m.TS, "event_ts": m.TS})
+	h.fake.SendEvent(messageEvent(m, "channel"))
+	return m
+}
+
+// reply waits for the bot's reply in m's thread whose text contains want.
+func (h *harness) reply(m fakeslack.Message, want string) fakeslack.Message {
+	h.t.Helper()
+	thread := m.ThreadTS
+	if thread == "" {
+		thread = m.TS
+	}
+	r, err := h.fake.WaitMessage(h.ctx, m.Channel, func(x fakeslack.Message) bool {
+		return x.BotID == fakeslack.BotID && x.ThreadTS == thread && strings.Contains(x.Text, want)
+	})
+	if err != nil {
+		h.t.Fatalf("no reply containing %q in thread %s: %v; replies: %+v", want, thread, err, h.fake.BotReplies(m.Channel, thread))
+	}
+	return r
+}
+
+// reaction waits for reaction name on m.
+func (h *harness) reaction(m fakeslack.Message, name string) {
+	h.t.Helper()
+	if err := h.fake.WaitReaction(h.ctx, m.Channel, m.TS, name); err != nil {
+		got, _ := h.fake.Get(m.Channel, m.TS)
+		h.t.Fatalf("%v; reactions: %v", err, got.Reactions)
+	}
+}
+
+// ephemeral waits for an ephemeral message to user whose text contains want.
+func (h *harness) ephemeral(channel, user, want string) fakeslack.Call {
+	h.t.Helper()
+	c, err := h.fake.WaitCall(h.ctx, "chat.postEphemeral", func(c fakeslack.Call) bool {
+		return c.Get("channel") == channel && c.Get("user") == user && strings.Contains(c.Get("text"), want)
+	})
+	if err != nil {
+		h.t.Fatalf("no ephemeral %q to %s: %v; calls: %+v", want, user, err, h.fake.Calls("chat.postEphemeral"))
+	}
+	return c
+}
+
+// settle closes the bot, so every handler has finished, for assertions on
+// what it did not do.
+func (h *harness) settle() {
+	h.t.Helper()
+	if err := h.bot.Close(h.ctx); err != nil {
+		h.t.Fatalf("Close: %v", err)
+	}
+}

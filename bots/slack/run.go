@@ -1,0 +1,357 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+var errNotFound = errors.New("message not found")
+
+// source is one request to run code, whatever triggered it.
+type source struct {
+	what                string // trigger, for logs: mention, dm, channel, edit, reaction, shortcut, slash, modal
+	team, user, channel string
+	// ts is the message holding the code ("" for /run and the modal); its
+	// reactions show progress and its reply is remembered for edits.
+	ts string
+	// thread is where replies go; "" posts at the top level.
+	thread string
+	text   string
+	// triggered and raw are the formatting.ExtractOptions.
+	triggered, raw bool
+	// quiet: a message that was not addressed to the bot (a listed
+	// channel), so finding no code is no reason to answer.
+	quiet bool
+	// responseURL, for /run and the shortcut, takes ephemeral notices.
+	responseURL string
+	// only, when set, is the notice to send instead of running.
+	only *formatting.Notice
+}
+
+func (s source) key() string {
+	if s.ts == "" {
+		return ""
+	}
+	return s.channel + "/" + s.ts
+}
+
+func (s source) notice(n formatting.Notice) source {
+	s.only = &n
+	return s
+}
+
+// record is what the adapter remembers of a reply, for edits and deletes.
+type record struct {
+	channel, ts string // the reply
+	reaction    string // the final reaction on the source, "" if none
+	files       []string
+	created     time.Time
+}
+
+func (b *Bot) start(src source) {
+	b.spawn(src.what, func(ctx context.Context) { b.handle(ctx, src) })
+}
+
+// handle runs src's code and answers: one reply per source message, updated
+// in place on re-runs; ⏳ on the message while it waits, then ✅ or ❌.
+func (b *Bot) handle(ctx context.Context, src source) {
+	log := b.log.With("trigger", src.what, "channel", src.channel, "ts", src.ts, "user", src.user)
+	if src.only != nil {
+		b.notify(ctx, log, src, formatting.RenderNotice(formatting.Slack, *src.only))
+		return
+	}
+	key := src.key()
+	var rec *record
+	if key != "" {
+		unlock := b.sources.lock(key)
+		defer unlock()
+		rec, _ = b.replies.get(key)
+	}
+	ext := formatting.Extract(src.text, formatting.ExtractOptions{Platform: formatting.Slack, Triggered: src.triggered, Raw: src.raw})
+	if !ext.Found {
+		text := formatting.RenderNotice(formatting.Slack, ext.Notice())
+		switch {
+		case rec != nil: // edited into something that does not run: say so in place
+			if _, err := b.reply(ctx, src, rec.ts, text); err != nil {
+				log.Error("slack: updating the reply", "err", err)
+			}
+			b.unreact(ctx, log, src, rec.reaction)
+			rec.reaction = ""
+			b.replies.put(key, rec)
+		case !src.quiet:
+			b.notify(ctx, log, src, text)
+		}
+		return
+	}
+
+	running := formatting.RunningReaction(formatting.Slack)
+	if rec != nil {
+		b.unreact(ctx, log, src, rec.reaction)
+	}
+	b.react(ctx, log, src, running)
+	replyTS := ""
+	if rec != nil {
+		replyTS = rec.ts
+	}
+	prog := b.watch(ctx, log, src, replyTS == "")
+	res, err := b.runner.Submit(ctx, executor.Job{
+		User:     "slack:" + src.team + ":" + src.user,
+		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin},
+		Progress: prog.update,
+	})
+	if ts := prog.stop(); ts != "" {
+		replyTS = ts
+	}
+	b.unreact(ctx, log, src, running)
+	if err != nil {
+		b.rejected(ctx, log, src, key, rec, replyTS, err)
+		return
+	}
+
+	rep := formatting.Render(formatting.Slack, res, b.cfg.Render)
+	ts, err := b.reply(ctx, src, replyTS, rep.Text)
+	if err != nil {
+		log.Error("slack: posting the reply", "err", err)
+		return
+	}
+	b.replied()
+	log.Info("slack: answered", "outcome", res.Outcome(), "duration", res.Duration)
+	if rec == nil {
+		rec = &record{channel: src.channel, ts: ts, created: b.now()}
+	}
+	for _, id := range rec.files {
+		if err := b.api.DeleteFileContext(ctx, id); err != nil {
+			log.Warn("slack: deleting the earlier output file", "file", id, "err", err)
+		}
+	}
+	rec.files = nil
+	if rep.Full != "" {
+		thread := src.thread
+		if thread == "" {
+			thread = ts
+		}
+		f, err := b.api.UploadFileContext(ctx, slack.UploadFileParameters{
+			Filename: "output.txt", Title: "Full output", Content: rep.Full, FileSize: len(rep.Full),
+			Channel: src.channel, ThreadTimestamp: thread,
+		})
+		if err != nil {
+			log.Error("slack: uploading the full output", "err", err)
+		} else {
+			rec.files = append(rec.files, f.ID)
+		}
+	}
+	rec.reaction = rep.Reaction(formatting.Slack)
+	b.react(ctx, log, src, rec.reaction)
+	if key != "" {
+		b.replies.put(key, rec)
+	}
+}
+
+// rejected answers a run the scheduler did not take or could not finish.
+// Busy, rate-limited and too-large are the user's business: an ephemeral
+// line. Other failures answer in the thread; internal detail goes to the log.
+func (b *Bot) rejected(ctx context.Context, log *slog.Logger, src source, key string, rec *record, replyTS string, err error) {
+	code := executor.ErrorCode(err)
+	if ctx.Err() != nil {
+		log.Info("slack: run abandoned at shutdown", "err", err)
+		return
+	}
+	text := formatting.RenderError(formatting.Slack, err)
+	switch code {
+	case executor.ErrInternal, executor.ErrUnavailable:
+		log.Error("slack: run failed", "err", err)
+	default:
+		log.Info("slack: run rejected", "code", code, "err", err)
+	}
+	if replyTS == "" && (code == executor.ErrBusy || code == executor.ErrRateLimited || code == executor.ErrTooLarge) {
+		b.notify(ctx, log, src, text)
+		return
+	}
+	ts, perr := b.reply(ctx, src, replyTS, text)
+	if perr != nil {
+		log.Error("slack: posting the reply", "err", perr)
+		return
+	}
+	b.replied()
+	if rec == nil {
+		rec = &record{channel: src.channel, ts: ts, created: b.now()}
+	}
+	rec.reaction = ""
+	if key != "" {
+		b.replies.put(key, rec)
+	}
+}
+
+func (b *Bot) replied() {
+	if b.cfg.Metrics != nil {
+		b.cfg.Metrics.MessageReplied(Platform)
+	}
+}
+
+// msgOptions are the options of every message the bot writes: the text is
+// already escaped by formatting, nothing is parsed or linked, nothing unfurls.
+func msgOptions(text string) []slack.MsgOption {
+	return []slack.MsgOption{
+		slack.MsgOptionText(text, false),
+		slack.MsgOptionParse(false),
+		slack.MsgOptionLinkNames(false),
+		slack.MsgOptionDisableLinkUnfurl(),
+		slack.MsgOptionDisableMediaUnfurl(),
+	}
+}
+
+// reply updates the reply ts in place, or posts a new one in src's thread,
+// and returns the reply's ts.
+func (b *Bot) reply(ctx context.Context, src source, ts, text string) (string, error) {
+	opts := msgOptions(text)
+	if ts != "" {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, src.channel, ts, opts...)
+		return ts, err
+	}
+	if src.thread != "" {
+		opts = append(opts, slack.MsgOptionTS(src.thread))
+	}
+	_, ts, err := b.api.PostMessageContext(ctx, src.channel, opts...)
+	return ts, err
+}
+
+// notify sends text only to the user who asked: through the response_url
+// of /run and the shortcut, else as an ephemeral message in the thread.
+func (b *Bot) notify(ctx context.Context, log *slog.Logger, src source, text string) {
+	var err error
+	switch {
+	case src.responseURL != "":
+		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeEphemeral))...)
+	case src.user != "":
+		opts := msgOptions(text)
+		if src.thread != "" {
+			opts = append(opts, slack.MsgOptionTS(src.thread))
+		}
+		_, err = b.api.PostEphemeralContext(ctx, src.channel, src.user, opts...)
+	default:
+		return
+	}
+	if err != nil {
+		log.Warn("slack: sending a notice", "err", err)
+		return
+	}
+	b.replied()
+}
+
+func (b *Bot) react(ctx context.Context, log *slog.Logger, src source, name string) {
+	if src.ts == "" || name == "" {
+		return
+	}
+	err := b.api.AddReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
+	if err != nil && err.Error() != "already_reacted" {
+		log.Warn("slack: adding a reaction", "reaction", name, "err", err)
+	}
+}
+
+func (b *Bot) unreact(ctx context.Context, log *slog.Logger, src source, name string) {
+	if src.ts == "" || name == "" {
+		return
+	}
+	err := b.api.RemoveReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
+	if err != nil && err.Error() != "no_reaction" {
+		log.Warn("slack: removing a reaction", "reaction", name, "err", err)
+	}
+}
+
+// deleteReply deletes the reply (and its output file) to a deleted message.
+func (b *Bot) deleteReply(ctx context.Context, channel, ts string) {
+	key := channel + "/" + ts
+	unlock := b.sources.lock(key)
+	defer unlock()
+	rec, ok := b.replies.remove(key)
+	if !ok {
+		return
+	}
+	log := b.log.With("channel", channel, "ts", ts)
+	if _, _, err := b.api.DeleteMessageContext(ctx, rec.channel, rec.ts); err != nil {
+		log.Warn("slack: deleting the reply to a deleted message", "err", err)
+	}
+	for _, id := range rec.files {
+		if err := b.api.DeleteFileContext(ctx, id); err != nil {
+			log.Warn("slack: deleting the output file of a deleted message", "file", id, "err", err)
+		}
+	}
+}
+
+// progress shows a queued run's place: the first time the run waits behind
+// others it posts a "queued" reply (the one the result later replaces) and
+// marks it "running" when it starts. Updates are coalesced to the latest.
+type progress struct {
+	ch   chan executor.Progress
+	quit chan struct{}
+	done chan struct{}
+	ts   string
+}
+
+func (b *Bot) watch(ctx context.Context, log *slog.Logger, src source, enabled bool) *progress {
+	p := &progress{ch: make(chan executor.Progress, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	if !enabled {
+		close(p.done)
+		return p
+	}
+	go func() {
+		defer close(p.done)
+		running := false
+		for {
+			var pr executor.Progress
+			select {
+			case <-p.quit:
+				return
+			case pr = <-p.ch:
+			}
+			switch {
+			case p.ts == "" && pr.State == executor.StateQueued && pr.Ahead > 0:
+				ts, err := b.reply(ctx, src, "", formatting.RenderProgress(formatting.Slack, pr))
+				if err != nil {
+					log.Warn("slack: posting the queue position", "err", err)
+					continue
+				}
+				p.ts = ts
+			case p.ts != "" && pr.State == executor.StateRunning && !running:
+				running = true
+				if _, err := b.reply(ctx, src, p.ts, formatting.RenderProgress(formatting.Slack, pr)); err != nil {
+					log.Warn("slack: updating the queue position", "err", err)
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// update is the Job.Progress callback: it never blocks, keeping the latest.
+func (p *progress) update(pr executor.Progress) {
+	for {
+		select {
+		case p.ch <- pr:
+			return
+		default:
+		}
+		select {
+		case <-p.ch:
+		default:
+		}
+	}
+}
+
+// stop ends the watcher and returns the ts of the reply it posted, if any.
+func (p *progress) stop() string {
+	select {
+	case <-p.done:
+	default:
+		close(p.quit)
+		<-p.done
+	}
+	return p.ts
+}
