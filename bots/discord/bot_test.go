@@ -20,6 +20,7 @@ import (
 const block = "```python\nprint(1)\n```"
 
 func TestPrefixMessageGetsReplyWithReferenceAndNoMentions(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{}
 	e := start(t, runner, nil)
 	m := e.say("!run\n" + block)
@@ -64,6 +65,7 @@ func TestPrefixMessageGetsReplyWithReferenceAndNoMentions(t *testing.T) {
 }
 
 func TestCommandsRegisteredGloballyOrPerGuild(t *testing.T) {
+	t.Parallel()
 	for _, guild := range []string{"", "4242"} {
 		e := start(t, &fakeRunner{}, func(c *discord.Config) { c.GuildID = guild })
 		path := "/applications/" + e.fbot.AppID + "/commands"
@@ -86,6 +88,7 @@ func TestCommandsRegisteredGloballyOrPerGuild(t *testing.T) {
 }
 
 func TestMentionAndDMAndListedChannelTrigger(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{}
 	listed := fake.NewID()
 	e := start(t, runner, func(c *discord.Config) { c.Channels = []string{listed} })
@@ -110,6 +113,7 @@ func TestMentionAndDMAndListedChannelTrigger(t *testing.T) {
 }
 
 func TestNoticesForNotPythonNoCodeAndNotAllowedChannel(t *testing.T) {
+	t.Parallel()
 	listed := fake.NewID()
 	runner := &fakeRunner{}
 	e := start(t, runner, func(c *discord.Config) { c.Channels = []string{listed} })
@@ -154,6 +158,7 @@ func closeBot(t *testing.T, e *env) {
 }
 
 func TestBotsAndSelfAreIgnored(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{}
 	e := start(t, runner, nil)
 	other := &discordgo.User{ID: fake.NewID(), Username: "llm", Bot: true}
@@ -175,6 +180,7 @@ func TestBotsAndSelfAreIgnored(t *testing.T) {
 }
 
 func TestReplyInThread(t *testing.T) {
+	t.Parallel()
 	e := start(t, &fakeRunner{}, nil)
 	thread := fake.NewID()
 	m := e.sayIn(thread, e.guild, e.user, "!run "+block)
@@ -185,6 +191,7 @@ func TestReplyInThread(t *testing.T) {
 }
 
 func TestLongOutputAttachesFullOutput(t *testing.T) {
+	t.Parallel()
 	var full strings.Builder
 	for i := range 300 {
 		full.WriteString(strings.Repeat("x", 20) + " line " + string(rune('a'+i%26)) + "\n")
@@ -210,6 +217,7 @@ func TestLongOutputAttachesFullOutput(t *testing.T) {
 var liveMention = regexp.MustCompile(`@(everyone|here)\b|<@[!&]?\d+>`)
 
 func TestOutputCannotPing(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: "@everyone @here <@123> <@&456>\n"}, nil
 	}}
@@ -223,6 +231,7 @@ func TestOutputCannotPing(t *testing.T) {
 }
 
 func TestRejectionsAndInternalErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		err  error
@@ -250,6 +259,7 @@ func TestRejectionsAndInternalErrors(t *testing.T) {
 }
 
 func TestFailedRunReactsCross(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Stderr: "Traceback...\nZeroDivisionError: division by zero\n", Error: "ZeroDivisionError: division by zero", ExitCode: 1}, nil
 	}}
@@ -283,6 +293,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
+	t.Parallel()
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
 	runner := &fakeRunner{}
 	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now })
@@ -319,6 +330,7 @@ func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
 }
 
 func TestEditAfterWindowIsIgnored(t *testing.T) {
+	t.Parallel()
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
 	runner := &fakeRunner{}
 	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now; c.EditWindow = time.Minute })
@@ -340,6 +352,7 @@ func TestEditAfterWindowIsIgnored(t *testing.T) {
 }
 
 func TestReactionRunsAnotherBotsMessage(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{}
 	e := start(t, runner, nil)
 	llm := &discordgo.User{ID: fake.NewID(), Username: "llm", Bot: true}
@@ -358,6 +371,7 @@ func TestReactionRunsAnotherBotsMessage(t *testing.T) {
 }
 
 func TestReactionByBotOrOtherEmojiIgnored(t *testing.T) {
+	t.Parallel()
 	runner := &fakeRunner{}
 	e := start(t, runner, nil)
 	m := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: e.user, Content: block})
@@ -373,6 +387,7 @@ func TestReactionByBotOrOtherEmojiIgnored(t *testing.T) {
 }
 
 func TestRateLimitedReplyStillArrives(t *testing.T) {
+	t.Parallel()
 	e := start(t, &fakeRunner{}, nil)
 	path := "/channels/" + e.channel + "/messages"
 	fake.RateLimitNext(fakediscord.Match("POST", path), 300*time.Millisecond, false)
@@ -385,6 +400,7 @@ func TestRateLimitedReplyStillArrives(t *testing.T) {
 }
 
 func TestGlobalRateLimitDelaysNotLoses(t *testing.T) {
+	t.Parallel()
 	e := start(t, &fakeRunner{}, nil)
 	fake.RateLimitNext(fakediscord.Match("POST", "/channels/"+e.channel+"/messages"), 200*time.Millisecond, true)
 	var ms []*discordgo.Message
@@ -397,6 +413,7 @@ func TestGlobalRateLimitDelaysNotLoses(t *testing.T) {
 }
 
 func TestReconnects(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		do   func(*fakediscord.Bot) error
@@ -427,6 +444,7 @@ func TestReconnects(t *testing.T) {
 }
 
 func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
+	t.Parallel()
 	fbot := fake.NewBot("no-content")
 	fbot.DenyMessageContent()
 	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
@@ -443,6 +461,7 @@ func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
 }
 
 func TestBadTokenFailsOpen(t *testing.T) {
+	t.Parallel()
 	b := discord.New(discord.Config{Token: "not-a-token"}, &fakeRunner{}, nil)
 	if err := b.Open(testCtx(t)); !errors.Is(err, discord.ErrBadToken) {
 		t.Fatalf("open error %v", err)
@@ -453,6 +472,7 @@ func TestBadTokenFailsOpen(t *testing.T) {
 }
 
 func TestInviteURLHasExactlyTheNeededPermissions(t *testing.T) {
+	t.Parallel()
 	// view channel 1<<10, send 1<<11, threads 1<<38, history 1<<16,
 	// attach 1<<15, reactions 1<<6, application commands 1<<31.
 	const want = 1<<10 | 1<<11 | 1<<38 | 1<<16 | 1<<15 | 1<<6 | 1<<31
@@ -468,6 +488,7 @@ func TestInviteURLHasExactlyTheNeededPermissions(t *testing.T) {
 }
 
 func TestCloseWaitsForReplyInFlight(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{})
 	runner := &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
@@ -493,6 +514,7 @@ func TestCloseWaitsForReplyInFlight(t *testing.T) {
 }
 
 func TestCloseDeadlineCancelsRun(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	runner := &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
@@ -510,6 +532,7 @@ func TestCloseDeadlineCancelsRun(t *testing.T) {
 }
 
 func TestManyUsersAtOnceGetOneReplyEach(t *testing.T) {
+	t.Parallel()
 	e := start(t, &fakeRunner{}, nil)
 	const n = 20
 	var ms []*discordgo.Message
