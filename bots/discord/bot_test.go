@@ -551,3 +551,82 @@ func TestManyUsersAtOnceGetOneReplyEach(t *testing.T) {
 	}
 	assertAllSentWithoutMentions(t, e.fbot.Token)
 }
+
+// gatedRunner holds each run until the test releases it.
+func gatedRunner() (*fakeRunner, chan struct{}, chan struct{}) {
+	started, release := make(chan struct{}, 16), make(chan struct{})
+	r := &fakeRunner{}
+	r.submit = func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		started <- struct{}{}
+		<-release
+		return executor.Result{Success: true, Stdout: "ran: " + job.Request.Code + "\n"}, nil
+	}
+	return r, started, release
+}
+
+func TestDeleteWhileRunningDeletesTheReplyWhenItLands(t *testing.T) {
+	t.Parallel()
+	runner, started, release := gatedRunner()
+	e := start(t, runner, nil)
+	m := e.say("!run " + block)
+	<-started
+	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
+	// The delete event is handled before the next event is read.
+	next := e.say("!run ```py\nprint(9)\n```")
+	<-started
+	close(release)
+	e.replyTo(e.channel, next.ID)
+	r := e.replyTo(e.channel, m.ID)
+	var reply discordgo.Message
+	if err := r.DecodeResponse(&reply); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEditWhileRunningRerunsAfterTheFirstReply(t *testing.T) {
+	t.Parallel()
+	runner, started, release := gatedRunner()
+	e := start(t, runner, nil)
+	m := e.say("!run " + block)
+	<-started
+	edited := *m
+	edited.Content = "!run ```py\nprint('edited')\n```"
+	e.fbot.MessageUpdate(edited)
+	next := e.say("!run ```py\nprint(9)\n```")
+	<-started
+	close(release)
+	e.replyTo(e.channel, next.ID)
+	var reply discordgo.Message
+	if err := e.replyTo(e.channel, m.ID).DecodeResponse(&reply); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch.Content(), "ran: print('edited')") {
+		t.Fatalf("edit %q", patch.Content())
+	}
+}
+
+func TestAnswerMappingIsBounded(t *testing.T) {
+	t.Parallel()
+	runner := &fakeRunner{}
+	e := start(t, runner, func(c *discord.Config) { c.MaxAnswers = 1 })
+	first := e.say("!run " + block)
+	e.replyTo(e.channel, first.ID)
+	second := e.say("!run " + block)
+	e.replyTo(e.channel, second.ID)
+	edited := *first
+	edited.Content = "!run ```py\nprint('edited')\n```"
+	e.fbot.MessageUpdate(edited)
+	last := e.say("!run " + block)
+	e.replyTo(e.channel, last.ID)
+	closeBot(t, e)
+	if n := len(fake.Requests(fakediscord.MatchPrefix("PATCH", "/channels/"+e.channel+"/"))); n != 0 {
+		t.Fatalf("%d edits of an evicted answer", n)
+	}
+}
