@@ -81,15 +81,16 @@ func slackControl(seq string) string {
 // cleanCode normalises pasted characters, drops leading blank lines and
 // trailing whitespace, and removes the common indentation.
 func cleanCode(s string) string {
+	const blank = " \t\f\v"
 	s = normalizePasted(s)
 	for {
 		nl := strings.IndexByte(s, '\n')
-		if nl < 0 || strings.TrimLeft(s[:nl], " \t") != "" {
+		if nl < 0 || strings.TrimLeft(s[:nl], blank) != "" {
 			break
 		}
 		s = s[nl+1:]
 	}
-	s = strings.TrimRight(s, " \t\n")
+	s = strings.TrimRight(s, blank+"\n")
 	if strings.TrimSpace(s) == "" {
 		return ""
 	}

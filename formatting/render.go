@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runblock/runblock/executor"
 )
@@ -93,11 +94,14 @@ func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
 		stdout: splitLines(cleanOutput(res.Stdout)),
 		stderr: splitLines(trimGuardFrames(cleanOutput(res.Stderr))),
 	}
+	r.outChars, r.errChars = chars(r.stdout), chars(r.stderr)
 	text, cut := r.render(opts.MaxLines, opts.MaxChars)
 	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
 		// Shrink the view until the text fits; the text grows with the
-		// budget, so bisect for the largest budget that fits.
-		lo, hi := 0, max(opts.MaxLines, opts.MaxChars)
+		// budget, so bisect for the largest budget that fits. Each line and
+		// character shown takes at least one unit, so a budget over the
+		// limit never fits where the limit itself does not.
+		lo, hi := 0, min(max(opts.MaxLines, opts.MaxChars), limit)
 		for lo < hi {
 			mid := lo + (hi-lo+1)/2
 			if t, _ := r.render(min(opts.MaxLines, mid), min(opts.MaxChars, mid)); utf16Len(t) <= limit {
@@ -120,6 +124,8 @@ type result struct {
 	res    executor.Result
 	stdout []string
 	stderr []string
+	// outChars and errChars count the code points of stdout and stderr.
+	outChars, errChars int
 }
 
 // render renders the reply with the given budget for the output shown, and
@@ -130,7 +136,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 
 	failed := r.res.Outcome() != "ok"
 	outLines, errLines := share(maxLines, len(r.stdout), len(r.stderr), failed)
-	outChars, errChars := share(maxChars, chars(r.stdout), chars(r.stderr), failed)
+	outChars, errChars := share(maxChars, r.outChars, r.errChars, failed)
 	out := headView(r.stdout, outLines, outChars)
 	errs := tailView(r.stderr, errLines, errChars)
 
@@ -191,7 +197,7 @@ func share(total, needOut, needErr int, failed bool) (int, int) {
 func chars(lines []string) int {
 	n := 0
 	for _, l := range lines {
-		n += len([]rune(l))
+		n += utf8.RuneCountInString(l)
 	}
 	return n
 }

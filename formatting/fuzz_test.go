@@ -1,0 +1,133 @@
+package formatting
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// fuzzSeeds are outputs that once broke, or nearly broke, a chat renderer.
+var fuzzSeeds = []string{
+	"",
+	"hello\n",
+	"```\n@everyone\n```",
+	"`` ` ```` `````",
+	"<@123> <@!123> <@&123> <#123> @here @everyone",
+	"<!channel> <!here> <!everyone> <@U123> <!subteam^S1|@team> &amp; &lt;",
+	"\x1b[31mred\x1b[0m\r\n\x00\x07\b\u009b1m",
+	"\xff\xfe\xed\xa0\x80",
+	"e\u0301\u0301👩\u200d👩\u200d👧🇫🇷❤\ufe0f👍🏽",
+	"\u202eevil\u2028\u2029",
+	strings.Repeat("<", 1000),
+	strings.Repeat("`", 1000),
+	strings.Repeat("\n", 1000),
+	strings.Repeat("😀", 1000),
+	guardTraceback,
+}
+
+func fuzzResult(stdout, stderr, errLine string, flags uint8, lines, chars int) (executor.Result, RenderOptions) {
+	res := executor.Result{
+		Stdout:          stdout,
+		Stderr:          stderr,
+		Error:           errLine,
+		Success:         flags&1 != 0,
+		Timeout:         flags&2 != 0,
+		MemoryExceeded:  flags&4 != 0,
+		OutputLimit:     flags&8 != 0,
+		OutputTruncated: flags&16 != 0,
+		StdoutBytes:     int64(len(stdout)) * int64(flags>>5),
+		StderrBytes:     int64(len(stderr)),
+		TimeoutLimit:    time.Duration(flags) * 100 * time.Millisecond,
+		MemoryLimit:     int64(flags) << 20,
+		Duration:        time.Duration(lines) * time.Microsecond,
+	}
+	return res, RenderOptions{MaxLines: lines, MaxChars: chars}
+}
+
+func fuzzRender(f *testing.F, p Platform) {
+	for i, s := range fuzzSeeds {
+		f.Add(s, fuzzSeeds[len(fuzzSeeds)-1-i], s, uint8(i*37), i, i*100)
+	}
+	f.Fuzz(func(t *testing.T, stdout, stderr, errLine string, flags uint8, lines, chars int) {
+		res, opts := fuzzResult(stdout, stderr, errLine, flags, lines, chars)
+		reply := Render(p, res, opts)
+		for _, prob := range append(replyProblems(p, reply.Text), fullProblems(reply.Full)...) {
+			t.Errorf("%s\ntext:\n%s", prob, reply.Text)
+		}
+		if reply.OK != (res.Outcome() == "ok") {
+			t.Errorf("OK = %v for outcome %s", reply.OK, res.Outcome())
+		}
+	})
+}
+
+// FuzzRenderDiscord: for any result the reply stays within 2000 units,
+// keeps output inside its code blocks and pings no one.
+func FuzzRenderDiscord(f *testing.F) { fuzzRender(f, Discord) }
+
+// FuzzRenderSlack: the same for Slack (3000 units, & < > escaped).
+func FuzzRenderSlack(f *testing.F) { fuzzRender(f, Slack) }
+
+// FuzzExtract: any message yields a consistent extraction, and the code of
+// a single block survives being fenced again.
+func FuzzExtract(f *testing.F) {
+	for _, s := range []string{
+		"```python\nprint(1)\n```",
+		"```py print(1)```",
+		"```\n  x = 1\n  print(x)\n```\n```stdin\n5\n```",
+		"```js\n1\n```",
+		"~~~\nprint(1)\n~~~",
+		"`print(1)`",
+		"```print(&lt;<http://x|x>&gt;, <@U1>, <!here>)```",
+		"```\nprint(\u201chi\u201d)\u00a0\u200b\nprint('\u00a0')\n",
+		"````py\n```\n````",
+		"```py\r\nx = '''\r\n\u00a0'''\r\n```",
+	} {
+		for p := range 3 {
+			f.Add(s, uint8(p), true, false)
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string, platform uint8, triggered, raw bool) {
+		p := Platform(platform % 3)
+		ext := Extract(text, ExtractOptions{Platform: p, Triggered: triggered, Raw: raw})
+		if ext.Found != (ext.Code != "") {
+			t.Fatalf("Found %v with code %q", ext.Found, ext.Code)
+		}
+		if ext.Found != (ext.Blocks > 0) {
+			t.Fatalf("Found %v with %d blocks", ext.Found, ext.Blocks)
+		}
+		if !ext.Found && ext.Stdin != "" {
+			t.Fatalf("stdin %q without code", ext.Stdin)
+		}
+		if ext.Stdin != "" && !strings.HasSuffix(ext.Stdin, "\n") {
+			t.Fatalf("stdin %q does not end with a newline", ext.Stdin)
+		}
+		if strings.ContainsRune(ext.Code, '\r') || strings.ContainsRune(ext.Stdin, '\r') {
+			t.Fatalf("carriage return left in %q / %q", ext.Code, ext.Stdin)
+		}
+		if ext.Code != strings.TrimRight(ext.Code, " \t\f\v\n") {
+			t.Fatalf("trailing whitespace left in %q", ext.Code)
+		}
+		if first, _, _ := strings.Cut(ext.Code, "\n"); ext.Found && strings.TrimLeft(first, " \t\f\v") == "" {
+			t.Fatalf("leading blank line left in %q", ext.Code)
+		}
+		if utf8.ValidString(text) && (!utf8.ValidString(ext.Code) || !utf8.ValidString(ext.Stdin)) {
+			t.Fatalf("valid message gave invalid UTF-8: %q / %q", ext.Code, ext.Stdin)
+		}
+		seen := map[string]bool{}
+		for _, tag := range ext.OtherLanguages {
+			if seen[tag] || classify(tag) != kindOther {
+				t.Fatalf("bad other languages %q", ext.OtherLanguages)
+			}
+			seen[tag] = true
+		}
+		if p != Slack && ext.Blocks == 1 && !strings.Contains(ext.Code, "```") {
+			again := Extract("```python\n"+ext.Code+"\n```", ExtractOptions{Platform: p})
+			if again.Code != ext.Code {
+				t.Fatalf("fenced again:\n%q\nbecame\n%q", ext.Code, again.Code)
+			}
+		}
+	})
+}
