@@ -9,7 +9,9 @@
 // mid-line), or a line starting with ~~~. The block ends at the next run of at
 // least as many backticks (tildes: at the next line starting with at least as
 // many tildes); a fence that is never closed takes the rest of the message.
-// CRLF and lone CR line ends are read as LF.
+// CRLF and lone CR line ends are read as LF. A fence opened inside a block
+// quote ("> ```py", Slack: "&gt; ```py") takes the quote markers off its
+// lines.
 //
 // The language tag is the first line of the block when that line is a single
 // known language name (case-insensitive): "python", "py", "python3", "py3"

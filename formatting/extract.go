@@ -139,6 +139,9 @@ func scan(text string) (blocks []fenced, outside []string) {
 			end, next := backtickCloser(text, from, n)
 			content, pos = text[from:end], next
 		}
+		if marker, ok := quoteMarker(text, start); ok {
+			content = unquote(content, marker)
+		}
 		blocks = append(blocks, parseBlock(content))
 	}
 	return blocks, outside
@@ -217,6 +220,30 @@ func tildeCloser(text string, from, n int) (end, next int) {
 		i = lineEnd + 1
 	}
 	return len(text), len(text)
+}
+
+// quoteMarker reports whether the fence at start opens inside a block quote
+// ("> ```py" on Discord and the console, "&gt; ```py" in Slack's text) and
+// returns the quote marker.
+func quoteMarker(text string, start int) (string, bool) {
+	prefix := strings.TrimSpace(text[strings.LastIndexByte(text[:start], '\n')+1 : start])
+	switch prefix {
+	case ">", "&gt;":
+		return prefix, true
+	}
+	return "", false
+}
+
+// unquote removes the quote marker (and one space after it) from the lines
+// of a quoted block after the first, which follows the fence.
+func unquote(content, marker string) string {
+	lines := strings.Split(content, "\n")
+	for i := 1; i < len(lines); i++ {
+		if rest, ok := strings.CutPrefix(strings.TrimLeft(lines[i], " "), marker); ok {
+			lines[i] = strings.TrimPrefix(rest, " ")
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // parseBlock splits a block's content into its tag and body.

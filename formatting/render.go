@@ -155,6 +155,9 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 			if errs.first > 0 {
 				label = fmt.Sprintf("stderr, last %s of %s", plural(errs.total-errs.first, "line"), strconv.Itoa(errs.total))
 			}
+			if r.p == Console {
+				label = "--- " + label + " ---"
+			}
 			r.line(&b, r.note(label))
 			r.block(&b, errs.lines)
 			if errs.moreChars > 0 {

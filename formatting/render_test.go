@@ -220,7 +220,7 @@ func TestRenderStderrTail(t *testing.T) {
 	}
 	// Stdout and stderr share the budget; the failing stream gets the odd line.
 	reply = Render(Console, executor.Result{Stdout: lines(10, "out %d"), Stderr: lines(10, "err %d"), Error: "X"}, RenderOptions{MaxLines: 5, MaxChars: 1000})
-	want := "Error · X\nout 1\nout 2\n… 8 more lines\nstderr, last 3 lines of 10\nerr 8\nerr 9\nerr 10"
+	want := "Error · X\nout 1\nout 2\n… 8 more lines\n--- stderr, last 3 lines of 10 ---\nerr 8\nerr 9\nerr 10"
 	if reply.Text != want {
 		t.Errorf("got\n%s\nwant\n%s", reply.Text, want)
 	}
