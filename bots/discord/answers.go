@@ -61,6 +61,18 @@ func (s *answers) put(id string, a answer) {
 	}
 }
 
+// reserve stores a for id unless id has a live answer already; it reports
+// whether it stored a. Handlers reserve before they hand the run to a
+// goroutine, so that an edit, a delete or a second trigger that arrives
+// while the run is in flight finds it.
+func (s *answers) reserve(id string, a answer) bool {
+	if _, ok := s.get(id); ok {
+		return false
+	}
+	s.put(id, a)
+	return true
+}
+
 // update applies f to the answer of id, if there is a live one, and returns
 // the result.
 func (s *answers) update(id string, f func(*answer)) (answer, bool) {

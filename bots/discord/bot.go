@@ -369,18 +369,18 @@ func (b *Bot) onDisconnect(*discordgo.Session, *discordgo.Disconnect) {
 }
 
 // spawn runs f in a goroutine the Bot owns, unless the Bot is closing or too
-// many events are in flight.
-func (b *Bot) spawn(what string, f func(ctx context.Context)) {
+// many events are in flight; it reports whether f runs.
+func (b *Bot) spawn(what string, f func(ctx context.Context)) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closing {
-		return
+		return false
 	}
 	select {
 	case b.sem <- struct{}{}:
 	default:
 		b.log.Warn("discord: too many events in flight; dropping one", "event", what)
-		return
+		return false
 	}
 	b.inflight.Add(1)
 	go func() {
@@ -388,6 +388,7 @@ func (b *Bot) spawn(what string, f func(ctx context.Context)) {
 		defer func() { <-b.sem }()
 		f(b.runCtx)
 	}()
+	return true
 }
 
 func (b *Bot) botUserID() string {

@@ -109,24 +109,34 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if !ok {
 		return
 	}
-	b.spawn("message", func(ctx context.Context) {
-		if tr.notAllowed {
+	if tr.notAllowed {
+		b.spawn("message", func(ctx context.Context) {
 			b.metricReceived()
 			b.reply(ctx, s, m.ChannelID, m.ID, m.GuildID, outcome{text: formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed)})
+		})
+		return
+	}
+	ex := formatting.Extract(tr.text, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: tr.explicit})
+	if !ex.Found {
+		if tr.quiet {
 			return
 		}
-		ex := formatting.Extract(tr.text, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: tr.explicit})
-		if !ex.Found {
-			if tr.quiet {
-				return
-			}
+		b.spawn("message", func(ctx context.Context) {
 			b.metricReceived()
 			b.reply(ctx, s, m.ChannelID, m.ID, m.GuildID, outcome{text: notice(ex)})
-			return
-		}
+		})
+		return
+	}
+	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit}
+	if !b.reserve(src) {
+		return
+	}
+	if !b.spawn("message", func(ctx context.Context) {
 		b.metricReceived()
-		b.answerMessage(ctx, s, source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit}, ex)
-	})
+		b.answerMessage(ctx, s, src, ex)
+	}) {
+		b.answers.remove(src.messageID)
+	}
 }
 
 func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate) {
@@ -174,22 +184,28 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 	if !b.channelAllowed(s, r.GuildID, r.ChannelID) {
 		return
 	}
-	if _, ok := b.answers.get(r.MessageID); ok {
-		return // already answered: an edit re-runs it
+	src := source{channelID: r.ChannelID, messageID: r.MessageID, guildID: r.GuildID, user: userKey(r.GuildID, r.UserID)}
+	if !b.reserve(src) {
+		return // answered or being answered: an edit re-runs it
 	}
-	b.spawn("reaction", func(ctx context.Context) {
+	ok := b.spawn("reaction", func(ctx context.Context) {
 		m, err := s.ChannelMessage(r.ChannelID, r.MessageID, discordgo.WithContext(ctx))
 		if err != nil {
+			b.answers.remove(r.MessageID)
 			b.log.Warn("discord: fetching the message of a run reaction", "channel", r.ChannelID, "message", r.MessageID, "err", err)
 			return
 		}
 		ex := formatting.Extract(m.Content, formatting.ExtractOptions{Platform: formatting.Discord})
 		if !ex.Found {
+			b.answers.remove(r.MessageID)
 			return
 		}
 		b.metricReceived()
-		b.answerMessage(ctx, s, source{channelID: r.ChannelID, messageID: r.MessageID, guildID: r.GuildID, user: userKey(r.GuildID, r.UserID)}, ex)
+		b.answerMessage(ctx, s, src, ex)
 	})
+	if !ok {
+		b.answers.remove(src.messageID)
+	}
 }
 
 // sameEmoji compares emoji names ignoring the variation selector, which

@@ -72,10 +72,15 @@ func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction
 	return outcome{text: r.Text, full: r.Full, ok: r.OK, ran: true}
 }
 
-// answerMessage runs ex and replies to src, with ⏳ and typing while it runs
-// and ✅ or ❌ after; it remembers the reply for edits and deletes.
+// reserve records that src is being answered; false means it already is.
+func (b *Bot) reserve(src source) bool {
+	return b.answers.reserve(src.messageID, answer{channelID: src.channelID, guildID: src.guildID, user: src.user, at: b.now(), explicit: src.explicit})
+}
+
+// answerMessage runs ex and replies to src (reserved), with ⏳ and typing
+// while it runs and ✅ or ❌ after; it remembers the reply for edits and
+// deletes.
 func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src source, ex formatting.Extraction) {
-	b.answers.put(src.messageID, answer{channelID: src.channelID, guildID: src.guildID, user: src.user, at: b.now(), explicit: src.explicit})
 	ind := b.indicate(ctx, s, src.channelID, src.messageID)
 	out := b.execute(ctx, src.user, ex)
 	ind.stop()
