@@ -135,7 +135,7 @@ func ParseConfig(env Env) (Config, error) {
 		Prefix:      p.str("DISCORD_PREFIX", "!run"),
 		GuildID:     p.snowflake("DISCORD_GUILD_ID"),
 		RunReaction: p.str("DISCORD_RUN_REACTION", "▶️"),
-		EditWindow:  p.duration("DISCORD_EDIT_WINDOW", 10*time.Minute, false),
+		EditWindow:  p.duration("DISCORD_EDIT_WINDOW", 10*time.Minute, true),
 	}
 
 	c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")

@@ -139,6 +139,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duration negative", Env{"RUNBLOCK_TIMEOUT": "-1s"}, "RUNBLOCK_TIMEOUT", "positive"},
 		{"duration zero", Env{"RUNBLOCK_DRAIN_TIMEOUT": "0s"}, "RUNBLOCK_DRAIN_TIMEOUT", "positive"},
 		{"edit window negative", Env{"DISCORD_EDIT_WINDOW": "-5m"}, "DISCORD_EDIT_WINDOW", "positive"},
+		{"discord edit window zero", Env{"DISCORD_EDIT_WINDOW": "0s"}, "DISCORD_EDIT_WINDOW", "positive"},
 		{"memory negative", Env{"RUNBLOCK_MEMORY_MB": "-256"}, "RUNBLOCK_MEMORY_MB", "negative"},
 		{"memory zero", Env{"RUNBLOCK_MEMORY_MB": "0"}, "RUNBLOCK_MEMORY_MB", "at least 1"},
 		{"memory with unit", Env{"RUNBLOCK_MEMORY_MB": "256MiB"}, "RUNBLOCK_MEMORY_MB", "256"},
