@@ -205,10 +205,29 @@ func (b *Bot) Open(ctx context.Context) error {
 		}
 		return fmt.Errorf("discord: connecting the gateway: %w", err)
 	}
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		if err := s.Close(); err != nil {
+			b.log.Debug("closing the gateway", "err", err)
+		}
+		return errors.New("discord: closed while opening")
+	}
+	b.started = true
+	b.mu.Unlock()
+	go b.supervise()
 	fail := func(err error) error {
 		b.mu.Lock()
+		already := b.closing
 		b.closing = true
 		b.mu.Unlock()
+		if already {
+			return err // Close is shutting everything down
+		}
+		close(b.stop)
+		<-b.supervised
+		b.cancelRuns()
+		b.inflight.Wait()
 		if cerr := s.Close(); cerr != nil {
 			b.log.Debug("closing the gateway", "err", cerr)
 		}
@@ -224,15 +243,6 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope)
 	b.log.Info("discord invite URL (exactly the permissions runblock needs)", "url", InviteURL(appID))
-
-	b.mu.Lock()
-	if b.closing {
-		b.mu.Unlock()
-		return fail(errors.New("discord: closed while opening"))
-	}
-	b.started = true
-	b.mu.Unlock()
-	go b.supervise()
 	b.ready.Store(true)
 	return nil
 }

@@ -630,3 +630,24 @@ func TestAnswerMappingIsBounded(t *testing.T) {
 		t.Fatalf("%d edits of an evicted answer", n)
 	}
 }
+
+func TestFailedCommandRegistrationFailsOpen(t *testing.T) {
+	t.Parallel()
+	fbot := fake.NewBot("no-commands")
+	fake.FailNext(fakediscord.Match("PUT", "/applications/"+fbot.AppID+"/commands"), 403)
+	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
+	ctx := testCtx(t)
+	err := b.Open(ctx)
+	if err == nil || !strings.Contains(err.Error(), "registering") {
+		t.Fatalf("open error %v", err)
+	}
+	if b.Ready() {
+		t.Fatal("ready after failed open")
+	}
+	if err := fbot.WaitDisconnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -162,6 +162,15 @@ type rateLimit struct {
 	match      func(Request) bool
 	retryAfter time.Duration
 	global     bool
+	status     int // a scripted failure instead of a 429 when set
+}
+
+// FailNext answers the next request that match accepts with status and a
+// Discord error body.
+func (s *Server) FailNext(match func(Request) bool, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = append(s.limits, &rateLimit{match: match, status: status})
 }
 
 // RateLimitNext answers the next request that match accepts with a 429 and
@@ -270,6 +279,9 @@ func (s *Server) routeLocked(req *Request) (int, any, http.Header) {
 	for i, l := range s.limits {
 		if l.match(*req) {
 			s.limits = append(s.limits[:i], s.limits[i+1:]...)
+			if l.status != 0 {
+				return l.status, apiError{Message: http.StatusText(l.status), Code: 0}, nil
+			}
 			return rateLimited(l)
 		}
 	}
