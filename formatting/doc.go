@@ -58,9 +58,11 @@
 //     spaces become a space, zero-width characters (ZWSP, ZWNJ, ZWJ, word
 //     joiner, BOM, soft hyphen, direction marks and overrides) are removed,
 //     and curly quotes become straight quotes (a string opened by a curly
-//     quote also closes at one). Python rejects all of these outside strings,
-//     so a program that was valid is never changed, and text inside strings,
-//     such as an emoji with ZWJ, is kept exactly.
+//     quote also closes at one). Python rejects all of these outside strings
+//     and comments (ZWJ and ZWNJ up to Python 3.12; later versions allow
+//     them inside identifiers), so a program that was valid is not changed,
+//     and text inside strings, such as an emoji with ZWJ, is kept exactly.
+//     TestPastedCodeCompiles checks both against Python's compiler.
 //   - Leading blank lines and trailing whitespace of the block are dropped,
 //     and the common leading indentation of its lines is removed (dedent, as
 //     textwrap.dedent, keeping whitespace-only lines); all other whitespace is
