@@ -40,8 +40,10 @@ const maxInFlight = 512
 
 // Intents is what the bot asks the gateway for: guild and direct messages
 // with their content (the privileged Message Content intent) and their
-// reactions, for the run reaction.
-const Intents = discordgo.IntentGuildMessages |
+// reactions, for the run reaction; and guilds, whose channel and thread
+// events let discordgo's state tell which channel a thread belongs to.
+const Intents = discordgo.IntentGuilds |
+	discordgo.IntentGuildMessages |
 	discordgo.IntentDirectMessages |
 	discordgo.IntentMessageContent |
 	discordgo.IntentGuildMessageReactions |

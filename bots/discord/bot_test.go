@@ -651,3 +651,25 @@ func TestFailedCommandRegistrationFailsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestThreadOfListedChannelIsListed(t *testing.T) {
+	t.Parallel()
+	listed, thread, elsewhere := fake.NewID(), fake.NewID(), fake.NewID()
+	e := start(t, &fakeRunner{}, func(c *discord.Config) { c.Channels = []string{listed} })
+	e.fbot.Dispatch("GUILD_CREATE", map[string]any{
+		"id": e.guild, "name": "school",
+		"channels": []any{map[string]any{"id": listed, "type": discordgo.ChannelTypeGuildText, "guild_id": e.guild}},
+		"threads": []any{
+			map[string]any{"id": thread, "type": discordgo.ChannelTypeGuildPublicThread, "guild_id": e.guild, "parent_id": listed},
+			map[string]any{"id": elsewhere, "type": discordgo.ChannelTypeGuildPublicThread, "guild_id": e.guild, "parent_id": fake.NewID()},
+		},
+	})
+	m := e.sayIn(thread, e.guild, e.user, "no prefix needed:\n"+block)
+	if r := e.replyTo(thread, m.ID); !strings.Contains(r.Content(), "ran: print(1)") {
+		t.Fatalf("content %q", r.Content())
+	}
+	o := e.sayIn(elsewhere, e.guild, e.user, "!run "+block)
+	if r := e.replyTo(elsewhere, o.ID); r.Content() != formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed) {
+		t.Fatalf("content %q", r.Content())
+	}
+}
