@@ -1,0 +1,35 @@
+package discord_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/runblock/runblock/bots/discord"
+)
+
+// BenchmarkMessageToReply measures the adapter's own path, MESSAGE_CREATE
+// over the fake gateway to the reply POST at the fake REST API, with a
+// runner that answers at once: gateway decode, trigger and extraction,
+// rendering, multipart-free JSON reply, through discordgo's rate limiter.
+func BenchmarkMessageToReply(b *testing.B) {
+	fbot := fake.NewBot("bench")
+	bot := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := bot.Open(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer bot.Close(ctx)
+	guild, user := fake.NewID(), &discordgo.User{ID: fake.NewID()}
+	for b.Loop() {
+		channel := fake.NewID() // a fresh channel: reaction buckets do not pile up
+		m := fbot.MessageCreate(discordgo.Message{ChannelID: channel, GuildID: guild, Author: user, Content: "!run " + block})
+		if _, err := fake.WaitRequest(ctx, isReplyTo(channel, m.ID)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
