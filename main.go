@@ -114,7 +114,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdin io.Reader
 	}
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down: finishing runs in flight", "drain_timeout", cfg.DrainTimeout)
+		logger.Info("signal received")
 	case <-m.Done():
 	}
 	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
@@ -345,6 +345,14 @@ func (m *Main) readiness() httpserver.Readiness {
 // HTTP server.
 func (m *Main) Close(ctx context.Context) error {
 	m.draining.Store(true)
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		m.Logger.Info("shutting down: finishing runs in flight", "within", time.Until(dl).Round(time.Second))
+	} else {
+		m.Logger.Info("shutting down: finishing runs in flight")
+	}
 	errs := make([]error, len(m.adapters))
 	var wg sync.WaitGroup
 	for i, a := range m.adapters {
