@@ -47,6 +47,7 @@ func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent) {
 	if team == "" {
 		team = self.teamID
 	}
+	b.log.Debug("slack: event", "type", e.InnerEvent.Type)
 	switch ie := e.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		b.onMention(self, team, ie)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ type harness struct {
 
 // start runs a Bot with cfg (tokens and API URL filled in) against a fresh
 // fake Slack; socket says whether it connects over Socket Mode.
-func start(t *testing.T, cfg Config, runner Runner, socket bool) *harness {
+func start(t *testing.T, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
@@ -89,6 +90,9 @@ func start(t *testing.T, cfg Config, runner Runner, socket bool) *harness {
 	h := &harness{t: t, ctx: ctx, fake: fake, metrics: &counts{}, logs: &logBuffer{}}
 	cfg.Metrics = h.metrics
 	h.bot = New(cfg, runner, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	for _, f := range before {
+		f(h.bot)
+	}
 	if err := h.bot.Open(ctx); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -182,4 +186,33 @@ func (h *harness) settle() {
 	if err := h.bot.Close(h.ctx); err != nil {
 		h.t.Fatalf("Close: %v", err)
 	}
+}
+
+// clock is a settable clock for the edit window.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+func (c *clock) install() func(*Bot)     { return func(b *Bot) { b.now = c.now } }
+
+// edit changes m's text in the fake and sends the message_changed event.
+func (h *harness) edit(m fakeslack.Message, text string) fakeslack.Message {
+	prev := messageEvent(m, "")
+	m, ok := h.fake.Edit(m.Channel, m.TS, text)
+	if !ok {
+		h.t.Fatalf("no message %s to edit", m.TS)
+	}
+	msg := messageEvent(m, "")
+	msg["edited"] = map[string]any{"user": m.User, "ts": m.TS}
+	delete(msg, "channel_type")
+	delete(prev, "channel_type")
+	h.fake.SendEvent(map[string]any{"type": "message", "subtype": "message_changed", "hidden": true, "channel": m.Channel,
+		"channel_type": "channel", "message": msg, "previous_message": prev, "ts": m.TS, "event_ts": m.TS})
+	return m
+}
+
+// remove deletes m in the fake and sends the message_deleted event.
+func (h *harness) remove(m fakeslack.Message) {
+	h.fake.SendEvent(map[string]any{"type": "message", "subtype": "message_deleted", "hidden": true, "channel": m.Channel,
+		"channel_type": "channel", "deleted_ts": m.TS, "previous_message": messageEvent(m, ""), "ts": m.TS, "event_ts": m.TS})
 }

@@ -88,7 +88,7 @@ func New(opts Options) *Server {
 		scripts:   make(map[string][]Response),
 		channels:  make(map[string][]*Message),
 		files:     make(map[string]*File),
-		nextTS:    1_700_000_000_000_100,
+		nextTS:    time.Now().UnixMicro(),
 		events:    make(map[string]*envelope),
 		unacked:   make(map[string]*envelope),
 		acks:      make(map[string]Ack),
@@ -150,7 +150,8 @@ func (s *Server) waitFor(ctx context.Context, what string, check func() bool) er
 	}
 }
 
-// newTSLocked returns a fresh message timestamp ("1700000000.000101").
+// newTSLocked returns a fresh message timestamp ("1700000000.000101"),
+// starting at the time the server started.
 func (s *Server) newTSLocked() string {
 	s.nextTS++
 	return fmt.Sprintf("%d.%06d", s.nextTS/1_000_000, s.nextTS%1_000_000)
@@ -195,6 +196,22 @@ func (s *Server) PutMessage(m Message) Message {
 	}
 	s.putLocked(&m)
 	return m
+}
+
+// Edit changes the text of the message ts in channel, as a user's edit
+// would, and returns the stored copy.
+func (s *Server) Edit(channel, ts, text string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.findLocked(channel, ts)
+	if m == nil {
+		return Message{}, false
+	}
+	m.Text = text
+	s.notifyLocked()
+	c := *m
+	c.Reactions = slices.Clone(m.Reactions)
+	return c, true
 }
 
 func (s *Server) putLocked(m *Message) {
