@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,5 +103,63 @@ func TestSlackThroughMain(t *testing.T) {
 	replies := fake.BotReplies(channel, msg.TS)
 	if len(replies) != 1 || !strings.Contains(replies[0].Text, "finished slow()") {
 		t.Errorf("replies in the thread after Close: %+v, want the one reply of the run in flight", replies)
+	}
+}
+
+// TestSlackEventsAPIMountedUnderSlash checks the Events API wiring: with a
+// signing secret, Main serves the adapter's handler under /slack/ on
+// RUNBLOCK_HTTP_ADDR, and signatures are checked there.
+func TestSlackEventsAPIMountedUnderSlash(t *testing.T) {
+	fake := fakeslack.New(fakeslack.Options{})
+	t.Cleanup(fake.Close)
+	const secret = "0123456789abcdef0123456789abcdef"
+	cfg := defaultConfig(t, Env{
+		"SLACK_BOT_TOKEN":      fakeslack.BotToken,
+		"SLACK_SIGNING_SECRET": secret,
+		"RUNBLOCK_HTTP_ADDR":   "127.0.0.1:0",
+	})
+	cfg.Slack.APIURL = fake.APIURL()
+	m := &Main{Config: cfg, Logger: testLogger(t), Runner: runnerFunc(newGate().run)}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+
+	post := func(sign string) (int, string) {
+		t.Helper()
+		body := `{"type":"url_verification","challenge":"c-42","token":"x"}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(sign))
+		mac.Write([]byte("v0:" + ts + ":" + body))
+		req, err := http.NewRequest("POST", "http://"+m.http.Addr()+"/slack/events", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(secret); code != 200 || body != "c-42" {
+		t.Errorf("signed url_verification = %d %q, want 200 c-42", code, body)
+	}
+	if code, _ := post("not-the-secret"); code != http.StatusUnauthorized {
+		t.Errorf("badly signed request = %d, want 401", code)
+	}
+	if r := m.readiness(); !r.Adapters["slack"] {
+		t.Errorf("readiness %+v: slack (Events API) not ready", r)
 	}
 }
