@@ -673,3 +673,30 @@ func TestThreadOfListedChannelIsListed(t *testing.T) {
 		t.Fatalf("content %q", r.Content())
 	}
 }
+
+func TestFixingAMessageAfterANoticeRunsIt(t *testing.T) {
+	t.Parallel()
+	e := start(t, &fakeRunner{}, nil)
+	m := e.say("!run\n```js\nconsole.log(1)\n```")
+	var reply discordgo.Message
+	r := e.replyTo(e.channel, m.ID)
+	if err := r.DecodeResponse(&reply); err != nil {
+		t.Fatal(err)
+	}
+	if r.Content() != formatting.RenderNotice(formatting.Discord, formatting.NoticeNotPython) {
+		t.Fatalf("content %q", r.Content())
+	}
+	fixed := *m
+	fixed.Content = "!run\n```python\nprint('fixed')\n```"
+	e.fbot.MessageUpdate(fixed)
+	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch.Content(), "ran: print('fixed')") {
+		t.Fatalf("edited to %q", patch.Content())
+	}
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("PUT", "/channels/"+e.channel+"/messages/"+m.ID+"/reactions/✅/@me")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -117,14 +117,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 		return
 	}
 	ex := formatting.Extract(tr.text, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: tr.explicit})
-	if !ex.Found {
-		if tr.quiet {
-			return
-		}
-		b.spawn("message", func(ctx context.Context) {
-			b.metricReceived()
-			b.reply(ctx, s, m.ChannelID, m.ID, m.GuildID, outcome{text: notice(ex)})
-		})
+	if !ex.Found && tr.quiet {
 		return
 	}
 	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit}
@@ -133,6 +126,10 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	}
 	if !b.spawn("message", func(ctx context.Context) {
 		b.metricReceived()
+		if !ex.Found {
+			b.answerNotice(ctx, s, src, notice(ex))
+			return
+		}
 		b.answerMessage(ctx, s, src, ex)
 	}) {
 		b.answers.remove(src.messageID)

@@ -85,30 +85,45 @@ func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src sourc
 	out := b.execute(ctx, src.user, ex)
 	ind.stop()
 	reply, err := b.reply(ctx, s, src.channelID, src.messageID, src.guildID, out)
+	ind.wait()
+	b.react(ctx, s, src.channelID, src.messageID, reactionRunning, false)
 	if err != nil {
-		ind.wait()
-		b.react(ctx, s, src.channelID, src.messageID, reactionRunning, false)
 		b.answers.remove(src.messageID)
 		return
 	}
-	var edited *discordgo.Message
-	a, ok := b.answers.update(src.messageID, func(a *answer) {
-		a.replyID, a.ok, a.ran = reply.ID, out.ok, out.ran
-		edited, a.edited = a.edited, nil
-	})
-	ind.wait()
-	b.react(ctx, s, src.channelID, src.messageID, reactionRunning, false)
 	if out.ran {
 		b.react(ctx, s, src.channelID, src.messageID, resultReaction(out.ok), true)
 	}
-	if ok && a.deleted {
+	b.settle(ctx, s, src, reply.ID, out)
+}
+
+// answerNotice replies to src (reserved) with a hint, and remembers the
+// reply so that fixing the message runs it.
+func (b *Bot) answerNotice(ctx context.Context, s *discordgo.Session, src source, text string) {
+	out := outcome{text: text}
+	reply, err := b.reply(ctx, s, src.channelID, src.messageID, src.guildID, out)
+	if err != nil {
 		b.answers.remove(src.messageID)
-		if err := s.ChannelMessageDelete(src.channelID, reply.ID, discordgo.WithContext(ctx)); err != nil {
-			b.log.Warn("discord: deleting the reply of a deleted message", "channel", src.channelID, "reply", reply.ID, "err", err)
-		}
 		return
 	}
-	if edited != nil {
+	b.settle(ctx, s, src, reply.ID, out)
+}
+
+// settle records the reply of src; a delete or an edit that came while it
+// was in flight is carried out now.
+func (b *Bot) settle(ctx context.Context, s *discordgo.Session, src source, replyID string, out outcome) {
+	var edited *discordgo.Message
+	a, ok := b.answers.update(src.messageID, func(a *answer) {
+		a.replyID, a.ok, a.ran = replyID, out.ok, out.ran
+		edited, a.edited = a.edited, nil
+	})
+	switch {
+	case ok && a.deleted:
+		b.answers.remove(src.messageID)
+		if err := s.ChannelMessageDelete(src.channelID, replyID, discordgo.WithContext(ctx)); err != nil {
+			b.log.Warn("discord: deleting the reply of a deleted message", "channel", src.channelID, "reply", replyID, "err", err)
+		}
+	case ok && edited != nil:
 		b.rerun(ctx, s, edited)
 	}
 }
