@@ -73,9 +73,12 @@
 // Render turns an executor.Result into a Reply: a status line (OK, the error
 // line, timed out after N s, memory limit of N MiB exceeded, output limit
 // reached), stdout in a code block, then stderr in a second block: on an
-// error the useful tail of the traceback, with the frames before the first
-// frame of the user's code ("<snippet>") dropped. "(no output)" says so when
-// both are empty.
+// error the useful tail of the traceback. The runner's own frames are
+// dropped from it: the frames before the first frame of the user's code
+// (file "<snippet>", SnippetFile) and frames of those same files deeper in
+// the stack, so the traceback starts at the user's line numbers; frames of
+// the standard library the code called into stay. "(no output)" says so
+// when both streams are empty.
 //
 // The inline view of the output is cut to RenderOptions.MaxLines lines and
 // MaxChars characters (code points, line breaks not counted; defaults 15 and

@@ -247,6 +247,10 @@ json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
 		{"chained tracebacks each trimmed", "Traceback (most recent call last):\n  File \"/g.py\", line 1, in <module>\n  File \"<snippet>\", line 2, in <module>\nKeyError: 'a'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"/g.py\", line 1, in <module>\n  File \"<snippet>\", line 4, in <module>\nValueError: b\n",
 			"Traceback (most recent call last):\n  File \"<snippet>\", line 2, in <module>\nKeyError: 'a'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"<snippet>\", line 4, in <module>\nValueError: b\n"},
 		{"no traceback", "warning: x\n", "warning: x\n"},
+		{"guard frames deeper in the stack dropped too", "Traceback (most recent call last):\n  File \"/runblock/guard.py\", line 9, in <module>\n    exec(code)\n  File \"<snippet>\", line 1, in <module>\n  File \"/runblock/guard.py\", line 30, in _denied\n    raise PermissionError(name)\nPermissionError: os.system is disabled\n",
+			"Traceback (most recent call last):\n  File \"<snippet>\", line 1, in <module>\nPermissionError: os.system is disabled\n"},
+		{"lines before the first snippet frame dropped", "Traceback (most recent call last):\n  [odd]\n  File \"<snippet>\", line 1, in <module>\nE\n", "Traceback (most recent call last):\n  File \"<snippet>\", line 1, in <module>\nE\n"},
+		{"repeated-frame note kept", "Traceback (most recent call last):\n  File \"/g.py\", line 1, in <module>\n  File \"<snippet>\", line 1, in f\n  [Previous line repeated 996 more times]\nRecursionError: x\n", "Traceback (most recent call last):\n  File \"<snippet>\", line 1, in f\n  [Previous line repeated 996 more times]\nRecursionError: x\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,10 +8,12 @@ const SnippetFile = "<snippet>"
 
 const tracebackHeader = "Traceback (most recent call last):"
 
-// trimGuardFrames drops, in each traceback of stderr, the frames before the
-// first frame of the user's code: those are the runner's own (the guard
-// that execs the snippet). Frames the user's code called into, deeper in
-// the stack, stay. A traceback without a frame of the snippet is kept whole.
+// trimGuardFrames drops, in each traceback of stderr, the runner's own
+// frames: the frames before the first frame of the user's code (the guard
+// that execs the snippet), and frames from those same files deeper in the
+// stack (a guarded function the snippet called). Frames of other files the
+// user's code called into stay. A traceback without a frame of the snippet
+// is kept whole.
 func trimGuardFrames(stderr string) string {
 	if !strings.Contains(stderr, tracebackHeader) {
 		return stderr
@@ -24,19 +26,58 @@ func trimGuardFrames(stderr string) string {
 			continue
 		}
 		indent := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " "))]
+		var frames [][]string // each frame: its File line and the lines below it
 		j := i + 1
-		first := -1
-		for j < len(lines) && strings.HasPrefix(lines[j], indent+"  ") {
-			if first < 0 && strings.HasPrefix(lines[j], indent+`  File "`+SnippetFile+`"`) {
-				first = j
+		for ; j < len(lines) && strings.HasPrefix(lines[j], indent+"  "); j++ {
+			if _, ok := frameFile(lines[j], indent); ok || len(frames) == 0 {
+				frames = append(frames, nil)
 			}
-			j++
+			frames[len(frames)-1] = append(frames[len(frames)-1], lines[j])
 		}
-		if first < 0 {
-			first = i + 1
-		}
-		out = append(out, lines[first:j]...)
+		out = append(out, userFrames(frames, indent)...)
 		i = j - 1
 	}
 	return strings.Join(out, "\n")
+}
+
+// userFrames drops the runner's frames, keeping all when none is the
+// snippet's.
+func userFrames(frames [][]string, indent string) []string {
+	first := -1
+	for k, f := range frames {
+		if file, _ := frameFile(f[0], indent); file == SnippetFile {
+			first = k
+			break
+		}
+	}
+	var kept []string
+	if first < 0 {
+		for _, f := range frames {
+			kept = append(kept, f...)
+		}
+		return kept
+	}
+	guard := map[string]bool{}
+	for _, f := range frames[:first] {
+		if file, ok := frameFile(f[0], indent); ok {
+			guard[file] = true
+		}
+	}
+	for _, f := range frames[first:] {
+		if file, ok := frameFile(f[0], indent); !ok || !guard[file] {
+			kept = append(kept, f...)
+		}
+	}
+	return kept
+}
+
+// frameFile returns the file named by a traceback line
+// `  File "name", line 3, in f`.
+func frameFile(line, indent string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, indent+`  File "`)
+	if !ok {
+		return "", false
+	}
+	file, _, ok := strings.Cut(rest, `", line `)
+	return file, ok
 }
