@@ -203,9 +203,13 @@ func newScheduler(t *testing.T, r executor.Runner, cfg executor.SchedulerConfig)
 	return s
 }
 
-// submitNow calls Submit and returns its error.
+// submitNow calls Submit and returns its error. A job that waits (which the
+// callers expect to be refused at once or run at once) is cancelled after a
+// while, so that a wrongly queued job fails the test instead of hanging it.
 func submitNow(s *executor.Scheduler, user, code string) error {
-	_, err := s.Submit(context.Background(), executor.Job{User: user, Request: executor.Request{Code: code}})
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	_, err := s.Submit(ctx, executor.Job{User: user, Request: executor.Request{Code: code}})
 	return err
 }
 
@@ -908,4 +912,33 @@ func (m *recMetrics) lastDepth() int {
 		return -1
 	}
 	return m.depths[len(m.depths)-1]
+}
+
+// Users served while the scheduler never goes idle are forgotten too, once
+// more of them linger than can be queued or running.
+func TestSchedulerForgetsServedUsersWhileBusy(t *testing.T) {
+	g := newGate()
+	r := fakeRunner{run: func(ctx context.Context, req executor.Request) (executor.Result, error) {
+		if req.Code == "block" {
+			return g.Run(ctx, req)
+		}
+		return instant.Run(ctx, req)
+	}}
+	const concurrency, queue = 2, 3
+	s := newScheduler(t, r, executor.SchedulerConfig{Concurrency: concurrency, QueueSize: queue})
+	block := submit(t, s, "x", "block")
+	c := g.next(t, "block")
+	for i := range 100 {
+		if err := submitNow(s, fmt.Sprintf("u%d", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.Stats(); st.Users > 2*(concurrency+queue)+1 {
+			t.Fatalf("after %d users: %d tracked, want at most %d", i+1, st.Users, 2*(concurrency+queue)+1)
+		}
+	}
+	c.finish()
+	block.ok(t)
+	if st := s.Stats(); st.Users != 0 {
+		t.Errorf("%d users tracked once idle, want 0", st.Users)
+	}
 }
