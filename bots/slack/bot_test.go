@@ -286,3 +286,15 @@ func TestCloseDeadlineCancelsRuns(t *testing.T) {
 		t.Fatalf("Close = %v, want context.Canceled", err)
 	}
 }
+
+// BenchmarkMentionToReply measures the adapter's path for one message, from
+// the Socket Mode envelope to the finished reply (⏳, reply, ✅), with an
+// instant runner and the fake Slack on loopback.
+func BenchmarkMentionToReply(b *testing.B) {
+	h := start(b, Config{}, echo, true)
+	ch, u := h.channel(), h.user()
+	for b.Loop() {
+		m := h.mention(ch, u, "`print(1)`")
+		h.reaction(m, "white_check_mark")
+	}
+}

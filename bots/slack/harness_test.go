@@ -66,7 +66,7 @@ func (l *logBuffer) String() string {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	fake    *fakeslack.Server
 	bot     *Bot
@@ -76,7 +76,7 @@ type harness struct {
 
 // start runs a Bot with cfg (tokens and API URL filled in) against a fresh
 // fake Slack; socket says whether it connects over Socket Mode.
-func start(t *testing.T, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
+func start(t testing.TB, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
