@@ -70,6 +70,9 @@ func FuzzRenderDiscord(f *testing.F) { fuzzRender(f, Discord) }
 // FuzzRenderSlack: the same for Slack (3000 units, & < > escaped).
 func FuzzRenderSlack(f *testing.F) { fuzzRender(f, Slack) }
 
+// FuzzRenderConsole: no control character reaches the terminal.
+func FuzzRenderConsole(f *testing.F) { fuzzRender(f, Console) }
+
 // FuzzExtract: any message yields a consistent extraction, and the code of
 // a single block survives being fenced again.
 func FuzzExtract(f *testing.F) {

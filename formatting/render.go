@@ -152,8 +152,11 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 		}
 		if len(r.stderr) > 0 {
 			label := "stderr"
-			if errs.first > 0 {
-				label = fmt.Sprintf("stderr, last %s of %s", plural(errs.total-errs.first, "line"), strconv.Itoa(errs.total))
+			switch {
+			case len(errs.lines) == 0:
+				label = "stderr, " + plural(errs.total, "line") + " not shown"
+			case errs.first > 0:
+				label = fmt.Sprintf("stderr, last %s of %d", plural(errs.total-errs.first, "line"), errs.total)
 			}
 			if r.p == Console {
 				label = "--- " + label + " ---"

@@ -224,6 +224,15 @@ func TestRenderStderrTail(t *testing.T) {
 	if reply.Text != want {
 		t.Errorf("got\n%s\nwant\n%s", reply.Text, want)
 	}
+	// Nothing of stderr fits.
+	reply = Render(Console, executor.Result{Stdout: lines(10, "out %d"), Stderr: lines(10, "err %d"), Error: "X"}, RenderOptions{MaxLines: 1, MaxChars: 1000})
+	if want := "Error · X\n… 10 more lines\n--- stderr, last 1 line of 10 ---\nerr 10"; reply.Text != want {
+		t.Errorf("got\n%s\nwant\n%s", reply.Text, want)
+	}
+	reply = Render(Console, executor.Result{Success: true, Stdout: "out\n", Stderr: lines(10, "err %d")}, RenderOptions{MaxLines: 1, MaxChars: 100})
+	if want := "OK · 0 ms\nout\n--- stderr, 10 lines not shown ---"; reply.Text != want {
+		t.Errorf("got\n%s\nwant\n%s", reply.Text, want)
+	}
 	// A short stdout leaves its share to stderr.
 	reply = Render(Console, executor.Result{Stdout: "out\n", Stderr: lines(10, "err %d"), Error: "X"}, RenderOptions{MaxLines: 5, MaxChars: 1000})
 	if !strings.Contains(reply.Text, "stderr, last 4 lines of 10") {
