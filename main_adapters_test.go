@@ -14,7 +14,8 @@ import (
 
 // TestBothAdaptersThroughMain runs Slack and Discord at once through Main
 // against their fakes: both are reported ready, each answers a message, and
-// both runs reach the one runner behind the shared scheduler.
+// both runs reach the one runner behind the shared scheduler. The service's
+// own logger, at debug level, never shows a token.
 func TestBothAdaptersThroughMain(t *testing.T) {
 	slackFake := fakeslack.New(fakeslack.Options{PingInterval: 200 * time.Millisecond})
 	t.Cleanup(slackFake.Close)
@@ -28,11 +29,13 @@ func TestBothAdaptersThroughMain(t *testing.T) {
 		"SLACK_APP_TOKEN":    fakeslack.AppToken,
 		"DISCORD_BOT_TOKEN":  fbot.Token,
 		"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0",
+		"LOG_LEVEL":          "debug",
 	})
 	cfg.Slack.APIURL = slackFake.APIURL()
 	g := newGate()
 	close(g.release)
-	m := &Main{Config: cfg, Logger: testLogger(t), Runner: runnerFunc(g.run)}
+	logs := &syncBuffer{}
+	m := &Main{Config: cfg, Logger: newLogger(logs, cfg), Runner: runnerFunc(g.run)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := m.Run(ctx); err != nil {
@@ -41,6 +44,15 @@ func TestBothAdaptersThroughMain(t *testing.T) {
 	t.Cleanup(func() {
 		if err := m.Close(context.Background()); err != nil {
 			t.Error(err)
+		}
+		out := logs.String()
+		for _, tok := range []string{fakeslack.BotToken, fakeslack.AppToken, fbot.Token} {
+			if strings.Contains(out, tok) {
+				t.Errorf("the log shows a token:\n%s", out)
+			}
+		}
+		if !strings.Contains(out, "adapter open") {
+			t.Errorf("the log lacks the start-up lines:\n%s", out)
 		}
 	})
 	if err := slackFake.WaitConnections(ctx, 1); err != nil {
