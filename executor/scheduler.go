@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -230,7 +231,8 @@ func (s *Scheduler) Close(ctx context.Context) error {
 }
 
 // admit checks job against the limits and queues it, or starts it at once
-// when a slot is free. Only an admitted job takes a rate token.
+// when a slot is free. The per-user limits come first, as their wait is the
+// one worth telling; only an admitted job takes a rate token.
 func (s *Scheduler) admit(job Job) (*task, error) {
 	now := s.now()
 	s.mu.Lock()
@@ -245,15 +247,18 @@ func (s *Scheduler) admit(job Job) (*task, error) {
 		}
 		return nil, Errorf(ErrRateLimited, "you already have %d snippets queued or running", s.maxPerUser)
 	}
+	tok, err := s.reserveLocked(job.User, now)
+	if err != nil {
+		return nil, err
+	}
 	if s.running >= s.concurrency && len(s.queue) >= s.queueSize {
+		tok.giveBack(now)
 		e := Errorf(ErrBusy, "the queue is full (%d waiting)", len(s.queue))
 		rounds := (len(s.queue) + s.concurrency - 1) / s.concurrency
 		e.RetryAfter = s.avgRun * time.Duration(rounds)
 		return nil, e
 	}
-	if err := s.takeTokenLocked(job.User, now); err != nil {
-		return nil, err
-	}
+	s.keepLocked(tok, now)
 
 	if u == nil {
 		u = &user{key: job.User}
@@ -273,31 +278,27 @@ func (s *Scheduler) admit(job Job) (*task, error) {
 	u.next = t.round + 1
 	u.queued++
 	i, _ := slices.BinarySearchFunc(s.queue, t, func(a, b *task) int {
-		if a.round != b.round {
-			return cmpUint(a.round, b.round)
-		}
-		return cmpUint(a.seq, b.seq)
+		return cmp.Or(cmp.Compare(a.round, b.round), cmp.Compare(a.seq, b.seq))
 	})
 	s.queue = slices.Insert(s.queue, i, t)
 	s.dispatchLocked()
 	return t, nil
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// token is a rate token reserved for a submission.
+type token struct {
+	key   string
+	lim   *rate.Limiter
+	res   *rate.Reservation
+	fresh bool // lim is new and not kept yet
 }
 
-// takeTokenLocked takes one of key's rate tokens at now, or says how long to
-// wait for one. A refused reservation is cancelled, so it costs nothing.
-func (s *Scheduler) takeTokenLocked(key string, now time.Time) error {
+// reserveLocked reserves one of key's rate tokens at now, or says how long
+// to wait for one. A refused reservation is cancelled, so it costs nothing.
+// The token is nil when rates are unlimited.
+func (s *Scheduler) reserveLocked(key string, now time.Time) (*token, error) {
 	if s.userRate <= 0 {
-		return nil
+		return nil, nil
 	}
 	lim, ok := s.limiters[key]
 	if !ok {
@@ -308,15 +309,27 @@ func (s *Scheduler) takeTokenLocked(key string, now time.Time) error {
 		r.CancelAt(now)
 		e := Errorf(ErrRateLimited, "too many snippets, try again in %s", wait.Round(time.Second))
 		e.RetryAfter = wait
-		return e
+		return nil, e
 	}
-	if !ok {
-		s.limiters[key] = lim
-		if len(s.limiters) >= s.sweepAt {
-			s.sweepLimitersLocked(now)
-		}
+	return &token{key: key, lim: lim, res: r, fresh: !ok}, nil
+}
+
+// giveBack returns a token whose submission was refused after all.
+func (t *token) giveBack(now time.Time) {
+	if t != nil && !t.fresh {
+		t.res.CancelAt(now)
 	}
-	return nil
+}
+
+// keepLocked makes the token count: a new limiter is kept from now on.
+func (s *Scheduler) keepLocked(t *token, now time.Time) {
+	if t == nil || !t.fresh {
+		return
+	}
+	s.limiters[t.key] = t.lim
+	if len(s.limiters) >= s.sweepAt {
+		s.sweepLimitersLocked(now)
+	}
 }
 
 // sweepLimitersLocked drops the limiters whose bucket is full again: they

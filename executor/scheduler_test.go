@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -399,6 +401,13 @@ func TestSchedulerRejectionsKeepTokens(t *testing.T) {
 	clock := newClock()
 	g := newGate()
 	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 1, UserRate: 0.25, UserBurst: 2, Clock: clock.Now})
+	run := func(user string) {
+		t.Helper()
+		p := submit(t, s, user, user)
+		g.next(t, user).finish()
+		p.ok(t)
+	}
+	run("c") // c has one token left
 
 	a := submit(t, s, "a", "a1")
 	c := g.next(t, "a1")
@@ -411,12 +420,9 @@ func TestSchedulerRejectionsKeepTokens(t *testing.T) {
 	g.next(t, "b1").finish()
 	b.ok(t)
 
-	// a has its second token, c both.
-	for _, u := range []string{"a", "c", "c"} {
-		p := submit(t, s, u, u)
-		g.next(t, u).finish()
-		p.ok(t)
-	}
+	// a and c each have their last token.
+	run("a")
+	run("c")
 	for _, u := range []string{"a", "c"} {
 		e := wantCode(t, submitNow(s, u, u), executor.ErrRateLimited)
 		if e.RetryAfter != 4*time.Second {
@@ -941,4 +947,54 @@ func TestSchedulerForgetsServedUsersWhileBusy(t *testing.T) {
 	if st := s.Stats(); st.Users != 0 {
 		t.Errorf("%d users tracked once idle, want 0", st.Users)
 	}
+}
+
+func TestSchedulerLogsRejections(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  executor.SchedulerConfig
+		want string
+	}{
+		{"busy", executor.SchedulerConfig{Concurrency: 1, QueueSize: 1}, `level=INFO msg="submission refused: queue full" user=c`},
+		{"rate", executor.SchedulerConfig{Concurrency: 1, QueueSize: 1, UserRate: 0.001}, `level=DEBUG msg="submission rate limited" user=a`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf strings.Builder
+			var mu sync.Mutex
+			tt.cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			r := fakeRunner{run: func(ctx context.Context, req executor.Request) (executor.Result, error) {
+				if req.Code == "block" {
+					<-ctx.Done()
+					return executor.Result{}, ctx.Err()
+				}
+				return instant.Run(ctx, req)
+			}}
+			s := newScheduler(t, r, tt.cfg)
+			if err := submitNow(s, "a", "x"); err != nil {
+				t.Fatal(err)
+			}
+			submit(t, s, "x", "block").started(t)
+			submit(t, s, "b", "b").queued(t, 0)
+			if submitNow(s, "a", "x") == nil || submitNow(s, "c", "x") == nil {
+				t.Fatal("submission accepted, want refused")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(buf.String(), tt.want) {
+				t.Errorf("log\n%s\nlacks %s", buf.String(), tt.want)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
