@@ -117,6 +117,16 @@ func (b *Bot) handle(ctx context.Context, src source) {
 
 	rep := formatting.Render(formatting.Slack, res, b.cfg.Render)
 	ts, err := b.reply(ctx, src, replyTS, rep.Text)
+	if err != nil && src.responseURL != "" && replyTS == "" {
+		// /run in a channel the bot is not a member of: the response_url
+		// still reaches it (without a thread for the full output).
+		log.Info("slack: posting the reply through the response_url", "err", err)
+		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(rep.Text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeInChannel))...)
+		if err == nil {
+			b.replied()
+			return
+		}
+	}
 	if err != nil {
 		log.Error("slack: posting the reply", "err", err)
 		return

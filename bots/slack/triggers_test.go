@@ -115,10 +115,22 @@ func TestSlashCommand(t *testing.T) {
 		t.Fatalf("reactions on the reply: %v", r.Reactions)
 	}
 
+	// In a channel the bot is not in, the reply goes through the response_url.
+	h.fake.Script("chat.postMessage", fakeslack.Response{Error: "not_in_channel"})
+	viaURL := h.fake.ResponseURL()
+	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": "print(6)", "user_id": u, "channel_id": "C0OK", "response_url": viaURL})
+	p, err := h.fake.WaitPosted(h.ctx, viaURL[strings.LastIndex(viaURL, "/")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Body["response_type"] != "in_channel" || !strings.Contains(fmt.Sprint(p.Body["text"]), "ran print(6)") {
+		t.Fatalf("response_url post: %v", p.Body)
+	}
+
 	// Not in a listed channel: an ephemeral line through the response_url.
 	url := h.fake.ResponseURL()
 	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": "print(5)", "user_id": u, "channel_id": "C0NO", "response_url": url})
-	p, err := h.fake.WaitPosted(h.ctx, url[strings.LastIndex(url, "/")+1:])
+	p, err = h.fake.WaitPosted(h.ctx, url[strings.LastIndex(url, "/")+1:])
 	if err != nil {
 		t.Fatal(err)
 	}
