@@ -242,6 +242,9 @@ func (b *Bot) runSocket(ctx context.Context, sm *socketmode.Client, report func(
 }
 
 func isAuthError(err error) bool {
+	if err == nil {
+		return false
+	}
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
 		err = errors.New(se.Err)
