@@ -21,10 +21,8 @@ var fuzzSeeds = []string{
 	"\xff\xfe\xed\xa0\x80",
 	"e\u0301\u0301👩\u200d👩\u200d👧🇫🇷❤\ufe0f👍🏽",
 	"\u202eevil\u2028\u2029",
-	strings.Repeat("<", 1000),
-	strings.Repeat("`", 1000),
-	strings.Repeat("\n", 1000),
-	strings.Repeat("😀", 1000),
+	strings.Repeat("<", 800),
+	strings.Repeat("`", 700),
 	guardTraceback,
 }
 
