@@ -31,3 +31,23 @@ func BenchmarkExtract(b *testing.B) {
 		Extract(msg, ExtractOptions{Platform: Slack, Triggered: true})
 	}
 }
+
+// BenchmarkExtractLarge: messages of many fences, unmatched backticks or
+// quotes stay linear (a console message or modal may be large).
+func BenchmarkExtractLarge(b *testing.B) {
+	cases := map[string]string{
+		"fences":         strings.Repeat("```py\nx\n```", 50000) + " ~~~",
+		"unmatched_runs": strings.Repeat("` ``", 200000),
+		"tilde_fences":   strings.Repeat("~~~\n", 200000),
+		"quoted":         strings.Repeat("> ```\n> a\n", 100000),
+		"pasted":         "```\n" + strings.Repeat("\u201c\u00a0", 200000) + "\n```",
+	}
+	for name, msg := range cases {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				Extract(msg, ExtractOptions{Platform: Slack, Triggered: true, Raw: true})
+			}
+		})
+	}
+}

@@ -121,8 +121,9 @@ type fenced struct {
 // scan splits text into fenced blocks and the text outside them.
 func scan(text string) (blocks []fenced, outside []string) {
 	pos := 0
+	o := openers{text: text}
 	for pos < len(text) {
-		start, n, tilde := nextOpener(text, pos)
+		start, n, tilde := o.next(pos)
 		if start < 0 {
 			outside = append(outside, text[pos:])
 			break
@@ -147,33 +148,59 @@ func scan(text string) (blocks []fenced, outside []string) {
 	return blocks, outside
 }
 
-// nextOpener finds the next fence at or after pos: a run of three or more
-// backticks anywhere, or of tildes at the start of a line.
-func nextOpener(text string, pos int) (start, n int, tilde bool) {
-	bt := strings.Index(text[pos:], "```")
-	if bt >= 0 {
-		bt += pos
-	}
-	td := -1
-	for i := pos; i < len(text); {
-		j := strings.Index(text[i:], "~~~")
-		if j < 0 {
-			break
+// openers finds fences in order: a run of three or more backticks
+// anywhere, or of tildes at the start of a line. It remembers the next
+// fence of each kind, so a scan stays linear in the length of the text;
+// the positions asked for only grow.
+type openers struct {
+	text     string
+	backtick search
+	tilde    search
+}
+
+// search is the remembered result of looking for a fence.
+type search struct {
+	at    int  // where the fence starts, -1: none
+	known bool // at holds a result
+}
+
+func (o *openers) next(pos int) (start, n int, tilde bool) {
+	bt := o.backtick.find(pos, func(from int) int {
+		if i := strings.Index(o.text[from:], "```"); i >= 0 {
+			return from + i
 		}
-		if k := i + j; k == 0 || text[k-1] == '\n' {
-			td = k
-			break
+		return -1
+	})
+	td := o.tilde.find(pos, func(from int) int {
+		for i := from; i < len(o.text); {
+			j := strings.Index(o.text[i:], "~~~")
+			if j < 0 {
+				break
+			}
+			if k := i + j; k == 0 || o.text[k-1] == '\n' {
+				return k
+			}
+			i += j + 1
 		}
-		i += j + 1
-	}
+		return -1
+	})
 	switch {
 	case bt < 0 && td < 0:
 		return -1, 0, false
 	case td < 0 || (bt >= 0 && bt < td):
-		return bt, runLen(text, bt, '`'), false
+		return bt, runLen(o.text, bt, '`'), false
 	default:
-		return td, runLen(text, td, '~'), true
+		return td, runLen(o.text, td, '~'), true
 	}
+}
+
+// find returns the first fence at or after pos, looking again only when
+// the remembered one lies before pos.
+func (s *search) find(pos int, look func(from int) int) int {
+	if !s.known || s.at >= 0 && s.at < pos {
+		s.at, s.known = look(pos), true
+	}
+	return s.at
 }
 
 func runLen(text string, i int, c byte) int {
@@ -224,12 +251,16 @@ func tildeCloser(text string, from, n int) (end, next int) {
 
 // quoteMarker reports whether the fence at start opens inside a block quote
 // ("> ```py" on Discord and the console, "&gt; ```py" in Slack's text) and
-// returns the quote marker.
+// returns the quote marker. It looks back only over the marker and blanks.
 func quoteMarker(text string, start int) (string, bool) {
-	prefix := strings.TrimSpace(text[strings.LastIndexByte(text[:start], '\n')+1 : start])
-	switch prefix {
-	case ">", "&gt;":
-		return prefix, true
+	before := strings.TrimRight(text[:start], " \t")
+	for _, marker := range []string{">", "&gt;"} {
+		if rest, ok := strings.CutSuffix(before, marker); ok {
+			rest = strings.TrimRight(rest, " \t")
+			if rest == "" || strings.HasSuffix(rest, "\n") {
+				return marker, true
+			}
+		}
 	}
 	return "", false
 }
