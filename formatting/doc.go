@@ -84,7 +84,8 @@
 // MaxChars characters (code points, line breaks not counted; defaults 15 and
 // 1500). Stdout keeps its head ("… N more lines"), stderr keeps its tail;
 // when both are shown they share the budget. When anything was cut,
-// Reply.Full holds the whole output as plain text for an attachment. A cut
+// Reply.Full holds the whole output as plain text for an attachment (stdout,
+// then stderr after a "--- stderr ---" line when both are there). A cut
 // never splits a UTF-8 sequence, and avoids splitting a grapheme (combining
 // marks, variation selectors, skin tones, ZWJ sequences, flag pairs) unless a
 // single grapheme is longer than the budget.
