@@ -2,6 +2,7 @@ package formatting
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -124,43 +125,68 @@ func TestExtractionNotice(t *testing.T) {
 }
 
 // TestExtractWire extracts real messages as the platforms deliver them: the
-// text of a Slack event, the content of a Discord MESSAGE_CREATE dispatch.
+// text of a Slack event, the text of a Slack slash command (a form body),
+// the content of a Discord MESSAGE_CREATE dispatch and the code option of a
+// Discord /run INTERACTION_CREATE. Commands are raw: their text is code.
 func TestExtractWire(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "wire", "*.json"))
+	files, err := filepath.Glob(filepath.Join("testdata", "wire", "*"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no wire fixtures: %v", err)
 	}
 	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var msg struct {
-				Event *struct {
-					Text string `json:"text"`
-				} `json:"event"`
-				D *struct {
-					Content string `json:"content"`
-				} `json:"d"`
-			}
-			if err := json.Unmarshal(data, &msg); err != nil {
-				t.Fatal(err)
-			}
-			var text string
-			var opts ExtractOptions
-			switch {
-			case msg.Event != nil:
-				text, opts = msg.Event.Text, ExtractOptions{Platform: Slack, Triggered: true}
-			case msg.D != nil:
-				text, opts = msg.D.Content, ExtractOptions{Platform: Discord, Triggered: true}
-			default:
-				t.Fatal("neither a Slack event nor a Discord dispatch")
-			}
+			text, opts := wireMessage(t, file, data)
 			golden(t, filepath.Join("extract", name+".golden"), describe(text, Extract(text, opts)))
 		})
 	}
+}
+
+func wireMessage(t *testing.T, file string, data []byte) (string, ExtractOptions) {
+	t.Helper()
+	if filepath.Ext(file) == ".form" {
+		form, err := url.ParseQuery(strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return form.Get("text"), ExtractOptions{Platform: Slack, Triggered: true, Raw: true}
+	}
+	var msg struct {
+		Event *struct {
+			Text string `json:"text"`
+		} `json:"event"`
+		T string `json:"t"`
+		D *struct {
+			Content string `json:"content"`
+			Data    struct {
+				Options []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"options"`
+			} `json:"data"`
+		} `json:"d"`
+	}
+	if err := json.Unmarshal(data, &msg); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case msg.Event != nil:
+		return msg.Event.Text, ExtractOptions{Platform: Slack, Triggered: true}
+	case msg.T == "MESSAGE_CREATE":
+		return msg.D.Content, ExtractOptions{Platform: Discord, Triggered: true}
+	case msg.T == "INTERACTION_CREATE":
+		for _, o := range msg.D.Data.Options {
+			if o.Name == "code" {
+				return o.Value, ExtractOptions{Platform: Discord, Triggered: true, Raw: true}
+			}
+		}
+	}
+	t.Fatal("not a Slack event, a slash command, a Discord message or a /run interaction")
+	return "", ExtractOptions{}
 }
 
 func describe(text string, e Extraction) string {
