@@ -113,6 +113,11 @@ func TestEventsAPIMentionAndRetries(t *testing.T) {
 	if n := len(h.fake.BotReplies(ch, m.TS)); n != 1 {
 		t.Fatalf("%d replies, want 1", n)
 	}
+	// Closed: events are refused, so Slack retries them elsewhere or later.
+	late, _ := h.fake.EventCallback(map[string]any{"type": "app_mention", "channel": ch, "user": m.User, "text": m.Text, "ts": m.TS})
+	if status, _ := send(t, u, "application/json", mustJSON(t, late), secret, time.Now()); status != http.StatusServiceUnavailable {
+		t.Fatalf("event after Close: status %d, want 503", status)
+	}
 }
 
 func TestEventsAPISlashAndShortcut(t *testing.T) {
