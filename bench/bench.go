@@ -42,6 +42,11 @@ type Options struct {
 	Pool int
 	// HelloRuns is the number of print('hello') runs per phase; 0 = 200.
 	HelloRuns int
+	// IdleRuns is the number of print('hello') runs that arrive one at a
+	// time, IdleGap apart, as in a chat (and giving a pool time to refill);
+	// 0 = 100 runs, 50ms.
+	IdleRuns int
+	IdleGap  time.Duration
 	// Warmup is the number of untimed runs before each row; 0 = 10.
 	Warmup int
 	// HumanEvalPrograms limits HumanEval to its first n programs; 0 = all.
@@ -92,6 +97,8 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		Python:        py.Path,
 		PythonVersion: py.Version,
 		HelloRuns:     b.helloRuns,
+		IdleRuns:      b.idleRuns,
+		IdleGapMS:     ms(b.idleGap),
 		Warmup:        b.warmup,
 	}
 	b.report = r
@@ -180,6 +187,8 @@ type benchmark struct {
 	conc      []int
 	pool      int
 	helloRuns int
+	idleRuns  int
+	idleGap   time.Duration
 	warmup    int
 	programs  []string
 	report    *Report
@@ -193,6 +202,8 @@ func newBenchmark(opts Options) *benchmark {
 		conc:      slices.Compact([]int{1, max(n, 1)}),
 		pool:      cmp.Or(opts.Pool, opts.Executor.Pool, n),
 		helloRuns: cmp.Or(opts.HelloRuns, 200),
+		idleRuns:  cmp.Or(opts.IdleRuns, 100),
+		idleGap:   cmp.Or(opts.IdleGap, 50*time.Millisecond),
 		warmup:    cmp.Or(opts.Warmup, 10),
 		log:       opts.Logger,
 	}
@@ -270,8 +281,41 @@ type outcome struct {
 // snippetFunc runs one snippet.
 type snippetFunc func(ctx context.Context, code string) (outcome, error)
 
-// row warms run up, then measures hello and HumanEval at each concurrency,
-// and appends the row to the report.
+// phaseSpec is one program set at one load.
+type phaseSpec struct {
+	what string
+	conc int
+	n    int
+	gap  time.Duration // between arrivals; > 0 makes an idle phase
+	code func(i int) string
+	pass func(outcome) bool
+	id   func(i int) string // names program i in notes
+}
+
+func (b *benchmark) hello(conc, n int, gap time.Duration) phaseSpec {
+	what := "hello"
+	if gap > 0 {
+		what = "idle hello"
+	}
+	return phaseSpec{
+		what: what, conc: conc, n: n, gap: gap,
+		code: func(int) string { return helloCode },
+		pass: func(o outcome) bool { return o.ok && o.stdout == helloOut },
+		id:   func(i int) string { return fmt.Sprintf("run %d", i) },
+	}
+}
+
+func (b *benchmark) humanEval(conc int) phaseSpec {
+	return phaseSpec{
+		what: "HumanEval", conc: conc, n: len(b.programs),
+		code: func(i int) string { return b.programs[i] },
+		pass: func(o outcome) bool { return o.ok },
+		id:   func(i int) string { return fmt.Sprintf("HumanEval/%d", i) },
+	}
+}
+
+// row warms run up, then measures hello when idle and at each concurrency,
+// and HumanEval at each concurrency, and appends the row to the report.
 func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
 	defer func() { b.report.Rows = append(b.report.Rows, row) }()
 	b.log.Info("bench: measuring", "row", row.Name)
@@ -282,10 +326,14 @@ func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
 			return
 		}
 	}
+	idle, err := b.phase(ctx, row.Label, run, b.hello(1, b.idleRuns, b.idleGap))
+	if err != nil {
+		row.Error = err.Error()
+		return
+	}
+	row.Idle = &idle
 	for _, c := range b.conc {
-		s, err := b.phase(ctx, row.Label, "hello", c, b.helloRuns, run, func(int) string { return helloCode }, func(o outcome) bool {
-			return o.ok && o.stdout == helloOut
-		})
+		s, err := b.phase(ctx, row.Label, run, b.hello(c, b.helloRuns, 0))
 		if err != nil {
 			row.Error = err.Error()
 			return
@@ -296,9 +344,7 @@ func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
 		return
 	}
 	for _, c := range b.conc {
-		s, err := b.phase(ctx, row.Label, "HumanEval", c, len(b.programs), run, func(i int) string { return b.programs[i] }, func(o outcome) bool {
-			return o.ok
-		})
+		s, err := b.phase(ctx, row.Label, run, b.humanEval(c))
 		if err != nil {
 			row.Error = err.Error()
 			return
@@ -307,18 +353,19 @@ func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
 	}
 }
 
-// phase measures n programs at concurrency c and notes the failures.
-func (b *benchmark) phase(ctx context.Context, label, what string, c, n int, run snippetFunc, code func(int) string, pass func(outcome) bool) (Stats, error) {
+// phase measures one phase and notes its failures.
+func (b *benchmark) phase(ctx context.Context, label string, run snippetFunc, ps phaseSpec) (Stats, error) {
+	b.log.Info("bench: phase", "row", label, "phase", ps.what, "concurrency", ps.conc, "runs", ps.n)
 	var (
 		mu    sync.Mutex
 		first = map[int]string{}
 	)
-	p, err := measure(ctx, n, c, func(ctx context.Context, i int) (bool, error) {
-		o, err := run(ctx, code(i))
+	p, err := measure(ctx, ps.n, ps.conc, ps.gap, func(ctx context.Context, i int) (bool, error) {
+		o, err := run(ctx, ps.code(i))
 		if err != nil {
 			return false, err
 		}
-		ok := pass(o)
+		ok := ps.pass(o)
 		if !ok {
 			mu.Lock()
 			first[i] = cmp.Or(o.errLine, fmt.Sprintf("unexpected stdout %.40q", o.stdout))
@@ -327,19 +374,15 @@ func (b *benchmark) phase(ctx context.Context, label, what string, c, n int, run
 		return ok, nil
 	})
 	if err != nil {
-		b.note("%s: %s at c%d stopped: %v", label, what, c, err)
+		b.note("%s: %s at c%d stopped: %v", label, ps.what, ps.conc, err)
 		return Stats{}, err
 	}
 	if len(p.Failed) > 0 {
 		var ids []string
 		for _, i := range p.Failed[:min(len(p.Failed), 5)] {
-			if what == "HumanEval" {
-				ids = append(ids, fmt.Sprintf("HumanEval/%d (%s)", i, first[i]))
-			} else {
-				ids = append(ids, fmt.Sprintf("run %d (%s)", i, first[i]))
-			}
+			ids = append(ids, fmt.Sprintf("%s (%s)", ps.id(i), first[i]))
 		}
-		b.note("%s: %s at c%d: %d of %d failed: %s", label, what, c, len(p.Failed), n, strings.Join(ids, ", "))
+		b.note("%s: %s at c%d: %d of %d failed: %s", label, ps.what, ps.conc, len(p.Failed), ps.n, strings.Join(ids, ", "))
 	}
-	return summary(c, p), nil
+	return summary(ps.conc, ps.gap > 0, p), nil
 }

@@ -22,10 +22,11 @@ type phase struct {
 	Failed    []int // indexes of programs that did not pass
 }
 
-// measure runs n programs with conc workers, each taking the next program as
-// soon as it is done with one (a closed loop), and times every run and the
-// whole phase.
-func measure(ctx context.Context, n, conc int, run runFunc) (phase, error) {
+// measure runs n programs with conc workers, each taking the next program
+// when it is done with one (a closed loop) and gap after that (gap > 0 spaces
+// the arrivals out, as in a chat where snippets come one at a time), and
+// times every run and the whole phase.
+func measure(ctx context.Context, n, conc int, gap time.Duration, run runFunc) (phase, error) {
 	if conc < 1 {
 		conc = 1
 	}
@@ -42,7 +43,10 @@ func measure(ctx context.Context, n, conc int, run runFunc) (phase, error) {
 	start := time.Now()
 	for range min(conc, n) {
 		wg.Go(func() {
-			for {
+			for first := true; ; first = false {
+				if !first && gap > 0 && !pause(ctx, gap) {
+					return
+				}
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
 					return
@@ -79,6 +83,18 @@ func measure(ctx context.Context, n, conc int, run runFunc) (phase, error) {
 	return p, nil
 }
 
+// pause waits d, and reports false if ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // percentile returns the nearest-rank q-th percentile (0 < q <= 100) of
 // sorted, or 0 when sorted is empty.
 func percentile(sorted []time.Duration, q float64) time.Duration {
@@ -89,8 +105,9 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
-// summary turns a phase into the figures the report shows.
-func summary(conc int, p phase) Stats {
+// summary turns a phase into the figures the report shows; an idle phase
+// (spaced arrivals) has no throughput.
+func summary(conc int, idle bool, p phase) Stats {
 	sorted := slices.Clone(p.Latencies)
 	slices.Sort(sorted)
 	s := Stats{
@@ -102,7 +119,7 @@ func summary(conc int, p phase) Stats {
 		P99MS:       ms(percentile(sorted, 99)),
 		WallS:       p.Wall.Seconds(),
 	}
-	if p.Wall > 0 {
+	if p.Wall > 0 && !idle {
 		s.RunsPerS = float64(len(p.Latencies)) / p.Wall.Seconds()
 	}
 	return s

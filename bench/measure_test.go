@@ -55,10 +55,21 @@ func TestSummary(t *testing.T) {
 		Passed:    3,
 		Failed:    []int{2},
 	}
-	got := summary(2, p)
-	want := Stats{Concurrency: 2, Runs: 4, Passed: 3, P50MS: 20, P90MS: 40, P99MS: 40, RunsPerS: 2, WallS: 2}
-	if got != want {
-		t.Errorf("summary = %+v, want %+v", got, want)
+	tests := []struct {
+		name string
+		idle bool
+		want Stats
+	}{
+		{"closed loop", false, Stats{Concurrency: 2, Runs: 4, Passed: 3, P50MS: 20, P90MS: 40, P99MS: 40, RunsPerS: 2, WallS: 2}},
+		{"idle has no throughput", true, Stats{Concurrency: 2, Runs: 4, Passed: 3, P50MS: 20, P90MS: 40, P99MS: 40, WallS: 2}},
+	}
+	for _, tt := range tests {
+		if got := summary(2, tt.idle, p); got != tt.want {
+			t.Errorf("%s: summary = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	if p.Latencies[0] != 30*time.Millisecond {
+		t.Error("summary sorted the phase's own latencies")
 	}
 }
 
@@ -82,7 +93,7 @@ func TestMeasure(t *testing.T) {
 				mu             sync.Mutex
 				seen           = map[int]int{}
 			)
-			p, err := measure(context.Background(), tt.n, tt.conc, func(ctx context.Context, i int) (bool, error) {
+			p, err := measure(context.Background(), tt.n, tt.conc, 0, func(ctx context.Context, i int) (bool, error) {
 				cur := inFlight.Add(1)
 				defer inFlight.Add(-1)
 				for {
@@ -128,7 +139,7 @@ func TestMeasure(t *testing.T) {
 func TestMeasureStopsOnError(t *testing.T) {
 	boom := errors.New("boom")
 	var ran atomic.Int64
-	_, err := measure(context.Background(), 100, 1, func(ctx context.Context, i int) (bool, error) {
+	_, err := measure(context.Background(), 100, 1, 0, func(ctx context.Context, i int) (bool, error) {
 		ran.Add(1)
 		if i == 3 {
 			return false, boom
@@ -145,11 +156,38 @@ func TestMeasureStopsOnError(t *testing.T) {
 
 func TestMeasureCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := measure(ctx, 10, 2, func(ctx context.Context, i int) (bool, error) {
+	_, err := measure(ctx, 10, 2, 0, func(ctx context.Context, i int) (bool, error) {
 		cancel()
 		return true, nil
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestMeasureGap(t *testing.T) {
+	// With a gap, runs never overlap even with several workers' worth of
+	// programs, and a canceled context ends the wait.
+	var inFlight, peak atomic.Int64
+	p, err := measure(context.Background(), 4, 1, time.Millisecond, func(ctx context.Context, i int) (bool, error) {
+		if cur := inFlight.Add(1); cur > peak.Load() {
+			peak.Store(cur)
+		}
+		defer inFlight.Add(-1)
+		return true, nil
+	})
+	if err != nil || p.Passed != 4 || peak.Load() != 1 {
+		t.Errorf("gap phase: err=%v passed=%d peak=%d, want nil, 4, 1", err, p.Passed, peak.Load())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran atomic.Int64
+	_, err = measure(ctx, 5, 1, time.Hour, func(ctx context.Context, i int) (bool, error) {
+		ran.Add(1)
+		cancel()
+		return true, nil
+	})
+	if !errors.Is(err, context.Canceled) || ran.Load() != 1 {
+		t.Errorf("canceled during a gap: err=%v after %d runs, want context.Canceled after 1", err, ran.Load())
 	}
 }

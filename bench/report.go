@@ -26,7 +26,10 @@ type Report struct {
 	// Isolation is the tier the executor rows ran with ("full", ...).
 	Isolation string `json:"isolation"`
 	HelloRuns int    `json:"hello_runs"`
-	Warmup    int    `json:"warmup_runs"`
+	IdleRuns  int    `json:"idle_runs"`
+	// IdleGapMS spaces the idle runs' arrivals.
+	IdleGapMS float64 `json:"idle_gap_ms"`
+	Warmup    int     `json:"warmup_runs"`
 	// HumanEvalPrograms is how many programs each HumanEval phase ran, 0 when
 	// the data set was not found.
 	HumanEvalPrograms int       `json:"humaneval_programs"`
@@ -45,6 +48,10 @@ type Row struct {
 	// StartupMS is how long executor.New took (layer detection, canaries and
 	// filling the pool); 0 for bare python.
 	StartupMS float64 `json:"startup_ms,omitempty"`
+	// Idle is print('hello') arriving one at a time, Report.IdleGapMS apart:
+	// the latency a chat user sees from an idle service.
+	Idle *Stats `json:"hello_idle,omitempty"`
+	// Hello is print('hello') in a closed loop at each concurrency.
 	Hello     []Stats `json:"hello"`
 	HumanEval []Stats `json:"humaneval,omitempty"`
 	// Error says why the row is incomplete.
@@ -143,6 +150,14 @@ func (r *Report) compare() {
 	cold := r.row(rowCold)
 	for i := range r.Rows {
 		row := &r.Rows[i]
+		if s := row.Idle; s != nil {
+			if r.Original != nil {
+				s.P50VsOriginal = ratio(s.P50MS, r.Original.HelloP50MS)
+			}
+			if cold != nil && cold.Idle != nil {
+				s.P50VsCold = ratio(s.P50MS, cold.Idle.P50MS)
+			}
+		}
 		for j := range row.Hello {
 			s := &row.Hello[j]
 			if r.Original != nil && s.Concurrency == 1 {
@@ -179,29 +194,43 @@ const (
 )
 
 // evaluate sets r.Targets from the figures; a target whose figures are
-// missing is "n/a", never a pass.
+// missing is "n/a", never a pass. The latency targets are judged on idle
+// arrivals (what a chat user meets); the closed loop at c1 is shown beside.
 func (r *Report) evaluate() {
 	pool, cold := r.row(rowPool), r.row(rowCold)
-	var poolHello, coldHello *Stats
+	var poolIdle, coldIdle *Stats
 	if pool != nil {
-		poolHello = at(pool.Hello, 1)
+		poolIdle = pool.Idle
 	}
 	if cold != nil {
-		coldHello = at(cold.Hello, 1)
+		coldIdle = cold.Idle
+	}
+	loop := func() string {
+		if pool == nil || cold == nil {
+			return ""
+		}
+		p, c := at(pool.Hello, 1), at(cold.Hello, 1)
+		if p == nil || c == nil || c.P50MS <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("; closed loop c1: %.2f ms / %.2f ms = %.2fx", p.P50MS, c.P50MS, p.P50MS/c.P50MS)
 	}
 
-	t := Target{Name: fmt.Sprintf("pooled hello p50 <= %.1fx cold (c1)", targetPoolVsCold), Status: statusNA, Detail: "pool or cold row not measured"}
-	if poolHello != nil && coldHello != nil && coldHello.P50MS > 0 {
-		x := poolHello.P50MS / coldHello.P50MS
+	t := Target{Name: fmt.Sprintf("pooled hello p50 <= %.1fx cold (idle)", targetPoolVsCold), Status: statusNA, Detail: "pool or cold row not measured"}
+	if poolIdle != nil && coldIdle != nil && coldIdle.P50MS > 0 {
+		x := poolIdle.P50MS / coldIdle.P50MS
 		t.Status = status(x <= targetPoolVsCold)
-		t.Detail = fmt.Sprintf("%.2f ms / %.2f ms = %.2fx", poolHello.P50MS, coldHello.P50MS, x)
+		t.Detail = fmt.Sprintf("idle: %.2f ms / %.2f ms = %.2fx%s", poolIdle.P50MS, coldIdle.P50MS, x, loop())
 	}
 	r.Targets = []Target{t}
 
-	t = Target{Name: fmt.Sprintf("pooled hello p50 <= %g ms (c1)", targetPoolP50MS), Status: statusNA, Detail: "pool row not measured"}
-	if poolHello != nil {
-		t.Status = status(poolHello.P50MS <= targetPoolP50MS)
-		t.Detail = fmt.Sprintf("%.2f ms", poolHello.P50MS)
+	t = Target{Name: fmt.Sprintf("pooled hello p50 <= %g ms (idle)", targetPoolP50MS), Status: statusNA, Detail: "pool row not measured"}
+	if poolIdle != nil {
+		t.Status = status(poolIdle.P50MS <= targetPoolP50MS)
+		t.Detail = fmt.Sprintf("idle: %.2f ms", poolIdle.P50MS)
+		if p := at(pool.Hello, 1); p != nil {
+			t.Detail += fmt.Sprintf("; closed loop c1: %.2f ms", p.P50MS)
+		}
 	}
 	r.Targets = append(r.Targets, t)
 
@@ -253,20 +282,27 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s\n",
 		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS)
-	fmt.Fprintf(&b, "each hello phase: %d runs of print('hello') after %d warm-up runs; closed loop, c = concurrency\n", r.HelloRuns, r.Warmup)
+	fmt.Fprintf(&b, "print('hello'), after %d warm-up runs per row: idle = %d runs arriving one at a time %.0f ms apart; cN = %d runs in a closed loop at concurrency N\n",
+		r.Warmup, r.IdleRuns, r.IdleGapMS, r.HelloRuns)
 	b.WriteString("p50/orig, p50/cold: latency ratios (lower is better); speed: throughput ratios (higher is better)\n\n")
 
-	hello := table{head: []string{"print('hello')", "c", "p50 ms", "p90 ms", "p99 ms", "runs/s", "ok", "p50/orig", "p50/cold"}}
-	for _, c := range r.Concurrency {
-		if c == 1 && r.Original != nil {
-			hello.add(originalLabel, "1", num(r.Original.HelloP50MS, 2), num(r.Original.HelloP90MS, 2), "-", "-", "-", "1.00x", "-")
+	hello := table{head: []string{"print('hello')", "load", "p50 ms", "p90 ms", "p99 ms", "runs/s", "ok", "p50/orig", "p50/cold"}}
+	if o := r.Original; o != nil {
+		hello.add(originalLabel, "c1", num(o.HelloP50MS, 2), num(o.HelloP90MS, 2), "-", "-", "-", "1.00x", "-")
+	}
+	for _, row := range r.Rows {
+		if s := row.Idle; s != nil {
+			hello.add(row.Label, "idle", num(s.P50MS, 2), num(s.P90MS, 2), num(s.P99MS, 2), "-",
+				fmt.Sprintf("%d/%d", s.Passed, s.Runs), times(s.P50VsOriginal), times(s.P50VsCold))
 		}
+	}
+	for _, c := range r.Concurrency {
 		for _, row := range r.Rows {
 			s := at(row.Hello, c)
 			if s == nil {
 				continue
 			}
-			hello.add(row.Label, strconv.Itoa(c), num(s.P50MS, 2), num(s.P90MS, 2), num(s.P99MS, 2), num(s.RunsPerS, 1),
+			hello.add(row.Label, "c"+strconv.Itoa(c), num(s.P50MS, 2), num(s.P90MS, 2), num(s.P99MS, 2), num(s.RunsPerS, 1),
 				fmt.Sprintf("%d/%d", s.Passed, s.Runs), times(s.P50VsOriginal), times(s.P50VsCold))
 		}
 	}
@@ -276,11 +312,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.HumanEvalPrograms == 0 {
 		b.WriteString("HumanEval: not measured (data set not found)\n")
 	} else {
-		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs)", r.HumanEvalPrograms), "c", "wall s", "runs/s", "passed", "speed vs orig", "speed vs cold"}}
+		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs)", r.HumanEvalPrograms), "load", "wall s", "runs/s", "passed", "speed vs orig", "speed vs cold"}}
 		for _, c := range r.Concurrency {
 			if r.Original != nil {
 				if s := at(r.Original.HumanEval, c); s != nil {
-					he.add(originalLabel, strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs), "1.00x", "-")
+					he.add(originalLabel, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs), "1.00x", "-")
 				}
 			}
 			for _, row := range r.Rows {
@@ -288,7 +324,7 @@ func (r *Report) WriteText(w io.Writer) error {
 				if s == nil {
 					continue
 				}
-				he.add(row.Label, strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs),
+				he.add(row.Label, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs),
 					times(s.SpeedVsOriginal), times(s.SpeedVsCold))
 			}
 		}

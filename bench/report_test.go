@@ -22,10 +22,13 @@ func sample() *Report {
 		PythonVersion:     "3.11.7",
 		Isolation:         "full",
 		HelloRuns:         200,
+		IdleRuns:          100,
+		IdleGapMS:         50,
 		Warmup:            10,
 		HumanEvalPrograms: 164,
 		Rows: []Row{
 			{Name: rowBare, Label: "bare python3 -I -S -c",
+				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 6.5, P90MS: 7, P99MS: 8, WallS: 6},
 				Hello: []Stats{
 					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 7, P90MS: 8, P99MS: 9, RunsPerS: 140, WallS: 1.43},
 					{Concurrency: 2, Runs: 200, Passed: 200, P50MS: 8, P90MS: 9, P99MS: 12, RunsPerS: 250, WallS: 0.8},
@@ -35,6 +38,7 @@ func sample() *Report {
 					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.82, RunsPerS: 200},
 				}},
 			{Name: rowCold, Label: "executor cold (pool off)", StartupMS: 120,
+				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 19, P90MS: 22, P99MS: 28, WallS: 7},
 				Hello: []Stats{
 					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 20, P90MS: 24, P99MS: 30, RunsPerS: 50, WallS: 4},
 					{Concurrency: 2, Runs: 200, Passed: 200, P50MS: 22, P90MS: 26, P99MS: 35, RunsPerS: 90, WallS: 2.2},
@@ -44,6 +48,7 @@ func sample() *Report {
 					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 2, RunsPerS: 82},
 				}},
 			{Name: rowPool, Label: "executor pool (2)", StartupMS: 150,
+				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 4, P90MS: 5, P99MS: 7, WallS: 5.4},
 				Hello: []Stats{
 					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 5, P90MS: 6, P99MS: 9, RunsPerS: 60, WallS: 3.3},
 					{Concurrency: 2, Runs: 200, Passed: 199, P50MS: 11, P90MS: 14, P99MS: 20, RunsPerS: 100, WallS: 2},
@@ -77,6 +82,8 @@ func TestCompare(t *testing.T) {
 		name      string
 		got, want float64
 	}{
+		{"pool idle vs original", r.row(rowPool).Idle.P50VsOriginal, 4.0 / 25},
+		{"pool idle vs cold idle", r.row(rowPool).Idle.P50VsCold, 4.0 / 19},
 		{"pool hello c1 vs original", r.row(rowPool).Hello[0].P50VsOriginal, 5.0 / 25},
 		{"pool hello c1 vs cold", r.row(rowPool).Hello[0].P50VsCold, 5.0 / 20},
 		{"pool hello c2 vs original (serial only)", r.row(rowPool).Hello[1].P50VsOriginal, 0},
@@ -100,11 +107,13 @@ func TestEvaluate(t *testing.T) {
 		want   []string // status of each target, in order
 	}{
 		{"all met", func(r *Report) {}, []string{statusPass, statusPass, statusPass, statusPass}},
-		{"pool not faster than half of cold", func(r *Report) { r.row(rowPool).Hello[0].P50MS = 11 }, []string{statusFail, statusPass, statusPass, statusPass}},
+		{"pool not faster than half of cold", func(r *Report) { r.row(rowPool).Idle.P50MS = 10 }, []string{statusFail, statusPass, statusPass, statusPass}},
+		{"closed loop does not decide the latency targets", func(r *Report) { r.row(rowPool).Hello[0].P50MS = 30 }, []string{statusPass, statusPass, statusPass, statusPass}},
 		{"pool over 12 ms", func(r *Report) {
-			r.row(rowPool).Hello[0].P50MS = 13
-			r.row(rowCold).Hello[0].P50MS = 40
+			r.row(rowPool).Idle.P50MS = 13
+			r.row(rowCold).Idle.P50MS = 40
 		}, []string{statusPass, statusFail, statusPass, statusPass}},
+		{"no idle phase", func(r *Report) { r.row(rowPool).Idle = nil }, []string{statusNA, statusNA, statusPass, statusPass}},
 		{"HumanEval too slow", func(r *Report) { r.row(rowPool).HumanEval[1].WallS = 1.6 }, []string{statusPass, statusPass, statusFail, statusPass}},
 		{"HumanEval fast but one failing", func(r *Report) { r.row(rowPool).HumanEval[1].Passed = 163 }, []string{statusPass, statusPass, statusFail, statusPass}},
 		{"flood too big", func(r *Report) { r.Flood.PeakRSSMiB = 64.5 }, []string{statusPass, statusPass, statusPass, statusFail}},
