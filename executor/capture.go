@@ -1,0 +1,81 @@
+package executor
+
+import (
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// outputBudget is the hard cap on what one run may write to stdout and
+// stderr together. Passing it closes exceeded once; the run is then stopped.
+type outputBudget struct {
+	limit    int64
+	total    atomic.Int64
+	once     sync.Once
+	exceeded chan struct{}
+}
+
+func newOutputBudget(limit int64) *outputBudget {
+	return &outputBudget{limit: limit, exceeded: make(chan struct{})}
+}
+
+func (b *outputBudget) add(n int) {
+	if b.total.Add(int64(n)) > b.limit {
+		b.once.Do(func() { close(b.exceeded) })
+	}
+}
+
+// capture drains one stream, keeping its first keep bytes and counting the
+// rest, so a flood costs the service a fixed amount of memory.
+type capture struct {
+	keep   int
+	budget *outputBudget
+	buf    []byte
+	n      int64
+	done   chan struct{}
+}
+
+func startCapture(r io.Reader, keep int64, budget *outputBudget) *capture {
+	c := &capture{keep: int(keep), budget: budget, done: make(chan struct{})}
+	go c.drain(r)
+	return c
+}
+
+func (c *capture) drain(r io.Reader) {
+	defer close(c.done)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		if n > 0 {
+			c.n += int64(n)
+			if room := c.keep - len(c.buf); room > 0 {
+				c.buf = append(c.buf, chunk[:min(n, room)]...)
+			}
+			c.budget.add(n)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// text returns what was kept as valid UTF-8, and whether it is only a
+// prefix. Call it after done is closed.
+func (c *capture) text() (string, bool) {
+	b := c.buf
+	truncated := c.n > int64(len(b))
+	if truncated {
+		// Do not end on half a character.
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), truncated
+}

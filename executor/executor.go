@@ -1,0 +1,178 @@
+package executor
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Config holds the executor's limits.
+type Config struct {
+	Python          string        // RUNBLOCK_PYTHON; "" = python3 on PATH
+	Timeout         time.Duration // RUNBLOCK_TIMEOUT, default 5s
+	MemoryBytes     int64         // RUNBLOCK_MEMORY_MB, default 256 MiB
+	MaxOutputBytes  int64         // RUNBLOCK_MAX_OUTPUT_BYTES, default 1 MiB total, run stopped past it
+	KeepBytes       int64         // bytes kept per stream, default 64 KiB
+	MaxCodeBytes    int64         // RUNBLOCK_MAX_CODE_BYTES, default 1 MiB (code + stdin)
+	AllowUnisolated bool          // RUNBLOCK_ALLOW_UNISOLATED
+	Pool            int           // RUNBLOCK_POOL, pre-started sandboxes, 0 = off
+	Logger          *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultTimeout        = 5 * time.Second
+	DefaultMemoryBytes    = 256 << 20
+	DefaultMaxOutputBytes = 1 << 20
+	DefaultKeepBytes      = 64 << 10
+	DefaultMaxCodeBytes   = 1 << 20
+)
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MemoryBytes <= 0 {
+		c.MemoryBytes = DefaultMemoryBytes
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.KeepBytes <= 0 {
+		c.KeepBytes = DefaultKeepBytes
+	}
+	if c.MaxCodeBytes <= 0 {
+		c.MaxCodeBytes = DefaultMaxCodeBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Executor runs snippets, each in a fresh, guarded and isolated python.
+type Executor struct {
+	cfg    Config
+	log    *slog.Logger
+	plan   *plan
+	report Report
+	pool   *pool
+}
+
+// New detects and verifies the isolation layers (canary runs) and returns a
+// ready executor, or an error when no allowed tier works.
+func New(ctx context.Context, cfg Config) (*Executor, error) {
+	cfg = cfg.withDefaults()
+	pl, report, err := probe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report}
+	switch report.Tier {
+	case TierFull:
+		e.log.Info("executor ready", "tier", report.Tier, "python", report.Python)
+	case TierReduced:
+		e.log.Warn("executor ready with reduced isolation", "tier", report.Tier, "python", report.Python, "off", report.off())
+	default:
+		e.log.Error("executor running snippets WITHOUT isolation (RUNBLOCK_ALLOW_UNISOLATED): unsafe for untrusted code",
+			"python", report.Python, "off", report.off())
+	}
+	if cfg.Pool > 0 {
+		e.pool = newPool(e, cfg.Pool)
+	}
+	return e, nil
+}
+
+// Run runs one snippet. Cancelling ctx kills the run. The error is non-nil only
+// when the service could not run the snippet (a failing snippet is a Result).
+func (e *Executor) Run(ctx context.Context, req Request) (Result, error) {
+	if n := int64(len(req.Code) + len(req.Stdin)); n > e.cfg.MaxCodeBytes {
+		return Result{}, Errorf(ErrTooLarge, "snippet and stdin are %d bytes, over the limit of %d bytes", n, e.cfg.MaxCodeBytes)
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, &Error{Code: ErrCanceled, Message: "run canceled", Err: err}
+	}
+	lim := e.limits(req)
+	var p *proc
+	if e.pool != nil && lim == e.defaultLimits() {
+		p = e.pool.take()
+	}
+	if p == nil {
+		var err error
+		if p, err = spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes); err != nil {
+			return Result{}, err
+		}
+	}
+	res, err := p.run(ctx, req)
+	if err != nil && ErrorCode(err) != ErrCanceled {
+		e.log.Error("run failed", "err", err)
+	}
+	return res, err
+}
+
+func (e *Executor) defaultLimits() limits {
+	return limits{Timeout: e.cfg.Timeout, Memory: e.cfg.MemoryBytes}
+}
+
+func (e *Executor) limits(req Request) limits {
+	lim := e.defaultLimits()
+	if req.Timeout > 0 {
+		lim.Timeout = req.Timeout
+	}
+	if req.MemoryBytes > 0 {
+		lim.Memory = req.MemoryBytes
+	}
+	return lim
+}
+
+// Close stops the pool, if any, and destroys its idle sandboxes.
+func (e *Executor) Close() error {
+	if e.pool != nil {
+		e.pool.close()
+	}
+	return nil
+}
+
+// Isolation reports the active tier and layers.
+func (e *Executor) Isolation() Report { return e.report }
+
+// Isolation tiers.
+const (
+	TierFull       = "full"       // every layer active and verified
+	TierReduced    = "reduced"    // some kernel layers missing; see Report.Layers
+	TierUnisolated = "unisolated" // guard prelude only (RUNBLOCK_ALLOW_UNISOLATED)
+	TierNone       = "unavailable"
+)
+
+// Report describes the isolation in force.
+type Report struct {
+	Tier   string  `json:"tier"` // "full", "reduced", "unisolated"
+	Python string  `json:"python"`
+	Layers []Layer `json:"layers"`
+}
+
+func (r Report) off() []string {
+	var off []string
+	for _, l := range r.Layers {
+		if !l.Active || !l.Verified {
+			off = append(off, l.Name)
+		}
+	}
+	return off
+}
+
+// Layer is one isolation layer.
+type Layer struct {
+	Name     string `json:"name"`
+	Active   bool   `json:"active"`
+	Verified bool   `json:"verified"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Doctor probes every isolation layer with canary runs and reports them,
+// with the python found, without starting an executor. The tier is the one
+// New would pick ("unavailable" when none is allowed); err says why.
+func Doctor(ctx context.Context, cfg Config) (Report, error) {
+	_, report, err := probe(ctx, cfg.withDefaults())
+	return report, err
+}

@@ -1,0 +1,221 @@
+package executor
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+//go:embed guard.py
+var guardSource string
+
+// hostSandboxUID is the host uid (and gid) the snippet runs as when the
+// service is root: high, unused, owning nothing on the host.
+const hostSandboxUID = 1_900_000_000
+
+// workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE).
+const workBytes = 32 << 20
+
+// layerSet selects the isolation layers of a tier.
+type layerSet struct {
+	Namespaces bool // user, mount, PID, network, IPC, UTS, cgroup; minimal root; fresh /proc
+	Landlock   bool
+	Seccomp    bool
+	Locker     bool // stage 2: no_new_privs and rlimits before execve
+}
+
+// python is the interpreter found at start.
+type python struct {
+	Executable string   `json:"executable"` // real binary, not a shim
+	Version    string   `json:"version"`
+	Prefixes   []string `json:"prefixes"`
+	Site       []string `json:"site"`
+}
+
+// findPython resolves name (or python3 on PATH) to the real interpreter by
+// asking it: python3 on PATH may be a shim script.
+func findPython(ctx context.Context, name string) (python, error) {
+	if name == "" {
+		name = "python3"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return python{}, fmt.Errorf("find python %q: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	const probe = `import json, platform, site, sys
+print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
+    "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),
+    "site": site.getsitepackages()}))`
+	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", probe)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return python{}, fmt.Errorf("run %s: %w", path, err)
+	}
+	var py python
+	if err := json.Unmarshal(out, &py); err != nil {
+		return python{}, fmt.Errorf("read %s's answer: %w", path, err)
+	}
+	if py.Executable, err = filepath.EvalSymlinks(py.Executable); err != nil {
+		return python{}, fmt.Errorf("resolve %s: %w", py.Executable, err)
+	}
+	return py, nil
+}
+
+// plan is how sandboxes of one tier are built.
+type plan struct {
+	layers   layerSet
+	py       python
+	hostUID  int // uid the snippet runs as on the host, -1: the service's own
+	mapRoot  bool
+	binds    []string
+	files    []string
+	symlinks map[string]string
+}
+
+func newPlan(py python, layers layerSet) *plan {
+	p := &plan{layers: layers, py: py, hostUID: -1, symlinks: map[string]string{}}
+	if os.Geteuid() == 0 {
+		p.hostUID = hostSandboxUID
+		p.mapRoot = true
+	}
+	for _, dir := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(dir)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(dir); err == nil {
+				p.symlinks[dir] = target
+			}
+		case fi.IsDir():
+			p.binds = append(p.binds, dir)
+		}
+	}
+	for _, dir := range append(py.Prefixes, filepath.Dir(py.Executable)) {
+		if !p.covered(dir) {
+			p.binds = append(p.binds, dir)
+		}
+	}
+	for _, file := range []string{"/etc/ld.so.cache", "/etc/localtime"} {
+		if _, err := os.Stat(file); err == nil {
+			p.files = append(p.files, file)
+		}
+	}
+	return p
+}
+
+func (p *plan) covered(dir string) bool {
+	for _, b := range p.binds {
+		if dir == b || strings.HasPrefix(dir, b+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// spec is the stage spec for one sandbox working in dir.
+func (p *plan) spec(lim limits, dir string) stageSpec {
+	cpu := uint64(math.Ceil(lim.Timeout.Seconds())) + 1
+	mem := uint64(lim.Memory)
+	spec := stageSpec{
+		Python: p.py.Executable,
+		Args:   append([]string{"-I", "-S", "-c", guardSource}, p.py.Site...),
+		Env: []string{
+			"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
+			"PYTHONIOENCODING=utf-8", "OMP_NUM_THREADS=1", "HOME=" + dir, "TMPDIR=" + dir,
+		},
+		Dir: dir,
+		Rlimits: []rlimit{
+			{Resource: unix.RLIMIT_AS, Cur: mem, Max: mem},
+			{Resource: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 1},
+			{Resource: unix.RLIMIT_FSIZE, Cur: workBytes, Max: workBytes},
+			{Resource: unix.RLIMIT_NOFILE, Cur: 256, Max: 256},
+			{Resource: unix.RLIMIT_NPROC, Cur: 64, Max: 64},
+			{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0},
+		},
+		Seccomp: p.layers.Seccomp,
+	}
+	if p.layers.Namespaces {
+		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
+		spec.WorkBytes = workBytes
+		spec.SetGroups = p.mapRoot
+		if p.mapRoot {
+			spec.UID, spec.GID = sandboxID, sandboxID
+		}
+	}
+	if p.layers.Landlock {
+		ro := append([]string{}, p.binds...)
+		files := []string{"/dev/zero", "/dev/random", "/dev/urandom"}
+		var list []string
+		if p.layers.Namespaces {
+			// The root holds nothing but what the sandbox was given.
+			list = []string{"/"}
+			ro = append(ro, "/etc", "/proc")
+		} else {
+			files = append(files, p.files...)
+		}
+		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: []string{"/dev/null"}}
+	}
+	return spec
+}
+
+// command builds the process that becomes the sandbox.
+func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
+	arg, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var cmd *exec.Cmd
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	switch {
+	case p.layers.Namespaces:
+		cmd = exec.CommandContext(ctx, "/proc/self/exe")
+		cmd.Args = []string{initMarker, string(arg)}
+		attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+		if p.mapRoot {
+			// The init maps to host root only so it can bind the interpreter
+			// from directories like /root; the snippet gets hostSandboxUID.
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
+			attr.GidMappingsEnableSetgroups = true
+		} else {
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		}
+		cmd.Dir = "/"
+	default:
+		if p.layers.Locker {
+			cmd = exec.CommandContext(ctx, "/proc/self/exe")
+			cmd.Args = []string{lockerMarker, string(arg)}
+		} else {
+			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
+			cmd.Args[0] = spec.Python
+		}
+		attr.Setpgid = true
+		if p.hostUID >= 0 {
+			attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
+		}
+		cmd.Dir = spec.Dir
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	}
+	cmd.SysProcAttr = attr
+	cmd.Env = spec.Env
+	if p.layers.Namespaces || p.layers.Locker {
+		cmd.Env = []string{}
+	}
+	return cmd, nil
+}

@@ -1,0 +1,212 @@
+package executor
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+//go:embed canary.py
+var canarySource string
+
+// tiers are tried strongest first; the first whose canary run verifies
+// every layer it turns on is used.
+var tiers = []layerSet{
+	{Namespaces: true, Landlock: true, Seccomp: true, Locker: true},
+	{Namespaces: true, Seccomp: true, Locker: true},
+	{Landlock: true, Seccomp: true, Locker: true},
+	{Seccomp: true, Locker: true},
+}
+
+// probe finds python and the strongest tier that works here.
+func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
+	py, err := findPython(ctx, cfg.Python)
+	if err != nil {
+		return nil, Report{Tier: TierNone}, &Error{Code: ErrUnavailable, Message: "no usable python", Err: err}
+	}
+	report := Report{Python: fmt.Sprintf("%s (Python %s)", py.Executable, py.Version)}
+	var reasons []string
+	for i, set := range tiers {
+		pl := newPlan(py, set)
+		layers, err := canary(ctx, cfg, pl)
+		if err == nil {
+			if bad := unverified(layers); len(bad) > 0 {
+				err = fmt.Errorf("not enforced: %s", strings.Join(bad, ", "))
+			}
+		}
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("[%s] %v", set, err))
+			continue
+		}
+		report.Tier, report.Layers = TierReduced, layers
+		if i == 0 {
+			report.Tier = TierFull
+		}
+		return pl, report, nil
+	}
+	pl := newPlan(py, layerSet{})
+	layers, err := canary(ctx, cfg, pl)
+	if err != nil {
+		report.Tier = TierNone
+		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
+			strings.Join(reasons, "; ") + ") and python does not run even without isolation", Err: err}
+	}
+	report.Layers = layers
+	if !cfg.AllowUnisolated {
+		report.Tier = TierNone
+		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
+			strings.Join(reasons, "; ") + "); set RUNBLOCK_ALLOW_UNISOLATED=1 to run snippets with the guard prelude alone (unsafe)"}
+	}
+	report.Tier = TierUnisolated
+	return pl, report, nil
+}
+
+func (s layerSet) String() string {
+	var on []string
+	for name, v := range map[string]bool{"namespaces": s.Namespaces, "landlock": s.Landlock, "seccomp": s.Seccomp} {
+		if v {
+			on = append(on, name)
+		}
+	}
+	slices.Sort(on)
+	if len(on) == 0 {
+		return "guard only"
+	}
+	return strings.Join(on, "+")
+}
+
+func unverified(layers []Layer) []string {
+	var bad []string
+	for _, l := range layers {
+		if l.Active && !l.Verified {
+			bad = append(bad, l.Name+" ("+l.Detail+")")
+		}
+	}
+	return bad
+}
+
+// canaryAnswers is what canary.py prints.
+type canaryAnswers struct {
+	UID               int               `json:"uid"`
+	PID               int               `json:"pid"`
+	Env               []string          `json:"env"`
+	HostMarkerVisible bool              `json:"host_marker_visible"`
+	ShadowVisible     bool              `json:"shadow_visible"`
+	RootEntries       []string          `json:"root_entries"`
+	Hostname          string            `json:"hostname"`
+	NS                map[string]string `json:"ns"`
+	NetDevices        any               `json:"net_devices"`
+	NoNewPrivs        string            `json:"no_new_privs"`
+	SeccompMode       string            `json:"seccomp_mode"`
+	InetSocket        string            `json:"inet_socket"`
+	DevZeroWrite      string            `json:"dev_zero_write"`
+	Rlimits           map[string]uint64 `json:"rlimits"`
+}
+
+// canary runs canary.py in a sandbox of pl and turns its answers into
+// verified layers.
+func canary(ctx context.Context, cfg Config, pl *plan) ([]Layer, error) {
+	marker, err := os.CreateTemp("", "runblock-canary-")
+	if err != nil {
+		return nil, err
+	}
+	marker.Close()
+	defer os.Remove(marker.Name())
+	lim := limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}
+	p, err := spawn(ctx, pl, lim, 1<<20, 4<<20)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.run(ctx, Request{Code: canarySource, Stdin: marker.Name()})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Success {
+		return nil, fmt.Errorf("canary run failed: %s", res.Error)
+	}
+	var c canaryAnswers
+	if err := json.Unmarshal([]byte(res.Stdout), &c); err != nil {
+		return nil, fmt.Errorf("canary answer: %w", err)
+	}
+	return pl.verify(c, lim), nil
+}
+
+// verify compares the canary's answers with what each layer promises.
+func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
+	ns := pl.layers.Namespaces
+	nsLayer := func(name, kind string, extra bool, detail string) Layer {
+		own, _ := os.Readlink("/proc/self/ns/" + kind)
+		got := c.NS[kind]
+		ok := own != "" && got != own && !strings.HasPrefix(got, "error")
+		return Layer{Name: name, Active: ns, Verified: ns && ok && extra, Detail: detail}
+	}
+	expectedRoot := map[string]bool{"dev": true, "proc": true, "tmp": true, "etc": true, strings.TrimPrefix(sandboxDir, "/"): true}
+	for _, p := range slices.Concat(pl.binds, pl.files, mapKeys(pl.symlinks)) {
+		expectedRoot[strings.Split(strings.TrimPrefix(p, "/"), "/")[0]] = true
+	}
+	minimalRoot := !c.HostMarkerVisible && !c.ShadowVisible
+	for _, e := range c.RootEntries {
+		minimalRoot = minimalRoot && expectedRoot[e]
+	}
+	onlyLoopback := fmt.Sprint(c.NetDevices) == "[lo]"
+	layers := []Layer{
+		nsLayer("user-namespace", "user", true, "own user namespace"),
+		nsLayer("mount-namespace", "mnt", minimalRoot, "minimal read-only root, tmpfs work dir, no host /tmp"),
+		nsLayer("pid-namespace", "pid", c.PID < 64, "own PID namespace and /proc; killing its init ends every process"),
+		nsLayer("network-namespace", "net", onlyLoopback, "no network interfaces, loopback down"),
+		nsLayer("ipc-namespace", "ipc", true, ""),
+		nsLayer("uts-namespace", "uts", c.Hostname == "sandbox", ""),
+		nsLayer("cgroup-namespace", "cgroup", true, ""),
+	}
+
+	uid := Layer{Name: "unprivileged-uid", Active: pl.hostUID >= 0}
+	switch {
+	case pl.hostUID < 0:
+		uid.Detail = fmt.Sprintf("service is not root: the snippet runs as the service's uid %d (root of its own user namespace only)", os.Geteuid())
+	case ns:
+		uid.Verified = c.UID == sandboxID
+		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", sandboxID, pl.hostUID)
+	default:
+		uid.Verified = c.UID == pl.hostUID
+		uid.Detail = fmt.Sprintf("host uid %d", pl.hostUID)
+	}
+	layers = append(layers, uid)
+
+	layers = append(layers,
+		Layer{Name: "landlock", Active: pl.layers.Landlock, Verified: pl.layers.Landlock && c.DevZeroWrite == "errno 13",
+			Detail: "file access limited to the interpreter (read) and the work dir (write); TCP bind/connect denied"},
+		Layer{Name: "seccomp", Active: pl.layers.Seccomp, Verified: pl.layers.Seccomp && c.InetSocket == "errno 1" && c.SeccompMode == "2",
+			Detail: "blocks ptrace, mount, namespaces, IP sockets, bpf, keyctl, perf; kills foreign-ABI syscalls"},
+		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
+	)
+	rl := pl.spec(lim, "").Rlimits
+	names := []string{"AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE"}
+	rlOK := len(c.Rlimits) == len(names)
+	for i, name := range names {
+		rlOK = rlOK && c.Rlimits[name] == rl[i].Max
+	}
+	layers = append(layers, Layer{Name: "rlimits", Active: true, Verified: rlOK,
+		Detail: fmt.Sprintf("address space %d MiB, CPU, file size, open files, processes, no core dumps", lim.Memory>>20)})
+	envOK := true
+	for _, k := range c.Env {
+		envOK = envOK && slices.Contains([]string{"PATH", "LANG", "LC_ALL", "PYTHONIOENCODING", "OMP_NUM_THREADS", "HOME", "TMPDIR"}, k)
+	}
+	layers = append(layers,
+		Layer{Name: "scrubbed-environment", Active: true, Verified: envOK},
+		Layer{Name: "guard-prelude", Active: true, Verified: true, Detail: "neutralises destructive os/shutil/subprocess functions (not a security boundary)"},
+	)
+	return layers
+}
+
+func mapKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}

@@ -1,0 +1,366 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// limits are the rlimits a sandbox is started with.
+type limits struct {
+	Timeout time.Duration
+	Memory  int64
+}
+
+// proc is one started, guarded interpreter. After it has said "ready" it
+// waits for exactly one snippet; run hands it over and collects the result.
+type proc struct {
+	cmd      *exec.Cmd
+	kill     context.CancelFunc // kills the whole sandbox (its PID 1 or process group)
+	lim      limits
+	born     time.Time
+	hostDir  string   // host work dir to remove, "" with a mount namespace
+	prlimits []rlimit // applied by the service at hand-over (guard-only tier)
+
+	stdin, request *os.File // write ends
+	readEnds       []*os.File
+	stdout, stderr *capture
+	budget         *outputBudget
+
+	ready      chan string   // first status line
+	statusDone chan struct{} // status pipe at EOF
+	status     []string      // later status lines, read after statusDone
+	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
+	initStatus []byte
+
+	waited  chan struct{} // cmd.Wait returned
+	waitErr error
+}
+
+// spawn starts a sandbox as described by plan and waits until its guard is
+// in place. The sandbox lives until run ends or destroy is called, not
+// until ctx ends: ctx only bounds the wait for readiness.
+func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (*proc, error) {
+	p := &proc{lim: lim, born: time.Now(), ready: make(chan string, 1), statusDone: make(chan struct{}),
+		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput)}
+	var childEnds []*os.File
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			p.readEnds = append(p.readEnds, r)
+		}
+		return r, w, err
+	}
+	fail := func(err error) (*proc, error) {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		p.destroy()
+		return nil, &Error{Code: ErrInternal, Message: "start sandbox", Err: err}
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	p.stdin = stdinW
+	childEnds = append(childEnds, stdinR)
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	p.request = reqW
+	childEnds = append(childEnds, reqR)
+	outR, outW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	childEnds = append(childEnds, outW)
+	errR, errW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	childEnds = append(childEnds, errW)
+	statusR, statusW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	childEnds = append(childEnds, statusW)
+	extra := []*os.File{reqR, statusW}
+	var initR *os.File
+	if plan.layers.Namespaces {
+		var initW *os.File
+		initR, initW, err = pipe()
+		if err != nil {
+			return fail(err)
+		}
+		childEnds = append(childEnds, initW)
+		extra = append(extra, initW)
+	}
+
+	dir := sandboxDir
+	if !plan.layers.Namespaces {
+		dir, err = os.MkdirTemp("", "runblock-")
+		if err != nil {
+			return fail(err)
+		}
+		p.hostDir = dir
+		if plan.hostUID >= 0 {
+			if err := os.Chown(dir, plan.hostUID, plan.hostUID); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	spec := plan.spec(lim, dir)
+	pctx, cancel := context.WithCancel(context.Background())
+	p.kill = cancel
+	cmd, err := plan.command(pctx, spec)
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = stdinR, outW, errW, extra
+	cmd.WaitDelay = time.Second
+	if !plan.layers.Locker {
+		p.prlimits = spec.Rlimits
+	}
+	p.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	for _, f := range childEnds {
+		f.Close()
+	}
+	childEnds = nil
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.waited)
+	}()
+	p.stdout = startCapture(outR, keep, p.budget)
+	p.stderr = startCapture(errR, keep, p.budget)
+	go p.readStatus(statusR)
+	if initR != nil {
+		go func() {
+			defer close(p.initDone)
+			p.initStatus, _ = io.ReadAll(io.LimitReader(initR, 64<<10))
+		}()
+	} else {
+		close(p.initDone)
+	}
+
+	select {
+	case line := <-p.ready:
+		if line == "ready" {
+			return p, nil
+		}
+		p.destroy()
+		return nil, &Error{Code: ErrInternal, Message: "sandbox setup failed", Err: errors.New(line)}
+	case <-p.waited:
+		<-p.initDone
+		err := p.setupError()
+		p.destroy()
+		return nil, &Error{Code: ErrInternal, Message: "sandbox exited before it was ready", Err: err}
+	case <-ctx.Done():
+		p.destroy()
+		return nil, &Error{Code: ErrCanceled, Message: "waiting for the sandbox", Err: ctx.Err()}
+	}
+}
+
+func (p *proc) readStatus(r io.Reader) {
+	defer close(p.statusDone)
+	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
+	first := true
+	for sc.Scan() {
+		if first {
+			p.ready <- sc.Text()
+			first = false
+			continue
+		}
+		p.status = append(p.status, sc.Text())
+	}
+	if first {
+		p.ready <- "exited before ready"
+	}
+}
+
+// setupError explains why a sandbox died before it was ready.
+func (p *proc) setupError() error {
+	var st initStatus
+	if json.Unmarshal(p.initStatus, &st) == nil && st.Error != "" {
+		return errors.New(st.Error)
+	}
+	b, _ := p.stderr.text()
+	if b != "" {
+		return fmt.Errorf("%v: %s", p.waitErr, strings.TrimSpace(b))
+	}
+	return fmt.Errorf("%v", p.waitErr)
+}
+
+// alive reports whether the sandbox is still waiting for its snippet.
+func (p *proc) alive() bool {
+	select {
+	case <-p.waited:
+		return false
+	default:
+		return true
+	}
+}
+
+// destroy kills the sandbox, waits for it and releases everything it held.
+func (p *proc) destroy() {
+	if p.kill != nil {
+		p.kill()
+	}
+	if p.cmd != nil && p.cmd.Process != nil {
+		<-p.waited
+	}
+	for _, f := range p.readEnds {
+		f.Close()
+	}
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
+	if p.request != nil {
+		p.request.Close()
+	}
+	if p.hostDir != "" {
+		os.RemoveAll(p.hostDir)
+	}
+}
+
+// outputGrace bounds how long run waits for the output pipes to reach EOF
+// once the sandbox is dead (only a process that escaped the sandbox's
+// process tree could keep them open).
+const outputGrace = 100 * time.Millisecond
+
+// run hands the snippet over and waits for it to end. The timeout counts
+// from here. The proc is destroyed afterwards.
+func (p *proc) run(ctx context.Context, req Request) (Result, error) {
+	defer p.destroy()
+	for _, rl := range p.prlimits {
+		if err := unix.Prlimit(p.cmd.Process.Pid, rl.Resource, &unix.Rlimit{Cur: rl.Cur, Max: rl.Max}, nil); err != nil {
+			return Result{}, &Error{Code: ErrInternal, Message: "set rlimits", Err: err}
+		}
+	}
+	start := time.Now()
+	var writers sync.WaitGroup
+	feed := func(f *os.File, s string) {
+		writers.Go(func() {
+			io.WriteString(f, s)
+			f.Close()
+		})
+	}
+	feed(p.request, req.Code)
+	feed(p.stdin, req.Stdin)
+	timer := time.NewTimer(p.lim.Timeout)
+	defer timer.Stop()
+	var timedOut, canceled bool
+	select {
+	case <-p.waited:
+	case <-timer.C:
+		timedOut = true
+	case <-p.budget.exceeded:
+	case <-ctx.Done():
+		canceled = true
+	}
+	p.kill()
+	<-p.waited
+	duration := time.Since(start)
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	for _, done := range []chan struct{}{p.stdout.done, p.stderr.done, p.statusDone, p.initDone} {
+		select {
+		case <-done:
+		case <-grace.C:
+			for _, f := range p.readEnds {
+				f.Close()
+			}
+			<-done
+		}
+	}
+	p.stdin.Close()
+	p.request.Close()
+	writers.Wait()
+
+	res := Result{Duration: duration, DurationMS: duration.Milliseconds(), TimeoutLimit: p.lim.Timeout, MemoryLimit: p.lim.Memory}
+	var outCut, errCut bool
+	res.Stdout, outCut = p.stdout.text()
+	res.Stderr, errCut = p.stderr.text()
+	res.StdoutBytes, res.StderrBytes = p.stdout.n, p.stderr.n
+	res.OutputTruncated = outCut || errCut
+	res.OutputLimit = p.budget.total.Load() > p.budget.limit
+	for _, line := range p.status {
+		if line == "memory" {
+			res.MemoryExceeded = true
+		}
+	}
+	if err := p.exitStatus(&res); err != nil {
+		return res, err
+	}
+	if res.Signal == "SIGXCPU" {
+		timedOut = true
+	}
+	if canceled {
+		return res, &Error{Code: ErrCanceled, Message: "run canceled", Err: ctx.Err()}
+	}
+	res.Timeout = timedOut
+	res.Success = res.ExitCode == 0 && res.Signal == "" && !res.Timeout && !res.OutputLimit
+	switch {
+	case res.Success:
+	case res.Timeout:
+		res.Error = fmt.Sprintf("Execution timed out after %s (process killed)", p.lim.Timeout)
+	case res.OutputLimit:
+		res.Error = fmt.Sprintf("Output limit exceeded: more than %d bytes (process killed)", p.budget.limit)
+	default:
+		res.Error = errorLine(res.Stderr)
+	}
+	return res, nil
+}
+
+// exitStatus fills in how python ended: from stage 1's report when it ran
+// in namespaces, else from the process itself.
+func (p *proc) exitStatus(res *Result) error {
+	if len(p.initStatus) > 0 {
+		var st initStatus
+		if err := json.Unmarshal(p.initStatus, &st); err != nil {
+			return &Error{Code: ErrInternal, Message: "read sandbox status", Err: err}
+		}
+		if st.Error != "" {
+			return &Error{Code: ErrInternal, Message: "sandbox failed", Err: errors.New(st.Error)}
+		}
+		res.ExitCode = st.ExitCode
+		if st.Signal != 0 {
+			res.ExitCode = -1
+			res.Signal = unix.SignalName(syscall.Signal(st.Signal))
+		}
+		return nil
+	}
+	// No report from the init: it was killed (by us), and python with it.
+	state := p.cmd.ProcessState
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		res.ExitCode = -1
+		res.Signal = unix.SignalName(ws.Signal())
+		return nil
+	}
+	res.ExitCode = state.ExitCode()
+	return nil
+}
+
+// errorLine is the last line of the traceback, or "Execution failed".
+func errorLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return last
+	}
+	return "Execution failed"
+}

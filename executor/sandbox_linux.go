@@ -1,0 +1,361 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// The executor re-executes its own binary (/proc/self/exe) as the sandbox.
+// os.Args[0] tells the stage; os.Args[1] carries the stageSpec as JSON.
+const (
+	initMarker   = "runblock-sandbox-init"   // stage 1: PID 1 of the namespaces
+	lockerMarker = "runblock-sandbox-locker" // stage 2: locks itself down, then execs python
+)
+
+// Inside the sandbox: the snippet's uid/gid, its work dir and the root's
+// staging mount point.
+const (
+	sandboxID   = 1000
+	sandboxDir  = "/sandbox"
+	stagingRoot = "/tmp"
+)
+
+// File descriptors shared by the stages and the guard (see guard.py).
+const (
+	fdRequest    = 3 // read end: the snippet's source
+	fdStatus     = 4 // write end: guard's "ready", "memory"; stage 2's "error: ..."
+	fdInitStatus = 5 // write end: stage 1's setup error or python's exit status (JSON)
+)
+
+func init() {
+	switch filepath.Base(os.Args[0]) {
+	case initMarker:
+		sandboxInit()
+	case lockerMarker:
+		sandboxLocker()
+	}
+}
+
+// stageSpec is everything the stages need, passed from the service.
+type stageSpec struct {
+	Python string   `json:"python"` // real interpreter path
+	Args   []string `json:"args"`   // argv after argv[0]
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"` // python's working directory
+
+	// Stage 1 (namespaces) only.
+	Binds     []string          `json:"binds,omitempty"`    // read-only binds at the same path
+	Files     []string          `json:"files,omitempty"`    // read-only file binds at the same path
+	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
+	WorkBytes int64             `json:"work_bytes,omitempty"`
+	UID       int               `json:"uid"`
+	GID       int               `json:"gid"`
+	SetGroups bool              `json:"set_groups"`
+
+	// Stage 2.
+	Rlimits  []rlimit     `json:"rlimits"`
+	Landlock *landlockSet `json:"landlock,omitempty"`
+	Seccomp  bool         `json:"seccomp"`
+}
+
+type rlimit struct {
+	Resource int    `json:"resource"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+type landlockSet struct {
+	ListDirs []string `json:"list_dirs"` // readdir only, inherited below
+	RODirs   []string `json:"ro_dirs"`
+	RWDirs  []string `json:"rw_dirs"`
+	ROFiles []string `json:"ro_files"`
+	RWFiles []string `json:"rw_files"`
+}
+
+func readSpec() stageSpec {
+	var spec stageSpec
+	if len(os.Args) < 2 {
+		die(fdStatus, errors.New("missing stage spec"))
+	}
+	if err := json.Unmarshal([]byte(os.Args[1]), &spec); err != nil {
+		die(fdStatus, fmt.Errorf("decode stage spec: %w", err))
+	}
+	return spec
+}
+
+// die reports a setup failure on fd and exits.
+func die(fd int, err error) {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	if fd == fdInitStatus {
+		b, _ := json.Marshal(initStatus{Error: msg})
+		syscall.Write(fd, append(b, '\n'))
+	} else {
+		syscall.Write(fd, []byte("error: "+msg+"\n"))
+	}
+	os.Exit(1)
+}
+
+// initStatus is stage 1's report on fd 5.
+type initStatus struct {
+	Error    string `json:"error,omitempty"`
+	Exited   bool   `json:"exited"`
+	ExitCode int    `json:"exit_code"`
+	Signal   int    `json:"signal"`
+}
+
+// sandboxInit is stage 1, PID 1 of fresh user, mount, PID, network, IPC,
+// UTS and cgroup namespaces, running as the namespace's root. It builds
+// the minimal root, starts stage 2 as the unprivileged sandbox uid, reaps
+// every process, and reports how python ended. When it exits, the kernel
+// kills whatever is left in the PID namespace.
+func sandboxInit() {
+	spec := readSpec()
+	if err := buildRoot(spec); err != nil {
+		die(fdInitStatus, err)
+	}
+	if err := unix.Sethostname([]byte("sandbox")); err != nil {
+		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
+	}
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, os.NewFile(fdRequest, "request"), os.NewFile(fdStatus, "status")}
+	cred := &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups}
+	proc, err := os.StartProcess("/proc/self/exe", []string{lockerMarker, os.Args[1]}, &os.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setsid: true},
+	})
+	if err != nil {
+		die(fdInitStatus, fmt.Errorf("start stage 2: %w", err))
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			die(fdInitStatus, fmt.Errorf("wait: %w", err))
+		}
+		if pid != proc.Pid {
+			continue
+		}
+		st := initStatus{Exited: ws.Exited(), ExitCode: ws.ExitStatus()}
+		if ws.Signaled() {
+			st.Signal = int(ws.Signal())
+		}
+		b, _ := json.Marshal(st)
+		syscall.Write(fdInitStatus, append(b, '\n'))
+		os.Exit(0)
+	}
+}
+
+// buildRoot mounts a tmpfs root holding read-only binds of what python
+// needs, a minimal /dev, a fresh /proc, a size-limited work dir, and
+// pivots into it. Nothing else of the host stays reachable.
+func buildRoot(spec stageSpec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	r := stagingRoot
+	if err := unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,nr_inodes=1024,mode=755"); err != nil {
+		return fmt.Errorf("mount root tmpfs: %w", err)
+	}
+	for _, dir := range spec.Binds {
+		if err := os.MkdirAll(r+dir, 0o755); err != nil {
+			return err
+		}
+		if err := bindReadOnly(dir, r+dir, unix.MS_REC); err != nil {
+			return err
+		}
+	}
+	for _, file := range spec.Files {
+		if err := touch(r + file); err != nil {
+			return err
+		}
+		if err := bindReadOnly(file, r+file, 0); err != nil {
+			return err
+		}
+	}
+	for name, target := range spec.Symlinks {
+		if err := os.Symlink(target, r+name); err != nil {
+			return err
+		}
+	}
+	if err := buildDev(r + "/dev"); err != nil {
+		return err
+	}
+	if err := os.Mkdir(r+sandboxDir, 0o755); err != nil {
+		return err
+	}
+	work := fmt.Sprintf("size=%d,nr_inodes=4096,mode=700,uid=%d,gid=%d", spec.WorkBytes, spec.UID, spec.GID)
+	if err := unix.Mount("tmpfs", r+sandboxDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, work); err != nil {
+		return fmt.Errorf("mount work dir: %w", err)
+	}
+	if err := os.Symlink(sandboxDir, r+"/tmp"); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r+"/etc", 0o755); err != nil {
+		return err
+	}
+	passwd := fmt.Sprintf("root:x:0:0::/:/bin/false\nsandbox:x:%d:%d::%s:/bin/false\n", spec.UID, spec.GID, sandboxDir)
+	if err := os.WriteFile(r+"/etc/passwd", []byte(passwd), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(r+"/etc/group", fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\n", spec.GID), 0o644); err != nil {
+		return err
+	}
+	// /proc must be mounted while the host's /proc is still visible, or the
+	// kernel refuses it as "too revealing". hidepid hides PID 1 (the init,
+	// another uid); subset=pid leaves out /proc/sys and friends.
+	if err := os.Mkdir(r+"/proc", 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=invisible,subset=pid"); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := os.Mkdir(r+"/.old", 0o700); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(r, r+"/.old"); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := unix.Unmount("/.old", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	if err := os.Remove("/.old"); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("remount root read-only: %w", err)
+	}
+	return nil
+}
+
+// buildDev makes a /dev with null, zero, random and urandom only.
+func buildDev(dev string) error {
+	if err := os.Mkdir(dev, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=755"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, name := range []string{"null", "zero", "random", "urandom"} {
+		if err := touch(dev + "/" + name); err != nil {
+			return err
+		}
+		if err := unix.Mount("/dev/"+name, dev+"/"+name, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/%s: %w", name, err)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, dev+"/"+name); err != nil {
+			return err
+		}
+	}
+	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=755")
+}
+
+func touch(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// bindReadOnly binds src at dst and makes it read-only and nosuid. The
+// flags the kernel locks for an unprivileged user namespace (nodev, noexec,
+// atime) are carried over from the source mount.
+func bindReadOnly(src, dst string, flags uintptr) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|flags, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(src, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", src, err)
+	}
+	remount := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID)
+	for stFlag, msFlag := range map[int64]uintptr{
+		unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC, unix.ST_NOATIME: unix.MS_NOATIME,
+		unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME,
+	} {
+		if st.Flags&stFlag != 0 {
+			remount |= msFlag
+		}
+	}
+	if st.Flags&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
+		remount |= unix.MS_STRICTATIME
+	}
+	if err := unix.Mount("", dst, "", remount, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", dst, err)
+	}
+	return nil
+}
+
+// sandboxLocker is stage 2: already the unprivileged uid, it sets
+// no_new_privs, Landlock, seccomp and the rlimits on itself, then becomes
+// python. Errors go to the status pipe, where the service expects "ready".
+func sandboxLocker() {
+	runtime.LockOSThread()
+	spec := readSpec()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		die(fdStatus, fmt.Errorf("no_new_privs: %w", err))
+	}
+	if spec.Landlock != nil {
+		if err := restrictLandlock(*spec.Landlock); err != nil {
+			die(fdStatus, err)
+		}
+	}
+	if spec.Seccomp {
+		if err := loadSeccomp(); err != nil {
+			die(fdStatus, err)
+		}
+	}
+	// Last before execve: a low RLIMIT_AS would starve the Go runtime.
+	for _, rl := range spec.Rlimits {
+		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Cur, Max: rl.Max}); err != nil {
+			die(fdStatus, fmt.Errorf("setrlimit %d: %w", rl.Resource, err))
+		}
+	}
+	err := syscall.Exec(spec.Python, append([]string{spec.Python}, spec.Args...), spec.Env)
+	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
+}
+
+// landlockABI is the Landlock version the rules are written for; older
+// kernels enforce the subset they know (best effort), and the canary run
+// checks what is really enforced.
+var landlockABI = landlock.V5
+
+func restrictLandlock(set landlockSet) error {
+	rules := []landlock.Rule{
+		landlock.PathAccess(llsys.AccessFSReadDir, set.ListDirs...),
+		landlock.RODirs(set.RODirs...).IgnoreIfMissing(),
+		landlock.RWDirs(set.RWDirs...),
+		landlock.ROFiles(set.ROFiles...).IgnoreIfMissing(),
+		landlock.RWFiles(set.RWFiles...),
+	}
+	// No TCP bind or connect rules: all TCP bind/connect is denied.
+	if err := landlockABI.BestEffort().Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}

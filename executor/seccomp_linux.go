@@ -1,0 +1,114 @@
+package executor
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// deniedSyscalls fail with EPERM inside the sandbox: debugging other
+// processes, changing mounts or namespaces, kernel keyrings, BPF, perf,
+// modules, clocks and the like. None of them is needed to run Python.
+var deniedSyscalls = []string{
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+	"mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+	"open_by_handle_at", "name_to_handle_at",
+	"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+	"sethostname", "setdomainname", "iopl", "ioperm",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"personality", "lookup_dcookie", "fanotify_init",
+}
+
+// namespaceFlags are the clone flags that would create new namespaces.
+var namespaceFlags = []uint64{
+	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
+	unix.CLONE_NEWIPC, unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
+}
+
+// deniedSocketFamilies cannot be created: no IP networking, no raw packets.
+var deniedSocketFamilies = []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_PACKET}
+
+// seccompProgram builds the sandbox's filter: kill the process on any
+// syscall of a foreign ABI (int 0x80, x32), then a blocklist.
+func seccompProgram() ([]bpf.Instruction, error) {
+	native, err := arch.GetInfo("")
+	if err != nil {
+		return nil, err
+	}
+	var conditional []seccomp.NameWithConditions
+	for _, flag := range namespaceFlags {
+		conditional = append(conditional, seccomp.NameWithConditions{
+			Name:       "clone",
+			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: flag}},
+		})
+	}
+	for _, family := range deniedSocketFamilies {
+		for _, call := range []string{"socket", "socketpair"} {
+			conditional = append(conditional, seccomp.NameWithConditions{
+				Name:       call,
+				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: family}},
+			})
+		}
+	}
+	policy := seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{Action: seccomp.ActionErrno, Names: deniedSyscalls},
+			// clone3 passes its flags in memory a filter cannot read; ENOSYS
+			// makes the C library fall back to clone, whose flags it can.
+			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
+			{Action: seccomp.ActionErrno, NamesWithCondtions: conditional},
+		},
+	}
+	body, err := policy.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	kill := bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)}
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(native.ID), SkipTrue: 1},
+		kill,
+	}
+	if native.ID == arch.X86_64.ID {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
+			kill,
+		)
+	}
+	return append(prog, body...), nil
+}
+
+// loadSeccomp installs the filter on every thread of the calling process.
+// no_new_privs must already be set.
+func loadSeccomp() error {
+	prog, err := seccompProgram()
+	if err != nil {
+		return fmt.Errorf("assemble seccomp filter: %w", err)
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("assemble seccomp filter: %w", err)
+	}
+	filter := make([]syscall.SockFilter, len(raw))
+	for i, in := range raw {
+		filter[i] = syscall.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, errno := syscall.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return fmt.Errorf("load seccomp filter: %w", errno)
+	}
+	return nil
+}
