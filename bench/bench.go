@@ -64,8 +64,8 @@ type Options struct {
 const (
 	helloCode = "print('hello')"
 	helloOut  = "hello\n"
-	// runTimeout bounds each timed run, as seed_bench.py does for HumanEval.
-	runTimeout = 10 * time.Second
+	// bareTimeout bounds each bare run, as seed_bench.py does for HumanEval.
+	bareTimeout = 10 * time.Second
 )
 
 // Run measures everything Options ask for and writes the report to w.
@@ -143,7 +143,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	defer os.RemoveAll(dir)
 	bp := bare{python: py.Path, dir: dir}
 	b.row(ctx, Row{Name: rowBare, Label: "bare python3 -I -S -c"}, func(ctx context.Context, code string) (outcome, error) {
-		ok, out, err := bp.run(ctx, code, runTimeout)
+		ok, out, err := bp.run(ctx, code, bareTimeout)
 		return outcome{ok: ok, stdout: out}, err
 	})
 	if err := ctx.Err(); err != nil {
@@ -266,7 +266,9 @@ func (b *benchmark) executorRow(ctx context.Context, c executorConfig) {
 		b.report.Isolation = ex.Isolation().Tier
 	}
 	b.row(ctx, c.row, func(ctx context.Context, code string) (outcome, error) {
-		res, err := ex.Run(ctx, executor.Request{Code: code, Timeout: runTimeout})
+		// No per-request limits: the pool only serves runs with the
+		// executor's default limits.
+		res, err := ex.Run(ctx, executor.Request{Code: code})
 		return outcome{ok: res.Success, stdout: res.Stdout, errLine: res.Error}, err
 	})
 }
