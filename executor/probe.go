@@ -44,7 +44,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 			continue
 		}
 		report.Tier, report.Layers = TierReduced, layers
-		if i == 0 {
+		if i == 0 && !slices.ContainsFunc(layers, func(l Layer) bool { return !l.Active }) {
 			report.Tier = TierFull
 		}
 		return pl, report, nil

@@ -77,9 +77,9 @@ type rlimit struct {
 type landlockSet struct {
 	ListDirs []string `json:"list_dirs"` // readdir only, inherited below
 	RODirs   []string `json:"ro_dirs"`
-	RWDirs  []string `json:"rw_dirs"`
-	ROFiles []string `json:"ro_files"`
-	RWFiles []string `json:"rw_files"`
+	RWDirs   []string `json:"rw_dirs"`
+	ROFiles  []string `json:"ro_files"`
+	RWFiles  []string `json:"rw_files"`
 }
 
 func readSpec() stageSpec {
