@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 	fake = fakediscord.New(fakediscord.Options{})
 	fake.Install()
 	code := m.Run()
+	closeStack()
 	fake.Close()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
