@@ -89,8 +89,12 @@ type plan struct {
 func newPlan(py python, layers layerSet) *plan {
 	p := &plan{layers: layers, py: py, hostUID: -1, symlinks: map[string]string{}}
 	if os.Geteuid() == 0 {
-		p.hostUID = hostSandboxUID
 		p.mapRoot = true
+		// Without a mount namespace the snippet sees the host's tree, so it
+		// can only drop to another uid when that uid can reach python.
+		if layers.Namespaces || othersCanReach(py.Executable) {
+			p.hostUID = hostSandboxUID
+		}
 	}
 	for _, dir := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		fi, err := os.Lstat(dir)
@@ -115,6 +119,19 @@ func newPlan(py python, layers layerSet) *plan {
 		}
 	}
 	return p
+}
+
+// othersCanReach reports whether any uid may traverse to and run path.
+func othersCanReach(path string) bool {
+	for dir := path; ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
 }
 
 func (p *plan) covered(dir string) bool {

@@ -1,0 +1,163 @@
+package executor
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchExecutors builds executors for one tier each, side by side.
+func benchExecutor(b *testing.B, layers layerSet, poolSize int) *Executor {
+	b.Helper()
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Pool: poolSize}.withDefaults()
+	e := &Executor{cfg: cfg, log: cfg.Logger, plan: newPlan(py, layers)}
+	if !layers.Namespaces {
+		e.plan.hostUID = -1
+	}
+	if poolSize > 0 {
+		e.pool = newPool(e, poolSize)
+		b.Cleanup(func() { e.Close() })
+	}
+	return e
+}
+
+var benchTiers = []struct {
+	name   string
+	layers layerSet
+	pool   int
+}{
+	{"guard-only", layerSet{}, 0},
+	{"full-cold", tiers[0], 0},
+	{"full-pool", tiers[0], 1},
+}
+
+// BenchmarkHello compares print('hello') latency: bare python -I -S -c,
+// the guard alone, full isolation cold, and full isolation from the pool.
+// Sub-benchmarks report p50/p90 in ms beside ns/op.
+func BenchmarkHello(b *testing.B) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bare", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			if out, err := exec.Command(py.Executable, "-I", "-S", "-c", "print('hello')").Output(); err != nil || string(out) != "hello\n" {
+				b.Fatalf("%q %v", out, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		reportLatency(b, lat)
+	})
+	for _, tier := range benchTiers {
+		b.Run(tier.name, func(b *testing.B) {
+			e := benchExecutor(b, tier.layers, tier.pool)
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				var sb *proc
+				if tier.pool > 0 {
+					sb = <-e.pool.idle // a chat message arriving while the pool is warm
+				}
+				start := time.Now()
+				var res Result
+				var err error
+				if sb != nil {
+					res, err = sb.run(context.Background(), Request{Code: "print('hello')"})
+				} else {
+					res, err = e.Run(context.Background(), Request{Code: "print('hello')"})
+				}
+				if err != nil || res.Stdout != "hello\n" {
+					b.Fatalf("%+v %v", res, err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportLatency(b, lat)
+		})
+	}
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	at := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(at(0.5), "p50-ms")
+	b.ReportMetric(at(0.9), "p90-ms")
+}
+
+type humanEvalProblem struct {
+	name, prompt, solution, test, entryPoint string
+}
+
+func (p humanEvalProblem) program(solution string) string {
+	return p.prompt + solution + "\n" + p.test + "\ncheck(" + p.entryPoint + ")\n"
+}
+
+// humanEvalProblems reads ../shared/data/HumanEval.jsonl.gz, relative to the
+// repository root (tests run in the package dir).
+func humanEvalProblems(tb testing.TB) []humanEvalProblem {
+	tb.Helper()
+	path := filepath.Join("..", "..", "shared", "data", "HumanEval.jsonl.gz")
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Skipf("HumanEval data not found at %s (../shared is absent): %v", path, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var problems []humanEvalProblem
+	dec := json.NewDecoder(zr)
+	for dec.More() {
+		var raw map[string]string
+		if err := dec.Decode(&raw); err != nil {
+			tb.Fatal(err)
+		}
+		problems = append(problems, humanEvalProblem{name: raw["task_id"], prompt: raw["prompt"],
+			solution: raw["canonical_solution"], test: raw["test"], entryPoint: raw["entry_point"]})
+	}
+	return problems
+}
+
+// BenchmarkHumanEval runs the 164 programs at concurrency 1 and 2.
+func BenchmarkHumanEval(b *testing.B) {
+	problems := humanEvalProblems(b)
+	for _, tier := range benchTiers[1:] {
+		for _, conc := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/c%d", tier.name, conc), func(b *testing.B) {
+				e := benchExecutor(b, tier.layers, tier.pool)
+				for b.Loop() {
+					jobs := make(chan string)
+					var wg sync.WaitGroup
+					for range conc {
+						wg.Go(func() {
+							for code := range jobs {
+								res, err := e.Run(context.Background(), Request{Code: code, Timeout: 10 * time.Second})
+								if err != nil || !res.Success {
+									b.Errorf("%v %s", err, res.Error)
+								}
+							}
+						})
+					}
+					for _, p := range problems {
+						jobs <- p.program(p.solution)
+					}
+					close(jobs)
+					wg.Wait()
+				}
+			})
+		}
+	}
+}
