@@ -110,12 +110,6 @@ func (s *answers) remove(id string) (answer, bool) {
 	return a, true
 }
 
-func (s *answers) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.order.Len()
-}
-
 func (s *answers) removeLocked(el *list.Element) {
 	delete(s.byID, el.Value.(*entry).id)
 	s.order.Remove(el)

@@ -14,10 +14,12 @@ import (
 
 // Reactions the bot puts on a message it runs.
 const (
-	reactionRunning = "⏳" // formatting.RunningReaction(formatting.Discord)
-	reactionOK      = "✅"
-	reactionFailed  = "❌"
+	reactionOK     = "✅"
+	reactionFailed = "❌"
 )
+
+// reactionRunning marks a message whose run is queued or running.
+var reactionRunning = formatting.RunningReaction(formatting.Discord)
 
 // typingEvery renews the typing indicator, which Discord shows for 10 s.
 const typingEvery = 8 * time.Second

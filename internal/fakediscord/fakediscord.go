@@ -78,9 +78,6 @@ func New(opts Options) *Server {
 	return s
 }
 
-// URL is the server's base URL (http://127.0.0.1:port).
-func (s *Server) URL() string { return s.http.URL }
-
 // GatewayURL is the WebSocket URL that GET /gateway hands out.
 func (s *Server) GatewayURL() string {
 	return "ws" + strings.TrimPrefix(s.http.URL, "http") + "/ws"

@@ -236,7 +236,6 @@ type interaction struct {
 	channelID string
 	original  string // message id of the @original response
 	responded bool
-	modal     bool
 }
 
 // Interaction is what a test sends as INTERACTION_CREATE.

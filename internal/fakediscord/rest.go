@@ -462,9 +462,6 @@ func (s *Server) interactionCallbackLocked(req *Request, id, token string) (int,
 		}
 		s.messages[m.ID] = m
 		in.original = m.ID
-	case discordgo.InteractionResponseModal:
-		in.responded = false // a modal answers nothing yet; its submit is a new interaction
-		in.modal = true
 	}
 	return 204, nil, nil
 }
