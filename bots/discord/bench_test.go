@@ -11,13 +11,20 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 )
 
-// BenchmarkMessageToReply measures the adapter's own path, MESSAGE_CREATE
-// over the fake gateway to the reply POST at the fake REST API, with a
-// runner that answers at once: gateway decode, trigger and extraction,
-// rendering, multipart-free JSON reply, through discordgo's rate limiter.
+// BenchmarkMessageToReply measures MESSAGE_CREATE over the fake gateway to
+// the reply POST at the fake REST API: gateway decode, trigger and
+// extraction, the run, rendering and the JSON reply through discordgo's rate
+// limiter; once with a runner that answers at once (the adapter's own cost)
+// and once with real Python.
 func BenchmarkMessageToReply(b *testing.B) {
+	b.Run("adapter only", func(b *testing.B) { benchMessageToReply(b, &fakeRunner{}) })
+	// The same path with the real scheduler, executor and Python behind it.
+	b.Run("real python", func(b *testing.B) { benchMessageToReply(b, realRunner(b)) })
+}
+
+func benchMessageToReply(b *testing.B, runner discord.Runner) {
 	fbot := fake.NewBot("bench")
-	bot := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, slog.New(slog.DiscardHandler))
+	bot := discord.New(discord.Config{Token: fbot.Token}, runner, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := bot.Open(ctx); err != nil {

@@ -30,7 +30,7 @@ var stack struct {
 
 // realRunner returns the shared scheduler in front of a real executor that
 // runs real Python.
-func realRunner(t *testing.T) discord.Runner {
+func realRunner(t testing.TB) discord.Runner {
 	t.Helper()
 	stack.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
