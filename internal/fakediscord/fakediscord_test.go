@@ -92,15 +92,18 @@ func TestDisallowedIntentCloses4014(t *testing.T) {
 	}
 }
 
-func TestUnknownTokenIsUnauthorized(t *testing.T) {
-	s, err := discordgo.New("Bot nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.User("@me")
-	var re *discordgo.RESTError
-	if !errors.As(err, &re) || re.Response.StatusCode != 401 {
-		t.Fatalf("err %v, want 401", err)
+func TestUnknownTokenOrSchemeIsUnauthorized(t *testing.T) {
+	bot := fake.NewBot("scheme")
+	for _, tok := range []string{"Bot nobody", bot.Token} {
+		s, err := discordgo.New(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.User("@me")
+		var re *discordgo.RESTError
+		if !errors.As(err, &re) || re.Response.StatusCode != 401 {
+			t.Fatalf("%q: err %v, want 401", tok, err)
+		}
 	}
 }
 

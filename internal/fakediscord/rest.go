@@ -295,8 +295,8 @@ func (s *Server) routeLocked(req *Request) (int, any, http.Header) {
 		return s.webhookLocked(req, seg[1], seg[2], seg[3:])
 	}
 	bot := s.bots[req.Token]
-	if bot == nil {
-		return 401, errUnauthorized, nil
+	if bot == nil || !strings.HasPrefix(req.Header.Get("Authorization"), "Bot ") {
+		return 401, errUnauthorized, nil // bot tokens go with the "Bot " scheme
 	}
 	switch {
 	case req.Method == "GET" && req.Path == "/gateway/bot":
