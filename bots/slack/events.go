@@ -109,8 +109,9 @@ func (b *Bot) received() {
 }
 
 func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent) {
-	// An edited mention arrives as message_changed too; that path re-runs it.
-	if fromBot(self, ev.BotID, ev.User) || ev.Edited != nil {
+	// An edited mention arrives as message_changed too; that path re-runs
+	// it. Direct messages are handled as messages, mention or not.
+	if fromBot(self, ev.BotID, ev.User) || ev.Edited != nil || isDM(ev.Channel) {
 		return
 	}
 	b.received()
@@ -137,15 +138,16 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
 			return // app_mention handles mentions; elsewhere only mentions run
 		}
 		b.received()
-		what := "channel"
-		if dm {
-			what = "dm"
-		}
-		b.start(source{
-			what: what, team: team, user: ev.User, channel: ev.Channel,
+		src := source{
+			what: "channel", team: team, user: ev.User, channel: ev.Channel,
 			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
 			text: ev.Text, quiet: !dm,
-		})
+		}
+		if dm {
+			// A mention in a DM is an explicit trigger like anywhere else.
+			src.what, src.triggered, src.text = "dm", mentions(self, ev.Text), stripMention(self, ev.Text)
+		}
+		b.start(src)
 	case "message_changed":
 		b.onEdit(self, team, dm, ev)
 	case "message_deleted":
@@ -169,12 +171,12 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 	if prev != nil && prev.Text == msg.Text {
 		return // a thread reply count or an unfurl changed, not the text
 	}
-	mention := !dm && mentions(self, msg.Text)
+	mention := mentions(self, msg.Text)
 	if !dm && !mention && !b.channels[ev.Channel] {
 		return
 	}
-	if mention && !b.allowed(ev.Channel) {
-		return
+	if !b.allowed(ev.Channel) {
+		return // the mention itself got the "not in this channel" notice
 	}
 	src := source{
 		what: "edit", team: team, user: msg.User, channel: ev.Channel,

@@ -18,9 +18,18 @@ func TestDirectMessage(t *testing.T) {
 	m := h.message("D0DM", u, "```\nprint('dm')\n```")
 	h.fake.SendEvent(messageEvent(m, "im"))
 	h.reply(m, "ran print('dm')")
+	// A mention in a DM runs once, as a message.
+	dm := h.message("D0DM", u, "<@U0BOT> `print('both')`")
+	h.fake.SendEvent(map[string]any{"type": "app_mention", "channel": "D0DM", "user": u, "text": dm.Text, "ts": dm.TS})
+	h.fake.SendEvent(messageEvent(dm, "im"))
+	h.reply(dm, "ran print('both')")
 	hi := h.message("D0DM", u, "hi")
 	h.fake.SendEvent(messageEvent(hi, "im"))
 	h.ephemeral("D0DM", u, "No code found")
+	h.settle()
+	if n := len(h.fake.Calls("chat.postMessage")); n != 2 {
+		t.Fatalf("%d posts, want 2 (the mention in a DM runs once)", n)
+	}
 }
 
 func TestEditReRunsInPlaceAndDeleteRemovesReply(t *testing.T) {
