@@ -272,13 +272,6 @@ func (s *Server) Drop() error {
 	return nil
 }
 
-// Connections counts the sockets that got hello so far.
-func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
-}
-
 // WaitConnections waits until n sockets got hello and one is live.
 func (s *Server) WaitConnections(ctx context.Context, n int) error {
 	return s.waitFor(ctx, strconv.Itoa(n)+" socket connections", func() bool { return s.conns >= n && s.conn != nil })
