@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,6 +399,11 @@ func (b *Bot) spawn(what string, f func(ctx context.Context)) bool {
 	go func() {
 		defer b.inflight.Done()
 		defer func() { <-b.sem }()
+		defer func() {
+			if p := recover(); p != nil {
+				b.log.Error("discord: handling an event panicked; the bot carries on", "event", what, "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
 		f(b.runCtx)
 	}()
 	return true

@@ -700,3 +700,20 @@ func TestFixingAMessageAfterANoticeRunsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
+	t.Parallel()
+	runner := &fakeRunner{}
+	runner.submit = func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		if job.Request.Code == "boom" {
+			panic("runner exploded")
+		}
+		return executor.Result{Success: true, Stdout: "fine\n"}, nil
+	}
+	e := start(t, runner, nil)
+	e.say("!run ```py\nboom\n```")
+	m := e.say("!run " + block)
+	if r := e.replyTo(e.channel, m.ID); !strings.Contains(r.Content(), "fine") {
+		t.Fatalf("content %q", r.Content())
+	}
+}

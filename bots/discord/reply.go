@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -84,6 +85,7 @@ func (b *Bot) reserve(src source) bool {
 // deletes.
 func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src source, ex formatting.Extraction) {
 	ind := b.indicate(ctx, s, src.channelID, src.messageID)
+	defer ind.stop() // also when the run panics
 	out := b.execute(ctx, src.user, ex)
 	ind.stop()
 	reply, err := b.reply(ctx, s, src.channelID, src.messageID, src.guildID, out)
@@ -151,6 +153,7 @@ func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Mess
 	var out outcome
 	if ex.Found {
 		ind := b.indicate(ctx, s, a.channelID, m.ID)
+		defer ind.stop() // also when the run panics
 		out = b.execute(ctx, a.user, ex)
 		ind.stop()
 		ind.wait()
@@ -237,12 +240,14 @@ func (b *Bot) react(ctx context.Context, s *discordgo.Session, channelID, messag
 
 // indicator shows typing and ⏳ while a run is in flight.
 type indicator struct {
+	once     *sync.Once
 	done     chan struct{}
 	finished chan struct{}
 }
 
-// stop ends the indicator; the reply need not wait for it.
-func (in indicator) stop() { close(in.done) }
+// stop ends the indicator; the reply need not wait for it. It may be called
+// more than once.
+func (in indicator) stop() { in.once.Do(func() { close(in.done) }) }
 
 // wait waits for the indicator's goroutine, so that ⏳ is removed only after
 // it was added.
@@ -250,7 +255,7 @@ func (in indicator) wait() { <-in.finished }
 
 // indicate starts the indicator for a run answering messageID.
 func (b *Bot) indicate(ctx context.Context, s *discordgo.Session, channelID, messageID string) indicator {
-	in := indicator{done: make(chan struct{}), finished: make(chan struct{})}
+	in := indicator{once: new(sync.Once), done: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
 		defer close(in.finished)
 		if err := s.ChannelTyping(channelID, discordgo.WithContext(ctx)); err != nil {
