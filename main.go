@@ -223,9 +223,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return fmt.Errorf("executor: %w", err)
 		}
 		m.exec, runner = ex, ex
-		rep := ex.Isolation()
-		m.isolation = rep.Tier
-		logIsolation(m.Logger, rep)
+		m.isolation = ex.Isolation().Tier
 	}
 	defer func() {
 		if err != nil {
@@ -287,23 +285,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Logger.Info("adapter open", "adapter", a.name)
 	}
 	return nil
-}
-
-func logIsolation(log *slog.Logger, rep executor.Report) {
-	var off []string
-	for _, l := range rep.Layers {
-		if !l.Active || !l.Verified {
-			off = append(off, l.Name)
-		}
-	}
-	switch rep.Tier {
-	case "full":
-		log.Info("isolation", "tier", rep.Tier, "python", rep.Python)
-	case "unisolated":
-		log.Warn("UNSAFE: snippets run with the guard prelude only, without kernel isolation", "tier", rep.Tier, "python", rep.Python, "layers_off", off)
-	default:
-		log.Warn("isolation reduced: some layers are off", "tier", rep.Tier, "python", rep.Python, "layers_off", off)
-	}
 }
 
 // closeAfterFailedStart closes what Run opened before it failed.
@@ -491,22 +472,17 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 	ec := cfg.Executor
 	ec.Pool = 0
 	ec.Logger = logger
-	ex, err := executor.New(ctx, ec)
-	if err != nil {
-		fmt.Fprintf(stderr, "runblock doctor: %v\n", err)
-		return 1
+	rep, probeErr := executor.Doctor(ctx, ec)
+	status := 0
+	if probeErr != nil {
+		fmt.Fprintf(stderr, "runblock doctor: %v\n", probeErr)
+		status = 1
 	}
-	defer func() {
-		if err := ex.Close(); err != nil {
-			logger.Warn("closing executor", "err", err)
-		}
-	}()
-	rep := ex.Isolation()
 	if *jsonOut {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			return 1
 		}
-		return 0
+		return status
 	}
 	fmt.Fprintf(stdout, "python: %s\ntier:   %s\n", rep.Python, rep.Tier)
 	for _, l := range rep.Layers {
@@ -517,13 +493,13 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 		case l.Active:
 			state = "on, not verified"
 		}
-		line := fmt.Sprintf("  %-16s %s", l.Name, state)
+		line := fmt.Sprintf("  %-20s %s", l.Name, state)
 		if l.Detail != "" {
 			line += " (" + l.Detail + ")"
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	return 0
+	return status
 }
 
 // runBench is `runblock bench`: the side-by-side performance report.
