@@ -45,8 +45,8 @@ type Report struct {
 type Row struct {
 	Name  string `json:"name"`
 	Label string `json:"label"`
-	// StartupMS is how long executor.New took (layer detection, canaries and
-	// filling the pool); 0 for bare python.
+	// StartupMS is how long executor.New took (layer detection and canary
+	// runs; a pool fills in the background after it); 0 for bare python.
 	StartupMS float64 `json:"startup_ms,omitempty"`
 	// Idle is print('hello') arriving one at a time, Report.IdleGapMS apart:
 	// the latency a chat user sees from an idle service.
@@ -331,7 +331,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		he.write(&b)
 	}
 
-	startup := table{head: []string{"executor start-up", "ms"}}
+	startup := table{head: []string{"executor.New (probe and canaries)", "ms"}}
 	for _, row := range r.Rows {
 		if row.StartupMS > 0 {
 			startup.add(row.Label, num(row.StartupMS, 1))
