@@ -16,6 +16,7 @@ type answer struct {
 	user      string    // rate-limit key of the author
 	at        time.Time // when the message was first answered: the edit window starts here
 	explicit  bool      // triggered by the prefix, a mention or a DM
+	content   string    // the message content last run, to tell edits from embed updates
 	replyID   string    // "" while the first run is in flight
 	ok        bool      // the reply shows a success (✅)
 	ran       bool      // the reply shows a run, not a rejection or notice

@@ -717,3 +717,23 @@ func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
 		t.Fatalf("content %q", r.Content())
 	}
 }
+
+func TestUpdateWithoutContentChangeDoesNotRerun(t *testing.T) {
+	t.Parallel()
+	runner := &fakeRunner{}
+	e := start(t, runner, nil)
+	m := e.say("!run https://example.com\n" + block)
+	e.replyTo(e.channel, m.ID)
+	embedded := *m
+	embedded.Embeds = []*discordgo.MessageEmbed{{URL: "https://example.com", Title: "Example"}}
+	e.fbot.MessageUpdate(embedded) // Discord adds the link preview
+	last := e.say("!run " + block)
+	e.replyTo(e.channel, last.ID)
+	closeBot(t, e)
+	if n := len(fake.Requests(fakediscord.MatchPrefix("PATCH", "/channels/"+e.channel+"/"))); n != 0 {
+		t.Fatalf("%d edits for an embed update", n)
+	}
+	if n := len(runner.Jobs()); n != 2 {
+		t.Fatalf("%d jobs, want 2", n)
+	}
+}

@@ -120,7 +120,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if !ex.Found && tr.quiet {
 		return
 	}
-	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit}
+	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content}
 	if !b.reserve(src) {
 		return
 	}
@@ -141,12 +141,15 @@ func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate)
 	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) {
 		return
 	}
-	queued := false
+	queued, same := false, false
 	if _, ok := b.answers.update(m.ID, func(a *answer) {
-		if a.replyID == "" {
+		switch {
+		case a.content == m.Content:
+			same = true // an embed or a pin changed, not the code
+		case a.replyID == "":
 			a.edited, queued = m, true
 		}
-	}); !ok || queued {
+	}); !ok || queued || same {
 		return
 	}
 	b.spawn("edit", func(ctx context.Context) { b.rerun(ctx, s, m) })
@@ -197,6 +200,7 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 			b.answers.remove(r.MessageID)
 			return
 		}
+		b.answers.update(r.MessageID, func(a *answer) { a.content = m.Content })
 		b.metricReceived()
 		b.answerMessage(ctx, s, src, ex)
 	})

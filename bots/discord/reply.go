@@ -35,6 +35,7 @@ type source struct {
 	guildID   string
 	user      string
 	explicit  bool
+	content   string
 }
 
 // outcome is a reply ready to send.
@@ -77,7 +78,7 @@ func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction
 
 // reserve records that src is being answered; false means it already is.
 func (b *Bot) reserve(src source) bool {
-	return b.answers.reserve(src.messageID, answer{channelID: src.channelID, guildID: src.guildID, user: src.user, at: b.now(), explicit: src.explicit})
+	return b.answers.reserve(src.messageID, answer{channelID: src.channelID, guildID: src.guildID, user: src.user, at: b.now(), explicit: src.explicit, content: src.content})
 }
 
 // answerMessage runs ex and replies to src (reserved), with ⏳ and typing
@@ -137,11 +138,15 @@ func (b *Bot) settle(ctx context.Context, s *discordgo.Session, src source, repl
 func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Message) {
 	var gen int
 	a, ok := b.answers.update(m.ID, func(a *answer) {
+		if a.replyID == "" || a.content == m.Content {
+			return
+		}
 		a.gen++
 		gen = a.gen
+		a.content = m.Content
 	})
-	if !ok || a.replyID == "" {
-		return
+	if !ok || gen == 0 {
+		return // not answered yet, or the content did not change (an embed was added)
 	}
 	m.GuildID = a.guildID
 	text := m.Content
