@@ -3,6 +3,29 @@
 // command and the run reaction into jobs for the shared scheduler, and
 // answers each as a reply to the message that asked, with allowed mentions
 // switched off on everything it sends.
+//
+// Triggers: a message starting with the prefix (default "!run") or
+// mentioning the bot; any message in a DM; any message with a Python block
+// in a channel of Config.Channels (or one of its threads) — when that list
+// is set it is also the allow-list, and explicit triggers elsewhere get a
+// "not in this channel" hint. /run takes a code option or opens a modal;
+// "Run code" runs the message it is used on; a person adding the run
+// reaction runs that message, also when a bot wrote it. Messages by bots,
+// webhooks and the bot itself never trigger.
+//
+// While a run is in flight the message shows ⏳ and the channel shows
+// typing; then the reply lands (cut to 2000 characters, the whole output as
+// output.txt) and ⏳ becomes ✅ or ❌. Interactions are deferred at once and
+// the result is edited into the response; hints and rejections are
+// ephemeral. Editing an answered message within the edit window re-runs it
+// into the same reply; deleting it deletes the reply; the mapping is an LRU
+// bounded by Config.MaxAnswers.
+//
+// discordgo honours Discord's 429s (the reply waits, it is not lost) and
+// resumes the session; the Bot's supervisor reopens the gateway after op 7,
+// a dropped socket or missed heartbeats, and discordgo re-identifies on
+// op 9. Every handler runs in a goroutine the Bot owns; Close waits for
+// them.
 package discord
 
 import (
