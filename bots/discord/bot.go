@@ -216,7 +216,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	me, err := s.User("@me", discordgo.WithContext(ctx))
 	if err != nil {
 		if restStatus(err) == http.StatusUnauthorized {
-			return fmt.Errorf("discord: %w", ErrBadToken)
+			return fmt.Errorf("%w (%w)", ErrBadToken, err)
 		}
 		return fmt.Errorf("discord: checking the token: %w", err)
 	}
