@@ -92,6 +92,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{
+		LoadStart:     loadAvg(),
 		NumCPU:        runtime.NumCPU(),
 		Concurrency:   b.conc,
 		Python:        py.Path,
@@ -178,7 +179,18 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	r.compare()
 	r.evaluate()
 	r.ElapsedS = time.Since(start).Seconds()
+	r.LoadEnd = loadAvg()
 	return r, nil
+}
+
+// loadAvg returns the 1-minute load average, or "" where /proc has none.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	load, _, _ := strings.Cut(string(b), " ")
+	return load
 }
 
 // benchmark is the state of one Measure call.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,6 +40,10 @@ type Report struct {
 	Targets           []Target  `json:"targets"`
 	Notes             []string  `json:"notes,omitempty"`
 	ElapsedS          float64   `json:"elapsed_s"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1-minute load at the start
+	// and the end: figures drift when other work shares the machine.
+	LoadStart string `json:"load_start,omitempty"`
+	LoadEnd   string `json:"load_end,omitempty"`
 }
 
 // Row is one way of running snippets: bare python, the executor cold, ...
@@ -280,8 +285,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteText writes r as aligned tables.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s\n",
-		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS)
+	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s, load %s at start, %s at end\n",
+		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS, cmp.Or(r.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
 	fmt.Fprintf(&b, "print('hello'), after %d warm-up runs per row: idle = %d runs arriving one at a time %.0f ms apart; cN = %d runs in a closed loop at concurrency N\n",
 		r.Warmup, r.IdleRuns, r.IdleGapMS, r.HelloRuns)
 	b.WriteString("p50/orig, p50/cold: latency ratios (lower is better); speed: throughput ratios (higher is better)\n\n")
