@@ -27,11 +27,9 @@ type Options struct {
 	// JSON makes Run write one JSON object instead of tables.
 	JSON bool
 	// Executor is the base configuration of the executor rows; bench sets
-	// Pool (and the tier) per row.
+	// Pool per row. Its Python (python3 on PATH when "") also runs the bare
+	// row and seed_bench.py, resolved to sys.executable past any shim.
 	Executor executor.Config
-	// Python runs the bare row and seed_bench.py; "" means Executor.Python,
-	// else python3 on PATH. Shims are resolved to sys.executable.
-	Python string
 	// SharedDir holds reference/seed_bench.py and data/HumanEval.jsonl.gz;
 	// "" means ../shared beside the module root above the working directory.
 	SharedDir string
@@ -52,7 +50,7 @@ type Options struct {
 	// HumanEvalPrograms limits HumanEval to its first n programs; 0 = all.
 	HumanEvalPrograms int
 	// FloodTimeout is the flooding snippet's timeout; 0 = Executor.Timeout,
-	// else 5s.
+	// else executor.DefaultTimeout.
 	FloodTimeout time.Duration
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood.
 	SkipOriginal bool
@@ -86,8 +84,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) error {
 func Measure(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
 	b := newBenchmark(opts)
-	name := cmp.Or(opts.Python, opts.Executor.Python, "python3")
-	py, err := resolvePython(ctx, name)
+	py, err := resolvePython(ctx, cmp.Or(opts.Executor.Python, "python3"))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +158,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 
 	if !opts.SkipFlood {
 		cfg := b.poolConfig()
-		cfg.Timeout = cmp.Or(opts.FloodTimeout, opts.Executor.Timeout, 5*time.Second)
+		cfg.Timeout = cmp.Or(opts.FloodTimeout, opts.Executor.Timeout, executor.DefaultTimeout)
 		// Lift the hard output cap so the snippet floods for its whole
 		// timeout; only the kept prefix may stay in memory.
 		cfg.MaxOutputBytes = 1 << 50
