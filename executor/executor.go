@@ -93,21 +93,28 @@ func (e *Executor) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, &Error{Code: ErrCanceled, Message: "run canceled", Err: err}
 	}
 	lim := e.limits(req)
-	var p *proc
 	if e.pool != nil && lim == e.defaultLimits() {
-		p = e.pool.take()
-	}
-	if p == nil {
-		var err error
-		if p, err = spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes); err != nil {
-			return Result{}, err
+		if p := e.pool.take(); p != nil {
+			res, err := p.run(ctx, req)
+			if err != errStale {
+				return res, e.logged(err)
+			}
 		}
 	}
+	p, err := spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	if err != nil {
+		return Result{}, e.logged(err)
+	}
 	res, err := p.run(ctx, req)
+	return res, e.logged(err)
+}
+
+// logged logs internal errors for operators; callers show a friendly line.
+func (e *Executor) logged(err error) error {
 	if err != nil && ErrorCode(err) != ErrCanceled {
 		e.log.Error("run failed", "err", err)
 	}
-	return res, err
+	return err
 }
 
 func (e *Executor) defaultLimits() limits {

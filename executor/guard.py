@@ -4,7 +4,8 @@
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
 #   3 request pipe: the snippet's source, until EOF,
 #   4 status pipe: this runner writes "ready" once the guard is in place,
-#     and "memory" when the snippet ended with an uncaught MemoryError.
+#     "started" once it has the snippet, and "memory" when the snippet ended
+#     with an uncaught MemoryError.
 # The service pre-starts the interpreter, waits for "ready", then hands over
 # the snippet. Everything here runs before the hand-over, so none of it counts
 # against the snippet's timeout.
@@ -89,6 +90,7 @@ def _runblock_run():
             break
         chunks.append(chunk)
     close(3)
+    write(4, b"started\n")
     source = b"".join(chunks)
     del chunks
 

@@ -237,6 +237,10 @@ func (p *proc) destroy() {
 	}
 }
 
+// errStale: the sandbox died before the hand-over (a pooled one, killed
+// while idle); nothing of the snippet ran.
+var errStale = &Error{Code: ErrInternal, Message: "sandbox died before the hand-over"}
+
 // outputGrace bounds how long run waits for the output pipes to reach EOF
 // once the sandbox is dead (only a process that escaped the sandbox's
 // process tree could keep them open).
@@ -298,10 +302,17 @@ func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 	res.StdoutBytes, res.StderrBytes = p.stdout.n, p.stderr.n
 	res.OutputTruncated = outCut || errCut
 	res.OutputLimit = p.budget.total.Load() > p.budget.limit
+	started := false
 	for _, line := range p.status {
-		if line == "memory" {
+		switch line {
+		case "started":
+			started = true
+		case "memory":
 			res.MemoryExceeded = true
 		}
+	}
+	if !started && !timedOut && !canceled {
+		return Result{}, errStale
 	}
 	if err := p.exitStatus(&res); err != nil {
 		return res, err

@@ -1,0 +1,173 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func newPooled(t *testing.T, size int) *Executor {
+	t.Helper()
+	e, err := New(context.Background(), Config{Pool: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.report.Tier != TierFull {
+		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// runPooled runs code in a sandbox taken from the pool, waiting for one.
+func runPooled(t *testing.T, e *Executor, code string) Result {
+	t.Helper()
+	res, err := (<-e.pool.idle).run(context.Background(), Request{Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestPoolNoStateBetweenSnippets(t *testing.T) {
+	e := newPooled(t, 1)
+	a := runPooled(t, e, `import os, sys, json, builtins
+open("state.txt", "w").write("a")
+open("/tmp/state.txt", "w").write("a")
+import ctypes
+ctypes.CDLL(None).setenv(b"RB_STATE", b"a", 1)
+os.environ._data[b"RB_STATE"] = b"a"
+json.rb_state = "a"
+builtins.rb_state = "a"
+sys.modules["rb_state"] = json
+print("a done")`)
+	if a.Stdout != "a done\n" {
+		t.Fatalf("snippet A: %q %s", a.Stdout, a.Stderr)
+	}
+	b := runPooled(t, e, `import os, sys, json, builtins
+import ctypes
+ctypes.CDLL(None).getenv.restype = ctypes.c_char_p
+print(os.path.exists("state.txt"), os.path.exists("/tmp/state.txt"), "RB_STATE" in os.environ or bool(ctypes.CDLL(None).getenv(b"RB_STATE")),
+      hasattr(json, "rb_state"), hasattr(builtins, "rb_state"), "rb_state" in sys.modules)`)
+	if b.Stdout != "False False False False False False\n" {
+		t.Fatalf("snippet B saw A's state: %q %s", b.Stdout, b.Stderr)
+	}
+}
+
+// children lists the pids whose parent is this process.
+func children(t *testing.T) []int {
+	t.Helper()
+	var pids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
+	e, err := New(context.Background(), Config{Pool: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.report.Tier != TierFull {
+		e.Close()
+		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
+	}
+	// Two sandboxes take a moment to start; take one to know one is ready.
+	sb := <-e.pool.idle
+	if _, err := sb.run(context.Background(), Request{Code: "pass"}); err != nil {
+		t.Fatal(err)
+	}
+	before := children(t)
+	for _, pid := range before {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	// A killed sandbox may still be on offer until its filler has reaped it;
+	// Run falls back to a cold start then (errStale). Wait for a new one.
+	var fresh *proc
+	for fresh == nil {
+		fresh = <-e.pool.idle
+		if slices.Contains(before, fresh.cmd.Process.Pid) {
+			if _, err := fresh.run(context.Background(), Request{Code: "pass"}); err != errStale {
+				t.Errorf("run on a killed sandbox: %v, want errStale", err)
+			}
+			fresh = nil
+		}
+	}
+	res, err := fresh.run(context.Background(), Request{Code: "print('still here')"})
+	if err != nil || res.Stdout != "still here\n" {
+		t.Fatalf("after the idle sandboxes died: %+v %v", res, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := children(t); len(left) > 0 {
+		t.Fatalf("sandboxes left after Close: %v", left)
+	}
+}
+
+func TestPoolFootprint(t *testing.T) {
+	e := newPooled(t, 1)
+	runPooled(t, e, "pass")
+	sb := <-e.pool.idle
+	defer sb.destroy()
+	var rss, pss int
+	var procs []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/status")
+	for _, f := range stats {
+		dir := filepath.Dir(f)
+		b, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil || !descends(dir, sb.cmd.Process.Pid) {
+			continue
+		}
+		procs = append(procs, strings.Fields(string(b))[1])
+		rss += kB(filepath.Join(dir, "status"), "VmRSS:")
+		pss += kB(filepath.Join(dir, "smaps_rollup"), "Pss:")
+	}
+	t.Logf("an idle pooled sandbox %v: RSS %d KiB, PSS %d KiB", procs, rss, pss)
+	if len(procs) < 2 {
+		t.Fatalf("expected the init and python, found %v", procs)
+	}
+}
+
+// descends reports whether the process in dir is pid or one of its descendants.
+func descends(dir string, pid int) bool {
+	for range 10 {
+		b, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			return false
+		}
+		self, _ := strconv.Atoi(filepath.Base(dir))
+		if self == pid {
+			return true
+		}
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		dir = filepath.Join("/proc", fields[1])
+	}
+	return false
+}
+
+func kB(file, key string) int {
+	b, _ := os.ReadFile(file)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, key) {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	return 0
+}
