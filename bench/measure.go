@@ -23,9 +23,9 @@ type phase struct {
 }
 
 // measure runs n programs with conc workers, each taking the next program
-// when it is done with one (a closed loop) and gap after that (gap > 0 spaces
-// the arrivals out, as in a chat where snippets come one at a time), and
-// times every run and the whole phase.
+// when it is done with one (a closed loop), or gap after that (gap > 0 spaces
+// the arrivals out, as in a chat where snippets come one at a time to an idle
+// service), and times every run and the whole phase.
 func measure(ctx context.Context, n, conc int, gap time.Duration, run runFunc) (phase, error) {
 	if conc < 1 {
 		conc = 1
@@ -43,8 +43,8 @@ func measure(ctx context.Context, n, conc int, gap time.Duration, run runFunc) (
 	start := time.Now()
 	for range min(conc, n) {
 		wg.Go(func() {
-			for first := true; ; first = false {
-				if !first && gap > 0 && !pause(ctx, gap) {
+			for {
+				if gap > 0 && !pause(ctx, gap) {
 					return
 				}
 				i := int(next.Add(1) - 1)

