@@ -11,10 +11,9 @@ import (
 
 // Row names, used as keys by the targets.
 const (
-	rowBare  = "bare"
-	rowGuard = "guard"
-	rowCold  = "cold"
-	rowPool  = "pool"
+	rowBare = "bare"
+	rowCold = "cold"
+	rowPool = "pool"
 )
 
 // Report is everything one bench run measured. Run writes it as a table or,
