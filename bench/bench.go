@@ -368,19 +368,27 @@ func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
 func (b *benchmark) phase(ctx context.Context, label string, run snippetFunc, ps phaseSpec) (Stats, error) {
 	b.log.Info("bench: phase", "row", label, "phase", ps.what, "concurrency", ps.conc, "runs", ps.n)
 	var (
-		mu    sync.Mutex
-		first = map[int]string{}
+		mu          sync.Mutex
+		why         = map[int]string{}
+		serviceErrs int
 	)
 	p, err := measure(ctx, ps.n, ps.conc, ps.gap, func(ctx context.Context, i int) (bool, error) {
 		o, err := run(ctx, ps.code(i))
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return false, err
 		}
-		ok := ps.pass(o)
+		ok := err == nil && ps.pass(o)
 		if !ok {
 			mu.Lock()
-			first[i] = cmp.Or(o.errLine, fmt.Sprintf("unexpected stdout %.40q", o.stdout))
-			mu.Unlock()
+			defer mu.Unlock()
+			if err != nil {
+				// The service failed this run: count it as failed and go on,
+				// so one bad run shows in the figures instead of hiding them.
+				serviceErrs++
+				why[i] = "service error: " + err.Error()
+			} else {
+				why[i] = cmp.Or(o.errLine, fmt.Sprintf("unexpected stdout %.40q", o.stdout))
+			}
 		}
 		return ok, nil
 	})
@@ -391,9 +399,11 @@ func (b *benchmark) phase(ctx context.Context, label string, run snippetFunc, ps
 	if len(p.Failed) > 0 {
 		var ids []string
 		for _, i := range p.Failed[:min(len(p.Failed), 5)] {
-			ids = append(ids, fmt.Sprintf("%s (%s)", ps.id(i), first[i]))
+			ids = append(ids, fmt.Sprintf("%s (%s)", ps.id(i), why[i]))
 		}
 		b.note("%s: %s at c%d: %d of %d failed: %s", label, ps.what, ps.conc, len(p.Failed), ps.n, strings.Join(ids, ", "))
 	}
-	return summary(ps.conc, ps.gap > 0, p), nil
+	s := summary(ps.conc, ps.gap > 0, p)
+	s.Errors = serviceErrs
+	return s, nil
 }

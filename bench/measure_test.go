@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -189,5 +190,65 @@ func TestMeasureGap(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || ran.Load() != 0 {
 		t.Errorf("canceled during a gap: err=%v after %d runs, want context.Canceled after none", err, ran.Load())
+	}
+}
+
+func TestPhase(t *testing.T) {
+	boom := errors.New("sandbox setup failed")
+	tests := []struct {
+		name       string
+		run        snippetFunc
+		wantPassed int
+		wantErrors int
+		wantNote   string
+	}{
+		{"all pass", func(ctx context.Context, code string) (outcome, error) {
+			return outcome{ok: true, stdout: helloOut}, nil
+		}, 4, 0, ""},
+		{"wrong stdout fails", func(ctx context.Context, code string) (outcome, error) {
+			return outcome{ok: true, stdout: "bye\n"}, nil
+		}, 0, 0, `unexpected stdout "bye\n"`},
+		{"error line noted", func(ctx context.Context, code string) (outcome, error) {
+			return outcome{errLine: "NameError: name 'x' is not defined"}, nil
+		}, 0, 0, "NameError"},
+		{"service errors are failures, and the phase goes on", func() snippetFunc {
+			var n atomic.Int64
+			return func(ctx context.Context, code string) (outcome, error) {
+				if n.Add(1) == 2 {
+					return outcome{}, boom
+				}
+				return outcome{ok: true, stdout: helloOut}, nil
+			}
+		}(), 3, 1, "service error: sandbox setup failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBenchmark(Options{})
+			b.report = &Report{}
+			s, err := b.phase(context.Background(), "row", tt.run, b.hello(2, 4, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Runs != 4 || s.Passed != tt.wantPassed || s.Errors != tt.wantErrors {
+				t.Errorf("stats = %+v, want 4 runs, %d passed, %d errors", s, tt.wantPassed, tt.wantErrors)
+			}
+			notes := strings.Join(b.report.Notes, "\n")
+			if tt.wantNote == "" && notes != "" || !strings.Contains(notes, tt.wantNote) {
+				t.Errorf("notes = %q, want one containing %q", notes, tt.wantNote)
+			}
+		})
+	}
+}
+
+func TestPhaseStopsWhenCanceled(t *testing.T) {
+	b := newBenchmark(Options{})
+	b.report = &Report{}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := b.phase(ctx, "row", func(ctx context.Context, code string) (outcome, error) {
+		cancel()
+		return outcome{}, ctx.Err()
+	}, b.hello(1, 10, 0))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }

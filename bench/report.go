@@ -64,14 +64,17 @@ type Row struct {
 
 // Stats are the figures of one phase: one program set at one concurrency.
 type Stats struct {
-	Concurrency int     `json:"concurrency"`
-	Runs        int     `json:"runs"`
-	Passed      int     `json:"passed"`
-	P50MS       float64 `json:"p50_ms"`
-	P90MS       float64 `json:"p90_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	RunsPerS    float64 `json:"runs_per_s"`
-	WallS       float64 `json:"wall_s"`
+	Concurrency int `json:"concurrency"`
+	Runs        int `json:"runs"`
+	Passed      int `json:"passed"`
+	// Errors counts runs the service itself failed (Run returned an error);
+	// they are not passed.
+	Errors   int     `json:"errors,omitempty"`
+	P50MS    float64 `json:"p50_ms"`
+	P90MS    float64 `json:"p90_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	RunsPerS float64 `json:"runs_per_s"`
+	WallS    float64 `json:"wall_s"`
 	// P50VsOriginal and P50VsCold are latency ratios (lower is better), set on
 	// hello phases when the reference was measured.
 	P50VsOriginal float64 `json:"p50_vs_original,omitempty"`
@@ -255,7 +258,7 @@ func (r *Report) evaluate() {
 	default:
 		x := ratio(orig.WallS, he.WallS)
 		t.Status = status(x >= targetSpeedVsOrig && he.Passed == he.Runs && he.Runs > 0)
-		t.Detail = fmt.Sprintf("%.2f s vs original %.2f s = %.2fx, %d/%d passed", he.WallS, orig.WallS, x, he.Passed, he.Runs)
+		t.Detail = fmt.Sprintf("%.2f s vs original %.2f s = %.2fx, %s passed", he.WallS, orig.WallS, x, passed(he))
 	}
 	r.Targets = append(r.Targets, t)
 
@@ -297,7 +300,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, row := range r.Rows {
 		if s := row.Idle; s != nil {
 			hello.add(row.Label, "idle", num(s.P50MS, 2), num(s.P90MS, 2), num(s.P99MS, 2), "-",
-				fmt.Sprintf("%d/%d", s.Passed, s.Runs), times(s.P50VsOriginal), times(s.P50VsCold))
+				passed(s), times(s.P50VsOriginal), times(s.P50VsCold))
 		}
 	}
 	for _, c := range r.Concurrency {
@@ -307,7 +310,7 @@ func (r *Report) WriteText(w io.Writer) error {
 				continue
 			}
 			hello.add(row.Label, "c"+strconv.Itoa(c), num(s.P50MS, 2), num(s.P90MS, 2), num(s.P99MS, 2), num(s.RunsPerS, 1),
-				fmt.Sprintf("%d/%d", s.Passed, s.Runs), times(s.P50VsOriginal), times(s.P50VsCold))
+				passed(s), times(s.P50VsOriginal), times(s.P50VsCold))
 		}
 	}
 	hello.write(&b)
@@ -320,7 +323,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, c := range r.Concurrency {
 			if r.Original != nil {
 				if s := at(r.Original.HumanEval, c); s != nil {
-					he.add(originalLabel, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs), "1.00x", "-")
+					he.add(originalLabel, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s), "1.00x", "-")
 				}
 			}
 			for _, row := range r.Rows {
@@ -328,7 +331,7 @@ func (r *Report) WriteText(w io.Writer) error {
 				if s == nil {
 					continue
 				}
-				he.add(row.Label, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), fmt.Sprintf("%d/%d", s.Passed, s.Runs),
+				he.add(row.Label, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s),
 					times(s.SpeedVsOriginal), times(s.SpeedVsCold))
 			}
 		}
@@ -374,6 +377,14 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 const originalLabel = "original execute_code (seed_bench.py)"
+
+// passed renders "passed/runs", with the service's own errors if any.
+func passed(s *Stats) string {
+	if s.Errors > 0 {
+		return fmt.Sprintf("%d/%d (%d errors)", s.Passed, s.Runs, s.Errors)
+	}
+	return fmt.Sprintf("%d/%d", s.Passed, s.Runs)
+}
 
 func num(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
 

@@ -51,7 +51,7 @@ func sample() *Report {
 				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 4, P90MS: 5, P99MS: 7, WallS: 5.4},
 				Hello: []Stats{
 					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 5, P90MS: 6, P99MS: 9, RunsPerS: 60, WallS: 3.3},
-					{Concurrency: 2, Runs: 200, Passed: 199, P50MS: 11, P90MS: 14, P99MS: 20, RunsPerS: 100, WallS: 2},
+					{Concurrency: 2, Runs: 200, Passed: 199, Errors: 1, P50MS: 11, P90MS: 14, P99MS: 20, RunsPerS: 100, WallS: 2},
 				},
 				HumanEval: []Stats{
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 2.5, RunsPerS: 65.6},
