@@ -22,7 +22,11 @@ func benchExecutor(b *testing.B, layers layerSet, poolSize int) *Executor {
 		b.Fatal(err)
 	}
 	cfg := Config{Pool: poolSize}.withDefaults()
-	e := &Executor{cfg: cfg, log: cfg.Logger, plan: newPlan(py, layers)}
+	pl, err := newPlan(py, layers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl}
 	if !layers.Namespaces {
 		e.plan.hostUID = -1
 	}

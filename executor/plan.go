@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,6 +79,7 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 // plan is how sandboxes of one tier are built.
 type plan struct {
 	layers   layerSet
+	seccomp  []bpf.RawInstruction
 	py       python
 	hostUID  int // uid the snippet runs as on the host, -1: the service's own
 	mapRoot  bool
@@ -86,8 +88,14 @@ type plan struct {
 	symlinks map[string]string
 }
 
-func newPlan(py python, layers layerSet) *plan {
+func newPlan(py python, layers layerSet) (*plan, error) {
 	p := &plan{layers: layers, py: py, hostUID: -1, symlinks: map[string]string{}}
+	if layers.Seccomp {
+		var err error
+		if p.seccomp, err = seccompFilter(); err != nil {
+			return nil, err
+		}
+	}
 	if os.Geteuid() == 0 {
 		p.mapRoot = true
 		// Without a mount namespace the snippet sees the host's tree, so it
@@ -118,7 +126,7 @@ func newPlan(py python, layers layerSet) *plan {
 			p.files = append(p.files, file)
 		}
 	}
-	return p
+	return p, nil
 }
 
 // othersCanReach reports whether any uid may traverse to and run path.
@@ -156,14 +164,14 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		},
 		Dir: dir,
 		Rlimits: []rlimit{
-			{Resource: unix.RLIMIT_AS, Cur: mem, Max: mem},
 			{Resource: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 1},
 			{Resource: unix.RLIMIT_FSIZE, Cur: workBytes, Max: workBytes},
 			{Resource: unix.RLIMIT_NOFILE, Cur: 256, Max: 256},
 			{Resource: unix.RLIMIT_NPROC, Cur: 64, Max: 64},
 			{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0},
+			{Resource: unix.RLIMIT_AS, Cur: mem, Max: mem}, // last: see sandboxLocker
 		},
-		Seccomp: p.layers.Seccomp,
+		Seccomp: p.seccomp,
 	}
 	if p.layers.Namespaces {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks

@@ -32,8 +32,11 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	report := Report{Python: fmt.Sprintf("%s (Python %s)", py.Executable, py.Version)}
 	var reasons []string
 	for i, set := range tiers {
-		pl := newPlan(py, set)
-		layers, err := canary(ctx, cfg, pl)
+		pl, err := newPlan(py, set)
+		var layers []Layer
+		if err == nil {
+			layers, err = canary(ctx, cfg, pl)
+		}
 		if err == nil {
 			if bad := unverified(layers); len(bad) > 0 {
 				err = fmt.Errorf("not enforced: %s", strings.Join(bad, ", "))
@@ -49,8 +52,11 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		}
 		return pl, report, nil
 	}
-	pl := newPlan(py, layerSet{})
-	layers, err := canary(ctx, cfg, pl)
+	pl, err := newPlan(py, layerSet{})
+	var layers []Layer
+	if err == nil {
+		layers, err = canary(ctx, cfg, pl)
+	}
 	if err != nil {
 		report.Tier = TierNone
 		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
@@ -185,7 +191,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
 	)
 	rl := pl.spec(lim, "").Rlimits
-	names := []string{"AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE"}
+	names := []string{"CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "AS"}
 	rlOK := len(c.Rlimits) == len(names)
 	for i, name := range names {
 		rlOK = rlOK && c.Rlimits[name] == rl[i].Max

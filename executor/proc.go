@@ -162,18 +162,23 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 		if line == "ready" {
 			return p, nil
 		}
+		err := errors.New(line)
+		if line == exitedEarly {
+			<-p.waited
+			<-p.initDone
+			err = p.setupError()
+		}
 		p.destroy()
-		return nil, &Error{Code: ErrInternal, Message: "sandbox setup failed", Err: errors.New(line)}
-	case <-p.waited:
-		<-p.initDone
-		err := p.setupError()
-		p.destroy()
-		return nil, &Error{Code: ErrInternal, Message: "sandbox exited before it was ready", Err: err}
+		return nil, &Error{Code: ErrInternal, Message: "sandbox setup failed", Err: err}
 	case <-ctx.Done():
 		p.destroy()
 		return nil, &Error{Code: ErrCanceled, Message: "waiting for the sandbox", Err: ctx.Err()}
 	}
 }
+
+// exitedEarly stands for the status line of a sandbox that closed its status
+// pipe without one.
+const exitedEarly = "exited before ready"
 
 func (p *proc) readStatus(r io.Reader) {
 	defer close(p.statusDone)
@@ -188,7 +193,7 @@ func (p *proc) readStatus(r io.Reader) {
 		p.status = append(p.status, sc.Text())
 	}
 	if first {
-		p.ready <- "exited before ready"
+		p.ready <- exitedEarly
 	}
 }
 

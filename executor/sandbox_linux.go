@@ -9,9 +9,11 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,9 +65,9 @@ type stageSpec struct {
 	SetGroups bool              `json:"set_groups"`
 
 	// Stage 2.
-	Rlimits  []rlimit     `json:"rlimits"`
-	Landlock *landlockSet `json:"landlock,omitempty"`
-	Seccomp  bool         `json:"seccomp"`
+	Rlimits  []rlimit             `json:"rlimits"`
+	Landlock *landlockSet         `json:"landlock,omitempty"`
+	Seccomp  []bpf.RawInstruction `json:"seccomp,omitempty"` // assembled filter
 }
 
 type rlimit struct {
@@ -312,8 +314,9 @@ func bindReadOnly(src, dst string, flags uintptr) error {
 }
 
 // sandboxLocker is stage 2: already the unprivileged uid, it sets
-// no_new_privs, Landlock, seccomp and the rlimits on itself, then becomes
-// python. Errors go to the status pipe, where the service expects "ready".
+// no_new_privs, Landlock, seccomp and the rlimits on its locked thread,
+// then becomes python from that thread (execve keeps what the calling
+// thread had; the other threads end). Errors go to the status pipe, where the service expects "ready".
 func sandboxLocker() {
 	runtime.LockOSThread()
 	spec := readSpec()
@@ -325,19 +328,33 @@ func sandboxLocker() {
 			die(fdStatus, err)
 		}
 	}
-	if spec.Seccomp {
-		if err := loadSeccomp(); err != nil {
+	if len(spec.Seccomp) > 0 {
+		if err := loadSeccomp(spec.Seccomp); err != nil {
 			die(fdStatus, err)
 		}
 	}
-	// Last before execve: a low RLIMIT_AS would starve the Go runtime.
+	// Last before execve, with nothing left to allocate: under a low
+	// RLIMIT_AS the Go runtime itself could no longer grow.
+	argv0, err := syscall.BytePtrFromString(spec.Python)
+	if err != nil {
+		die(fdStatus, err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(append([]string{spec.Python}, spec.Args...))
+	if err != nil {
+		die(fdStatus, err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(spec.Env)
+	if err != nil {
+		die(fdStatus, err)
+	}
 	for _, rl := range spec.Rlimits {
 		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Cur, Max: rl.Max}); err != nil {
 			die(fdStatus, fmt.Errorf("setrlimit %d: %w", rl.Resource, err))
 		}
 	}
-	err := syscall.Exec(spec.Python, append([]string{spec.Python}, spec.Args...), spec.Env)
-	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
+	_, _, errno := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, errno))
 }
 
 // landlockABI is the Landlock version the rules are written for; older
@@ -354,7 +371,15 @@ func restrictLandlock(set landlockSet) error {
 		landlock.RWFiles(set.RWFiles...),
 	}
 	// No TCP bind or connect rules: all TCP bind/connect is denied.
-	if err := landlockABI.BestEffort().Restrict(rules...); err != nil {
+	fd, flags, err := landlockABI.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if fd < 0 {
+		return nil // no Landlock here; the canary run reports it
+	}
+	defer unix.Close(fd)
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil

@@ -89,24 +89,29 @@ func seccompProgram() ([]bpf.Instruction, error) {
 	return append(prog, body...), nil
 }
 
-// loadSeccomp installs the filter on every thread of the calling process.
-// no_new_privs must already be set.
-func loadSeccomp() error {
+// seccompFilter assembles the filter once, in the service; stage 2 only
+// loads it.
+func seccompFilter() ([]bpf.RawInstruction, error) {
 	prog, err := seccompProgram()
 	if err != nil {
-		return fmt.Errorf("assemble seccomp filter: %w", err)
+		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
-		return fmt.Errorf("assemble seccomp filter: %w", err)
+		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
+	return raw, nil
+}
+
+// loadSeccomp installs raw on the calling thread, which is about to execve.
+// no_new_privs must already be set on it.
+func loadSeccomp(raw []bpf.RawInstruction) error {
 	filter := make([]syscall.SockFilter, len(raw))
 	for i, in := range raw {
 		filter[i] = syscall.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
 	}
 	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, errno := syscall.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {
 		return fmt.Errorf("load seccomp filter: %w", errno)
 	}
