@@ -380,7 +380,11 @@ const originalLabel = "original execute_code (seed_bench.py)"
 
 // passed renders "passed/runs", with the service's own errors if any.
 func passed(s *Stats) string {
-	if s.Errors > 0 {
+	switch s.Errors {
+	case 0:
+	case 1:
+		return fmt.Sprintf("%d/%d (1 error)", s.Passed, s.Runs)
+	default:
 		return fmt.Sprintf("%d/%d (%d errors)", s.Passed, s.Runs, s.Errors)
 	}
 	return fmt.Sprintf("%d/%d", s.Passed, s.Runs)
