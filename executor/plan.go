@@ -240,9 +240,10 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 	cmd.SysProcAttr = attr
 	cmd.Env = spec.Env
 	if p.layers.Namespaces || p.layers.Locker {
-		// Our own binary: nothing of the service's environment. A -race
-		// build would otherwise sleep 1 s in every init's exit.
-		cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
+		// Our own binary: nothing of the service's environment. One P is
+		// plenty for an init; a -race build would otherwise sleep 1 s in
+		// every init's exit.
+		cmd.Env = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
 	}
 	return cmd, nil
 }
