@@ -401,3 +401,35 @@ func TestIsolationReport(t *testing.T) {
 		t.Fatalf("Doctor: %+v %v", d.Tier, err)
 	}
 }
+
+func TestRunSeccomp(t *testing.T) {
+	e := newExecutor(t, executor.Config{})
+	requireFull(t, e)
+	res := run(t, e, executor.Request{Code: `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+results = []
+for name, call in [("unshare(CLONE_NEWUSER)", lambda: libc.unshare(0x10000000)),
+                   ("clone(CLONE_NEWUSER)", lambda: libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)),
+                   ("ptrace(PTRACE_TRACEME)", lambda: libc.ptrace(0, 0, 0, 0)),
+                   ("mount", lambda: libc.mount(b"none", b"/sandbox", b"tmpfs", 0, None)),
+                   ("keyctl", lambda: libc.syscall(250, 0, 0, 0, 0, 0))]:
+    results.append("%s=%d/%d" % (name, call(), ctypes.get_errno()))
+print(" ".join(results))`})
+	want := "unshare(CLONE_NEWUSER)=-1/1 clone(CLONE_NEWUSER)=-1/1 ptrace(PTRACE_TRACEME)=-1/1 mount=-1/1 keyctl=-1/1\n"
+	if res.Stdout != want {
+		t.Errorf("got %q, want %q (stderr %s)", res.Stdout, want, res.Stderr)
+	}
+	for name, code := range map[string]string{
+		// mov eax, 20 (getpid in the i386 table); int 0x80; ret
+		"int 0x80": `import ctypes, mmap
+m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+m.write(b"\xb8\x14\x00\x00\x00\xcd\x80\xc3")
+print(ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))())`,
+		"x32": "import ctypes\nprint(ctypes.CDLL(None).syscall(0x40000000 + 39))",
+	} {
+		res := run(t, e, executor.Request{Code: code})
+		if res.Signal != "SIGSYS" || res.Stdout != "" {
+			t.Errorf("%s: signal=%q stdout=%q error=%q", name, res.Signal, res.Stdout, res.Error)
+		}
+	}
+}
