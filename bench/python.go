@@ -173,7 +173,7 @@ func parseSeed(out []byte, programs int) (*Original, error) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &raw); err != nil {
 		return nil, fmt.Errorf("read seed_bench.py output %q: %w", out, err)
 	}
-	o := &Original{HelloP50MS: raw["hello_p50_ms"], HelloP90MS: raw["hello_p90_ms"], Raw: raw}
+	o := &Original{HelloP50MS: raw["hello_p50_ms"], HelloP90MS: raw["hello_p90_ms"], Raw: []map[string]float64{raw}}
 	for k, v := range raw {
 		m := seedHumanEvalKey.FindStringSubmatch(k)
 		if m == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -86,13 +87,36 @@ type Stats struct {
 }
 
 // Original holds the figures of ../shared/reference/seed_bench.py, run in the
-// same bench run.
+// same bench run: once at the start and once at the end, keeping the better
+// figure of the two for each, so the comparison is against its best.
 type Original struct {
 	HelloP50MS float64 `json:"hello_p50_ms"`
 	HelloP90MS float64 `json:"hello_p90_ms"`
 	HumanEval  []Stats `json:"humaneval"`
-	// Raw is the seed's JSON object as it printed it.
-	Raw map[string]float64 `json:"raw"`
+	// Raw holds each run's JSON object as seed_bench.py printed it.
+	Raw []map[string]float64 `json:"raw"`
+}
+
+// best merges two runs of the original, keeping the better of each figure.
+func best(a, b *Original) *Original {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	o := &Original{
+		HelloP50MS: min(a.HelloP50MS, b.HelloP50MS),
+		HelloP90MS: min(a.HelloP90MS, b.HelloP90MS),
+		Raw:        append(slices.Clone(a.Raw), b.Raw...),
+	}
+	for _, s := range a.HumanEval {
+		if t := at(b.HumanEval, s.Concurrency); t != nil && t.WallS < s.WallS {
+			s = *t
+		}
+		o.HumanEval = append(o.HumanEval, s)
+	}
+	return o
 }
 
 // Flood is the service's memory while one snippet floods stdout.
@@ -295,7 +319,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	hello := table{head: []string{"print('hello')", "load", "p50 ms", "p90 ms", "p99 ms", "runs/s", "ok", "p50/orig", "p50/cold"}}
 	if o := r.Original; o != nil {
-		hello.add(originalLabel, "c1", num(o.HelloP50MS, 2), num(o.HelloP90MS, 2), "-", "-", "-", "1.00x", "-")
+		hello.add(o.label(), "c1", num(o.HelloP50MS, 2), num(o.HelloP90MS, 2), "-", "-", "-", "1.00x", "-")
 	}
 	for _, row := range r.Rows {
 		if s := row.Idle; s != nil {
@@ -323,7 +347,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, c := range r.Concurrency {
 			if r.Original != nil {
 				if s := at(r.Original.HumanEval, c); s != nil {
-					he.add(originalLabel, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s), "1.00x", "-")
+					he.add(r.Original.label(), "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s), "1.00x", "-")
 				}
 			}
 			for _, row := range r.Rows {
@@ -376,7 +400,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-const originalLabel = "original execute_code (seed_bench.py)"
+// label names the original's rows, with how many runs it is the
+// best of.
+func (o *Original) label() string {
+	if len(o.Raw) > 1 {
+		return fmt.Sprintf("original execute_code (seed_bench.py, best of %d)", len(o.Raw))
+	}
+	return "original execute_code (seed_bench.py)"
+}
 
 // passed renders "passed/runs", with the service's own errors if any.
 func passed(s *Stats) string {

@@ -64,7 +64,7 @@ func sample() *Report {
 				{Concurrency: 1, Runs: 164, Passed: 164, WallS: 4.4, RunsPerS: 37.3},
 				{Concurrency: 2, Runs: 164, Passed: 164, WallS: 2.2, RunsPerS: 74.5},
 			},
-			Raw: map[string]float64{"hello_p50_ms": 25, "hello_p90_ms": 30, "humaneval_c1_s": 4.4, "humaneval_c1_passed": 164, "humaneval_c2_s": 2.2, "humaneval_c2_passed": 164},
+			Raw: []map[string]float64{{"hello_p50_ms": 25, "hello_p90_ms": 30, "humaneval_c1_s": 4.4, "humaneval_c1_passed": 164, "humaneval_c2_s": 2.2, "humaneval_c2_passed": 164}, {"hello_p50_ms": 27}},
 		},
 		Flood: &Flood{Row: "executor pool (2)", Code: floodCode, TimeoutMS: 5000, DurationMS: 5040, Timeout: true,
 			StdoutBytes: 9 << 30, KeptBytes: 64 << 10, BaselineRSSMiB: 12.5, PeakRSSMiB: 20.25, OvershootMS: 40},
@@ -233,6 +233,27 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if len(back.Targets) != 4 || back.Targets[0].Status != statusPass {
 		t.Errorf("targets = %+v", back.Targets)
+	}
+}
+
+func TestBest(t *testing.T) {
+	a := &Original{HelloP50MS: 30, HelloP90MS: 31, Raw: []map[string]float64{{"x": 1}}, HumanEval: []Stats{
+		{Concurrency: 1, Runs: 164, Passed: 164, WallS: 4},
+		{Concurrency: 2, Runs: 164, Passed: 164, WallS: 3},
+	}}
+	b := &Original{HelloP50MS: 25, HelloP90MS: 40, Raw: []map[string]float64{{"x": 2}}, HumanEval: []Stats{
+		{Concurrency: 1, Runs: 164, Passed: 164, WallS: 5},
+		{Concurrency: 2, Runs: 164, Passed: 163, WallS: 2},
+	}}
+	got := best(a, b)
+	if got.HelloP50MS != 25 || got.HelloP90MS != 31 || len(got.Raw) != 2 {
+		t.Errorf("best hello = %v/%v with %d raw runs, want 25/31 with 2", got.HelloP50MS, got.HelloP90MS, len(got.Raw))
+	}
+	if got.HumanEval[0].WallS != 4 || got.HumanEval[1].WallS != 2 || got.HumanEval[1].Passed != 163 {
+		t.Errorf("best HumanEval = %+v, want c1 from a, c2 from b", got.HumanEval)
+	}
+	if best(nil, b) != b || best(a, nil) != a {
+		t.Error("best with one run missing must return the other")
 	}
 }
 
