@@ -2,11 +2,14 @@
 #
 # docker build -t runblock .
 # docker run --rm --env-file .env -p 8080:8080 \
-#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined runblock
+#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#   --security-opt systempaths=unconfined runblock
 #
-# Without the two --security-opt flags Docker's default profiles forbid user
+# Without the --security-opt flags Docker's default profiles forbid user
 # namespaces and runblock starts in the reduced isolation tier (it says which
-# layers are off; `docker run --rm runblock doctor` shows them). See README,
+# layers are off; `docker run --rm runblock doctor` shows them). As the
+# non-root user below the snippet shares the service's uid (reduced tier,
+# unprivileged-uid off); `--user 0` gives the full tier. See README,
 # "Deployment".
 
 FROM golang:1.26.8-bookworm AS build
