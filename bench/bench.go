@@ -131,21 +131,36 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer os.RemoveAll(dir)
 	bp := bare{python: py.Path, dir: dir}
-	b.row(ctx, Row{Name: rowBare, Label: "bare python3 -I -S -c"}, func(ctx context.Context, code string) (outcome, error) {
+	cs := []*contender{{row: Row{Name: rowBare, Label: "bare python3 -I -S -c"}, run: func(ctx context.Context, code string) (outcome, error) {
 		ok, out, err := bp.run(ctx, code, bareTimeout)
 		return outcome{ok: ok, stdout: out}, err
-	})
+	}}}
+	b.note("guard-only tier: executor.Config has no setting that forces it, so that row is left out")
+	var started []*executor.Executor
+	for _, c := range b.executorRows() {
+		ex, err := b.start(ctx, &c.row, c.cfg)
+		if err != nil {
+			b.report.Rows = append(b.report.Rows, c.row)
+			continue
+		}
+		started = append(started, ex)
+		cs = append(cs, &contender{row: c.row, run: func(ctx context.Context, code string) (outcome, error) {
+			// No per-request limits: the pool only serves runs with the
+			// executor's default limits.
+			res, err := ex.Run(ctx, executor.Request{Code: code})
+			return outcome{ok: res.Success, stdout: res.Stdout, errLine: res.Error}, err
+		}})
+	}
+	b.measureAll(ctx, cs)
+	for _, ex := range started {
+		if err := ex.Close(); err != nil {
+			b.note("close executor: %v", err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-
-	b.note("guard-only tier: executor.Config has no setting that forces it, so that row is left out")
-	for _, c := range b.executorRows() {
-		b.executorRow(ctx, c)
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
+	b.sortRows()
 
 	if seed {
 		b.original(ctx, py.Path, filepath.Join(shared, "reference", "seed_bench.py"), total)
@@ -271,28 +286,117 @@ func (b *benchmark) executorRows() []executorConfig {
 	}
 }
 
-// executorRow starts an executor with c.cfg, measures it and closes it.
-func (b *benchmark) executorRow(ctx context.Context, c executorConfig) {
-	b.log.Info("bench: starting executor", "row", c.row.Name, "pool", c.cfg.Pool)
+// start starts an executor for row, or notes why it could not.
+func (b *benchmark) start(ctx context.Context, row *Row, cfg executor.Config) (*executor.Executor, error) {
+	b.log.Info("bench: starting executor", "row", row.Name, "pool", cfg.Pool)
 	t := time.Now()
-	ex, err := executor.New(ctx, c.cfg)
+	ex, err := executor.New(ctx, cfg)
 	if err != nil {
-		c.row.Error = err.Error()
-		b.report.Rows = append(b.report.Rows, c.row)
-		b.note("%s not measured: %v", c.row.Label, err)
-		return
+		row.Error = err.Error()
+		b.note("%s not measured: %v", row.Label, err)
+		return nil, err
 	}
-	defer ex.Close()
-	c.row.StartupMS = ms(time.Since(t))
-	if c.row.Name == rowCold || b.report.Isolation == "" {
+	row.StartupMS = ms(time.Since(t))
+	if row.Name == rowCold || b.report.Isolation == "" {
 		b.report.Isolation = ex.Isolation().Tier
 	}
-	b.row(ctx, c.row, func(ctx context.Context, code string) (outcome, error) {
-		// No per-request limits: the pool only serves runs with the
-		// executor's default limits.
-		res, err := ex.Run(ctx, executor.Request{Code: code})
-		return outcome{ok: res.Success, stdout: res.Stdout, errLine: res.Error}, err
+	return ex, nil
+}
+
+// contender is one row being measured, and how it runs a snippet.
+type contender struct {
+	row Row
+	run snippetFunc
+}
+
+// measureAll warms every contender up, measures their idle latency taking
+// them in turn (so all see the same machine), then each one's closed loops,
+// and adds their rows to the report.
+func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
+	var ready []*contender
+	for _, c := range cs {
+		if b.warm(ctx, c) {
+			ready = append(ready, c)
+		}
+	}
+	if err := b.idle(ctx, ready); err == nil {
+		for _, c := range ready {
+			b.loops(ctx, c)
+		}
+	}
+	for _, c := range cs {
+		b.report.Rows = append(b.report.Rows, c.row)
+	}
+}
+
+// sortRows puts the rows in a fixed order: bare, cold, pool.
+func (b *benchmark) sortRows() {
+	order := map[string]int{rowBare: 0, rowCold: 1, rowPool: 2}
+	slices.SortStableFunc(b.report.Rows, func(x, y Row) int { return cmp.Compare(order[x.Name], order[y.Name]) })
+}
+
+// warm runs the untimed warm-up, and reports whether c can be measured.
+func (b *benchmark) warm(ctx context.Context, c *contender) bool {
+	b.log.Info("bench: warming up", "row", c.row.Name)
+	for range b.warmup {
+		if _, err := c.run(ctx, helloCode); err != nil {
+			c.row.Error = err.Error()
+			b.note("%s: warm-up: %v", c.row.Label, err)
+			return false
+		}
+	}
+	return true
+}
+
+// idle measures print('hello') arriving one at a time, b.idleGap apart,
+// taking the contenders in turn.
+func (b *benchmark) idle(ctx context.Context, cs []*contender) error {
+	m := len(cs)
+	if m == 0 {
+		return nil
+	}
+	ps := b.hello(1, b.idleRuns*m, b.idleGap)
+	b.log.Info("bench: phase", "phase", ps.what, "rows", m, "runs", ps.n)
+	p, why, err := b.execute(ctx, ps, func(ctx context.Context, k int) (outcome, error) {
+		return cs[k%m].run(ctx, helloCode)
 	})
+	if err != nil {
+		for _, c := range cs {
+			c.row.Error = err.Error()
+		}
+		b.note("%s stopped: %v", ps.what, err)
+		return err
+	}
+	for j, c := range cs {
+		sub, subWhy := every(p, why, j, m)
+		s := b.judge(c.row.Label, b.hello(1, b.idleRuns, b.idleGap), sub, subWhy)
+		c.row.Idle = &s
+	}
+	return nil
+}
+
+// loops measures c's closed loops: hello and HumanEval at each concurrency.
+func (b *benchmark) loops(ctx context.Context, c *contender) {
+	b.log.Info("bench: measuring", "row", c.row.Name)
+	for _, conc := range b.conc {
+		s, err := b.phase(ctx, c.row.Label, c.run, b.hello(conc, b.helloRuns, 0))
+		if err != nil {
+			c.row.Error = err.Error()
+			return
+		}
+		c.row.Hello = append(c.row.Hello, s)
+	}
+	if len(b.programs) == 0 {
+		return
+	}
+	for _, conc := range b.conc {
+		s, err := b.phase(ctx, c.row.Label, c.run, b.humanEval(conc))
+		if err != nil {
+			c.row.Error = err.Error()
+			return
+		}
+		c.row.HumanEval = append(c.row.HumanEval, s)
+	}
 }
 
 // outcome is what the bench needs to know of one run.
@@ -338,55 +442,21 @@ func (b *benchmark) humanEval(conc int) phaseSpec {
 	}
 }
 
-// row warms run up, then measures hello when idle and at each concurrency,
-// and HumanEval at each concurrency, and appends the row to the report.
-func (b *benchmark) row(ctx context.Context, row Row, run snippetFunc) {
-	defer func() { b.report.Rows = append(b.report.Rows, row) }()
-	b.log.Info("bench: measuring", "row", row.Name)
-	for range b.warmup {
-		if _, err := run(ctx, helloCode); err != nil {
-			row.Error = err.Error()
-			b.note("%s: warm-up: %v", row.Label, err)
-			return
-		}
-	}
-	idle, err := b.phase(ctx, row.Label, run, b.hello(1, b.idleRuns, b.idleGap))
-	if err != nil {
-		row.Error = err.Error()
-		return
-	}
-	row.Idle = &idle
-	for _, c := range b.conc {
-		s, err := b.phase(ctx, row.Label, run, b.hello(c, b.helloRuns, 0))
-		if err != nil {
-			row.Error = err.Error()
-			return
-		}
-		row.Hello = append(row.Hello, s)
-	}
-	if len(b.programs) == 0 {
-		return
-	}
-	for _, c := range b.conc {
-		s, err := b.phase(ctx, row.Label, run, b.humanEval(c))
-		if err != nil {
-			row.Error = err.Error()
-			return
-		}
-		row.HumanEval = append(row.HumanEval, s)
-	}
+// failure says why a run did not pass; service is set when the service
+// itself failed it.
+type failure struct {
+	why     string
+	service bool
 }
 
-// phase measures one phase and notes its failures.
-func (b *benchmark) phase(ctx context.Context, label string, run snippetFunc, ps phaseSpec) (Stats, error) {
-	b.log.Info("bench: phase", "row", label, "phase", ps.what, "concurrency", ps.conc, "runs", ps.n)
+// execute runs a phase and says why each failing run failed.
+func (b *benchmark) execute(ctx context.Context, ps phaseSpec, run func(ctx context.Context, i int) (outcome, error)) (phase, map[int]failure, error) {
 	var (
-		mu          sync.Mutex
-		why         = map[int]string{}
-		serviceErrs int
+		mu  sync.Mutex
+		why = map[int]failure{}
 	)
 	p, err := measure(ctx, ps.n, ps.conc, ps.gap, func(ctx context.Context, i int) (bool, error) {
-		o, err := run(ctx, ps.code(i))
+		o, err := run(ctx, i)
 		if err != nil && ctx.Err() != nil {
 			return false, err
 		}
@@ -397,26 +467,41 @@ func (b *benchmark) phase(ctx context.Context, label string, run snippetFunc, ps
 			if err != nil {
 				// The service failed this run: count it as failed and go on,
 				// so one bad run shows in the figures instead of hiding them.
-				serviceErrs++
-				why[i] = "service error: " + err.Error()
+				why[i] = failure{why: "service error: " + err.Error(), service: true}
 			} else {
-				why[i] = cmp.Or(o.errLine, fmt.Sprintf("unexpected stdout %.40q", o.stdout))
+				why[i] = failure{why: cmp.Or(o.errLine, fmt.Sprintf("unexpected stdout %.40q", o.stdout))}
 			}
 		}
 		return ok, nil
 	})
+	return p, why, err
+}
+
+// phase measures one phase of one contender and notes its failures.
+func (b *benchmark) phase(ctx context.Context, label string, run snippetFunc, ps phaseSpec) (Stats, error) {
+	b.log.Info("bench: phase", "row", label, "phase", ps.what, "concurrency", ps.conc, "runs", ps.n)
+	p, why, err := b.execute(ctx, ps, func(ctx context.Context, i int) (outcome, error) { return run(ctx, ps.code(i)) })
 	if err != nil {
 		b.note("%s: %s at c%d stopped: %v", label, ps.what, ps.conc, err)
 		return Stats{}, err
 	}
+	return b.judge(label, ps, p, why), nil
+}
+
+// judge notes the failures of a phase and returns its figures.
+func (b *benchmark) judge(label string, ps phaseSpec, p phase, why map[int]failure) Stats {
 	if len(p.Failed) > 0 {
 		var ids []string
 		for _, i := range p.Failed[:min(len(p.Failed), 5)] {
-			ids = append(ids, fmt.Sprintf("%s (%s)", ps.id(i), why[i]))
+			ids = append(ids, fmt.Sprintf("%s (%s)", ps.id(i), why[i].why))
 		}
-		b.note("%s: %s at c%d: %d of %d failed: %s", label, ps.what, ps.conc, len(p.Failed), ps.n, strings.Join(ids, ", "))
+		b.note("%s: %s at c%d: %d of %d failed: %s", label, ps.what, ps.conc, len(p.Failed), len(p.Latencies), strings.Join(ids, ", "))
 	}
 	s := summary(ps.conc, ps.gap > 0, p)
-	s.Errors = serviceErrs
-	return s, nil
+	for _, f := range why {
+		if f.service {
+			s.Errors++
+		}
+	}
+	return s
 }

@@ -83,6 +83,28 @@ func measure(ctx context.Context, n, conc int, gap time.Duration, run runFunc) (
 	return p, nil
 }
 
+// every returns the runs j, j+m, j+2m, ... of p as a phase of their own
+// (renumbered 0, 1, 2, ...), with their failures; the wall time stays p's.
+func every(p phase, why map[int]failure, j, m int) (phase, map[int]failure) {
+	sub := phase{Wall: p.Wall}
+	subWhy := map[int]failure{}
+	failed := map[int]bool{}
+	for _, k := range p.Failed {
+		failed[k] = true
+	}
+	for k := j; k < len(p.Latencies); k += m {
+		i := len(sub.Latencies)
+		sub.Latencies = append(sub.Latencies, p.Latencies[k])
+		if failed[k] {
+			sub.Failed = append(sub.Failed, i)
+			subWhy[i] = why[k]
+		} else {
+			sub.Passed++
+		}
+	}
+	return sub, subWhy
+}
+
 // pause waits d, and reports false if ctx ended first.
 func pause(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,5 +252,79 @@ func TestPhaseStopsWhenCanceled(t *testing.T) {
 	}, b.hello(1, 10, 0))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestEvery(t *testing.T) {
+	p := phase{
+		Latencies: durations(1, 2, 3, 4, 5, 6),
+		Wall:      time.Second,
+		Passed:    4,
+		Failed:    []int{1, 4},
+	}
+	why := map[int]failure{1: {why: "b0"}, 4: {why: "a2", service: true}}
+	tests := []struct {
+		j        int
+		wantLat  []time.Duration
+		wantFail []int
+		wantWhy  map[int]failure
+		wantPass int
+	}{
+		{0, durations(1, 3, 5), []int{2}, map[int]failure{2: {why: "a2", service: true}}, 2},
+		{1, durations(2, 4, 6), []int{0}, map[int]failure{0: {why: "b0"}}, 2},
+	}
+	for _, tt := range tests {
+		sub, subWhy := every(p, why, tt.j, 2)
+		if !slices.Equal(sub.Latencies, tt.wantLat) || !slices.Equal(sub.Failed, tt.wantFail) || sub.Passed != tt.wantPass || sub.Wall != p.Wall {
+			t.Errorf("every(j=%d) = %+v, want latencies %v, failed %v, %d passed", tt.j, sub, tt.wantLat, tt.wantFail, tt.wantPass)
+		}
+		if !maps.Equal(subWhy, tt.wantWhy) {
+			t.Errorf("every(j=%d) failures = %v, want %v", tt.j, subWhy, tt.wantWhy)
+		}
+	}
+	// m = 3 puts the service error (run 4) into contender 1 as its run 1.
+	sub, subWhy := every(p, why, 1, 3)
+	if !slices.Equal(sub.Failed, []int{0, 1}) || !subWhy[1].service {
+		t.Errorf("every(j=1, m=3) = %+v %v, want runs 0 and 1 failed, 1 by the service", sub, subWhy)
+	}
+}
+
+func TestIdleTakesContendersInTurn(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	contend := func(name string, fail bool) *contender {
+		return &contender{row: Row{Name: name, Label: name}, run: func(ctx context.Context, code string) (outcome, error) {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			if fail {
+				return outcome{errLine: "RuntimeError: no"}, nil
+			}
+			return outcome{ok: true, stdout: helloOut}, nil
+		}}
+	}
+	b := newBenchmark(Options{IdleRuns: 3, IdleGap: time.Microsecond})
+	b.report = &Report{}
+	cs := []*contender{contend("a", false), contend("b", true)}
+	if err := b.idle(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "b", "a", "b", "a", "b"}; !slices.Equal(order, want) {
+		t.Errorf("run order %v, want %v", order, want)
+	}
+	a, bb := cs[0].row.Idle, cs[1].row.Idle
+	if a == nil || bb == nil {
+		t.Fatal("idle stats missing")
+	}
+	if a.Runs != 3 || a.Passed != 3 || bb.Runs != 3 || bb.Passed != 0 {
+		t.Errorf("idle a = %+v, b = %+v; want 3/3 and 0/3", a, bb)
+	}
+	if a.RunsPerS != 0 {
+		t.Errorf("idle phase has a throughput %v, want none", a.RunsPerS)
+	}
+	if notes := strings.Join(b.report.Notes, "\n"); !strings.Contains(notes, "b: idle hello at c1: 3 of 3 failed") || strings.Contains(notes, "a: ") {
+		t.Errorf("notes = %q, want b's failures only", notes)
 	}
 }
