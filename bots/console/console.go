@@ -154,6 +154,7 @@ func (b *Bot) Close(ctx context.Context) error {
 
 func (b *Bot) loop() {
 	defer close(b.done)
+	defer b.ready.Store(false)
 	r := bufio.NewReader(b.cfg.In)
 	for {
 		if b.cfg.Interactive {

@@ -132,6 +132,9 @@ func TestPipedMessageIsAnswered(t *testing.T) {
 	if m.received != 1 || m.replied != 1 {
 		t.Errorf("metrics received=%d replied=%d, want 1 and 1", m.received, m.replied)
 	}
+	if b.Ready() {
+		t.Error("console still ready after the end of its input")
+	}
 }
 
 func TestMessagesAreAnsweredInOrder(t *testing.T) {
