@@ -328,3 +328,37 @@ func TestIdleTakesContendersInTurn(t *testing.T) {
 		t.Errorf("notes = %q, want b's failures only", notes)
 	}
 }
+
+func TestMeasureAllOrders(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	contend := func(name string) *contender {
+		return &contender{row: Row{Name: name, Label: name}, run: func(ctx context.Context, code string) (outcome, error) {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			return outcome{ok: true, stdout: helloOut}, nil
+		}}
+	}
+	b := newBenchmark(Options{Concurrency: 1, Warmup: 1, IdleRuns: 2, IdleGap: time.Microsecond, HelloRuns: 1})
+	b.report = &Report{}
+	b.measureAll(context.Background(), []*contender{contend(rowBare), contend(rowCold), contend(rowPool)})
+	want := []string{
+		rowBare, rowCold, rowPool, // warm-up
+		rowPool, rowBare, rowCold, rowPool, rowBare, rowCold, // idle, pool first
+		rowBare, rowCold, rowPool, // closed loop c1
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("run order\n%v, want\n%v", order, want)
+	}
+	b.sortRows()
+	var rows []string
+	for _, r := range b.report.Rows {
+		rows = append(rows, r.Name)
+	}
+	if want := []string{rowBare, rowCold, rowPool}; !slices.Equal(rows, want) {
+		t.Errorf("report rows %v, want %v", rows, want)
+	}
+}

@@ -313,8 +313,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s, load %s at start, %s at end\n",
 		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS, cmp.Or(r.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
-	fmt.Fprintf(&b, "print('hello'), after %d warm-up runs per row: idle = %d runs arriving one at a time %.0f ms apart; cN = %d runs in a closed loop at concurrency N\n",
-		r.Warmup, r.IdleRuns, r.IdleGapMS, r.HelloRuns)
+	fmt.Fprintf(&b, "print('hello') after %d warm-up runs per row: cN = %d runs in a closed loop at concurrency N;\n", r.Warmup, r.HelloRuns)
+	fmt.Fprintf(&b, "idle = %d runs per row arriving one at a time %.0f ms apart, rows in turn (pool first, so its refill has two gaps before the cold row runs)\n",
+		r.IdleRuns, r.IdleGapMS)
 	b.WriteString("p50/orig, p50/cold: latency ratios (lower is better); speed: throughput ratios (higher is better)\n\n")
 
 	hello := table{head: []string{"print('hello')", "load", "p50 ms", "p90 ms", "p99 ms", "runs/s", "ok", "p50/orig", "p50/cold"}}
