@@ -122,8 +122,8 @@ func ParseConfig(env Env) (Config, error) {
 	}
 
 	c.Slack = slack.Config{
-		BotToken:      p.token("SLACK_BOT_TOKEN", "xoxb-", "a bot token", "xapp-", "SLACK_APP_TOKEN"),
-		AppToken:      p.token("SLACK_APP_TOKEN", "xapp-", "an app-level token", "xoxb-", "SLACK_BOT_TOKEN"),
+		BotToken:      p.token("SLACK_BOT_TOKEN", "xoxb-", "a bot token", "xapp-", "an app-level token", "SLACK_APP_TOKEN"),
+		AppToken:      p.token("SLACK_APP_TOKEN", "xapp-", "an app-level token", "xoxb-", "a bot token", "SLACK_BOT_TOKEN"),
 		SigningSecret: p.secret("SLACK_SIGNING_SECRET"),
 		Channels:      p.list("SLACK_CHANNELS"),
 		RunReaction:   strings.Trim(p.str("SLACK_RUN_REACTION", "arrow_forward"), ":"),
@@ -419,12 +419,12 @@ func (p *parser) secret(name string) string {
 
 // token checks a Slack token's prefix, pointing at the right variable when a
 // token of the other kind was pasted.
-func (p *parser) token(name, prefix, kind, otherPrefix, otherVar string) string {
+func (p *parser) token(name, prefix, kind, otherPrefix, otherKind, otherVar string) string {
 	v := p.secret(name)
 	switch {
 	case v == "" || strings.HasPrefix(v, prefix):
 	case strings.HasPrefix(v, otherPrefix):
-		p.fail(name, "", "holds a "+otherPrefix+" token", "that one belongs in "+otherVar+"; put "+kind+" ("+prefix+"...) here")
+		p.fail(name, "", "holds "+otherKind+" ("+otherPrefix+"...)", "that one belongs in "+otherVar+"; put "+kind+" ("+prefix+"...) here")
 	default:
 		p.fail(name, "", "is not "+kind, "copy "+kind+" starting with "+prefix+" from your Slack app's settings")
 	}
