@@ -1,6 +1,7 @@
 # runblock guard prelude and runner.
 #
-# Started as `python -I -S -c <this file> [site-dir ...]` with these fds:
+# Started as `python -I -S -c <this file> RLIMITS [site-dir ...]` with these
+# fds (RLIMITS is "resource:limit,..." set as soft and hard limits):
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
 #   3 request pipe: the snippet's source, until EOF,
 #   4 status pipe: this runner writes "ready" once the guard is in place,
@@ -21,10 +22,16 @@ def _runblock_run():
     import os
     import sys
 
+    import resource
+
     read, write, close = os.read, os.write, os.close
     os.set_inheritable(3, False)
     os.set_inheritable(4, False)
-    sys.path.extend(sys.argv[1:])
+    for item in sys.argv[1].split(","):
+        res, limit = map(int, item.split(":"))
+        resource.setrlimit(res, (limit, limit))
+    del resource
+    sys.path.extend(sys.argv[2:])
     sys.argv = ["-c"]
 
     faulthandler.disable()

@@ -32,7 +32,7 @@ type layerSet struct {
 	Namespaces bool // user, mount, PID, network, IPC, UTS, cgroup; minimal root; fresh /proc
 	Landlock   bool
 	Seccomp    bool
-	Locker     bool // stage 2: no_new_privs and rlimits before execve
+	Locker     bool // without namespaces: re-exec as the locker (no_new_privs, Landlock, seccomp)
 }
 
 // python is the interpreter found at start.
@@ -153,24 +153,14 @@ func (p *plan) covered(dir string) bool {
 
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
-	cpu := uint64(math.Ceil(lim.Timeout.Seconds())) + 1
-	mem := uint64(lim.Memory)
 	spec := stageSpec{
 		Python: p.py.Executable,
-		Args:   append([]string{"-I", "-S", "-c", guardSource}, p.py.Site...),
+		Args:   append([]string{"-I", "-S", "-c", guardSource, rlimitArg(lim)}, p.py.Site...),
 		Env: []string{
 			"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
 			"PYTHONIOENCODING=utf-8", "OMP_NUM_THREADS=1", "HOME=" + dir, "TMPDIR=" + dir,
 		},
-		Dir: dir,
-		Rlimits: []rlimit{
-			{Resource: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 1},
-			{Resource: unix.RLIMIT_FSIZE, Cur: workBytes, Max: workBytes},
-			{Resource: unix.RLIMIT_NOFILE, Cur: 256, Max: 256},
-			{Resource: unix.RLIMIT_NPROC, Cur: 64, Max: 64},
-			{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0},
-			{Resource: unix.RLIMIT_AS, Cur: mem, Max: mem}, // last: see sandboxLocker
-		},
+		Dir:     dir,
 		Seccomp: p.seccomp,
 	}
 	if p.layers.Namespaces {
@@ -195,6 +185,38 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: []string{"/dev/null"}}
 	}
 	return spec
+}
+
+// rlimit is one resource limit, set as soft = hard.
+type rlimit struct {
+	name     string // RLIMIT_ name, as resource.RLIMIT_<name> in python
+	resource int
+	value    uint64
+}
+
+// rlimits are the limits of a sandbox: address space, CPU seconds, file
+// size, open files, processes (threads included), no core dumps.
+func rlimits(lim limits) []rlimit {
+	return []rlimit{
+		{"AS", unix.RLIMIT_AS, uint64(lim.Memory)},
+		{"CPU", unix.RLIMIT_CPU, uint64(math.Ceil(lim.Timeout.Seconds())) + 1},
+		{"FSIZE", unix.RLIMIT_FSIZE, workBytes},
+		{"NOFILE", unix.RLIMIT_NOFILE, 256},
+		{"NPROC", unix.RLIMIT_NPROC, 64},
+		{"CORE", unix.RLIMIT_CORE, 0},
+	}
+}
+
+// rlimitArg passes the rlimits to the guard, which sets them before it says
+// "ready": before any snippet code exists in the process, and for good, as
+// the sandbox uid cannot raise a hard limit. (Setting them in Go before
+// execve would need a second Go stage per run, ~4 ms of CPU.)
+func rlimitArg(lim limits) string {
+	parts := make([]string, 0, 6)
+	for _, rl := range rlimits(lim) {
+		parts = append(parts, fmt.Sprintf("%d:%d", rl.resource, rl.value))
+	}
+	return strings.Join(parts, ",")
 }
 
 // command builds the process that becomes the sandbox.

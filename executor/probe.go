@@ -190,11 +190,10 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 			Detail: "blocks ptrace, mount, namespaces, IP sockets, bpf, keyctl, perf; kills foreign-ABI syscalls"},
 		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
 	)
-	rl := pl.spec(lim, "").Rlimits
-	names := []string{"CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "AS"}
-	rlOK := len(c.Rlimits) == len(names)
-	for i, name := range names {
-		rlOK = rlOK && c.Rlimits[name] == rl[i].Max
+	rlOK := true
+	for _, rl := range rlimits(lim) {
+		got, ok := c.Rlimits[rl.name]
+		rlOK = rlOK && ok && got == rl.value
 	}
 	layers = append(layers, Layer{Name: "rlimits", Active: true, Verified: rlOK,
 		Detail: fmt.Sprintf("address space %d MiB, CPU, file size, open files, processes, no core dumps", lim.Memory>>20)})

@@ -26,12 +26,11 @@ type limits struct {
 // proc is one started, guarded interpreter. After it has said "ready" it
 // waits for exactly one snippet; run hands it over and collects the result.
 type proc struct {
-	cmd      *exec.Cmd
-	kill     context.CancelFunc // kills the whole sandbox (its PID 1 or process group)
-	lim      limits
-	born     time.Time
-	hostDir  string   // host work dir to remove, "" with a mount namespace
-	prlimits []rlimit // applied by the service at hand-over (guard-only tier)
+	cmd     *exec.Cmd
+	kill    context.CancelFunc // kills the whole sandbox (its PID 1 or process group)
+	lim     limits
+	born    time.Time
+	hostDir string // host work dir to remove, "" with a mount namespace
 
 	stdin, request *os.File // write ends
 	readEnds       []*os.File
@@ -130,9 +129,6 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = stdinR, outW, errW, extra
 	cmd.WaitDelay = time.Second
-	if !plan.layers.Locker {
-		p.prlimits = spec.Rlimits
-	}
 	p.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		return fail(err)
@@ -255,11 +251,6 @@ const outputGrace = 100 * time.Millisecond
 // from here. The proc is destroyed afterwards.
 func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 	defer p.destroy()
-	for _, rl := range p.prlimits {
-		if err := unix.Prlimit(p.cmd.Process.Pid, rl.Resource, &unix.Rlimit{Cur: rl.Cur, Max: rl.Max}, nil); err != nil {
-			return Result{}, &Error{Code: ErrInternal, Message: "set rlimits", Err: err}
-		}
-	}
 	start := time.Now()
 	var writers sync.WaitGroup
 	feed := func(f *os.File, s string) {

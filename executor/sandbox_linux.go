@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -20,8 +19,8 @@ import (
 // The executor re-executes its own binary (/proc/self/exe) as the sandbox.
 // os.Args[0] tells the stage; os.Args[1] carries the stageSpec as JSON.
 const (
-	initMarker   = "runblock-sandbox-init"   // stage 1: PID 1 of the namespaces
-	lockerMarker = "runblock-sandbox-locker" // stage 2: locks itself down, then execs python
+	initMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
+	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
 )
 
 // Inside the sandbox: the snippet's uid/gid, its work dir and the root's
@@ -35,7 +34,7 @@ const (
 // File descriptors shared by the stages and the guard (see guard.py).
 const (
 	fdRequest    = 3 // read end: the snippet's source
-	fdStatus     = 4 // write end: guard's "ready", "memory"; stage 2's "error: ..."
+	fdStatus     = 4 // write end: guard's "ready", "started", "memory"; the locker's "error: ..."
 	fdInitStatus = 5 // write end: stage 1's setup error or python's exit status (JSON)
 )
 
@@ -64,16 +63,9 @@ type stageSpec struct {
 	GID       int               `json:"gid"`
 	SetGroups bool              `json:"set_groups"`
 
-	// Stage 2.
-	Rlimits  []rlimit             `json:"rlimits"`
+	// Both stages.
 	Landlock *landlockSet         `json:"landlock,omitempty"`
 	Seccomp  []bpf.RawInstruction `json:"seccomp,omitempty"` // assembled filter
-}
-
-type rlimit struct {
-	Resource int    `json:"resource"`
-	Cur      uint64 `json:"cur"`
-	Max      uint64 `json:"max"`
 }
 
 type landlockSet struct {
@@ -117,10 +109,12 @@ type initStatus struct {
 
 // sandboxInit is stage 1, PID 1 of fresh user, mount, PID, network, IPC,
 // UTS and cgroup namespaces, running as the namespace's root. It builds
-// the minimal root, starts stage 2 as the unprivileged sandbox uid, reaps
+// the minimal root, locks its thread down and forks python from it as the
+// unprivileged sandbox uid, reaps
 // every process, and reports how python ended. When it exits, the kernel
 // kills whatever is left in the PID namespace.
 func sandboxInit() {
+	runtime.LockOSThread()
 	spec := readSpec()
 	if err := buildRoot(spec); err != nil {
 		die(fdInitStatus, err)
@@ -128,16 +122,22 @@ func sandboxInit() {
 	if err := unix.Sethostname([]byte("sandbox")); err != nil {
 		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
 	}
+	// Lock down this thread only: python is forked from it and inherits
+	// its no_new_privs, Landlock domain and seccomp filter; the init's
+	// other threads never run sandbox code.
+	if err := lockThread(spec); err != nil {
+		die(fdInitStatus, err)
+	}
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, os.NewFile(fdRequest, "request"), os.NewFile(fdStatus, "status")}
 	cred := &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups}
-	proc, err := os.StartProcess("/proc/self/exe", []string{lockerMarker, os.Args[1]}, &os.ProcAttr{
+	proc, err := os.StartProcess(spec.Python, append([]string{spec.Python}, spec.Args...), &os.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setsid: true},
 	})
 	if err != nil {
-		die(fdInitStatus, fmt.Errorf("start stage 2: %w", err))
+		die(fdInitStatus, fmt.Errorf("start python: %w", err))
 	}
 	for _, f := range files {
 		f.Close()
@@ -313,48 +313,33 @@ func bindReadOnly(src, dst string, flags uintptr) error {
 	return nil
 }
 
-// sandboxLocker is stage 2: already the unprivileged uid, it sets
-// no_new_privs, Landlock, seccomp and the rlimits on its locked thread,
-// then becomes python from that thread (execve keeps what the calling
-// thread had; the other threads end). Errors go to the status pipe, where the service expects "ready".
+// sandboxLocker is the stage without namespaces: it sets no_new_privs,
+// Landlock and seccomp on its locked thread, then becomes python from that
+// thread (execve keeps what the calling thread had).
 func sandboxLocker() {
 	runtime.LockOSThread()
 	spec := readSpec()
+	if err := lockThread(spec); err != nil {
+		die(fdStatus, err)
+	}
+	err := syscall.Exec(spec.Python, append([]string{spec.Python}, spec.Args...), spec.Env)
+	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
+}
+
+// lockThread sets no_new_privs, Landlock and seccomp on the calling thread.
+func lockThread(spec stageSpec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		die(fdStatus, fmt.Errorf("no_new_privs: %w", err))
+		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if spec.Landlock != nil {
 		if err := restrictLandlock(*spec.Landlock); err != nil {
-			die(fdStatus, err)
+			return err
 		}
 	}
 	if len(spec.Seccomp) > 0 {
-		if err := loadSeccomp(spec.Seccomp); err != nil {
-			die(fdStatus, err)
-		}
+		return loadSeccomp(spec.Seccomp)
 	}
-	// Last before execve, with nothing left to allocate: under a low
-	// RLIMIT_AS the Go runtime itself could no longer grow.
-	argv0, err := syscall.BytePtrFromString(spec.Python)
-	if err != nil {
-		die(fdStatus, err)
-	}
-	argv, err := syscall.SlicePtrFromStrings(append([]string{spec.Python}, spec.Args...))
-	if err != nil {
-		die(fdStatus, err)
-	}
-	envv, err := syscall.SlicePtrFromStrings(spec.Env)
-	if err != nil {
-		die(fdStatus, err)
-	}
-	for _, rl := range spec.Rlimits {
-		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Cur, Max: rl.Max}); err != nil {
-			die(fdStatus, fmt.Errorf("setrlimit %d: %w", rl.Resource, err))
-		}
-	}
-	_, _, errno := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
-		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, errno))
+	return nil
 }
 
 // landlockABI is the Landlock version the rules are written for; older
