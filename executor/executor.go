@@ -56,16 +56,16 @@ func (c Config) withDefaults() Config {
 // binary as stage 1 (PID 1 of new user, mount, PID, network, IPC, UTS and
 // cgroup namespaces; builds a tmpfs root with read-only binds of what python
 // needs, a minimal /dev, its own /proc and a 32 MiB work dir, then
-// pivot_roots), which starts stage 2 as the unprivileged sandbox uid; stage 2
-// sets no_new_privs, Landlock, seccomp and the rlimits and execs
-// `python -I -S -c guard.py`. The guard neutralises what the original
-// execute_code did, says "ready" on the status pipe and blocks reading the
-// snippet from the request pipe. A cold run hands the snippet over at once;
+// pivot_roots), sets no_new_privs, Landlock and seccomp on its own thread and
+// forks `python -I -S -c guard.py` from it as the unprivileged sandbox uid.
+// The guard sets the rlimits, neutralises what the original execute_code
+// did, says "ready" on the status pipe and blocks reading the snippet from
+// the request pipe. A cold run hands the snippet over at once;
 // with Config.Pool, sandboxes wait pre-started and a run takes one. The
 // timeout counts from the hand-over. Each sandbox runs one snippet and is
 // destroyed: killing its PID 1 ends every process in it.
 //
-// An idle pooled sandbox costs about 16 MiB RSS (6.5 MiB PSS: the init's Go
+// An idle pooled sandbox costs about 16 MiB RSS (6–11 MiB PSS: the init's Go
 // runtime and a started python, shared pages counted once); it holds no
 // user's quota, the scheduler counts only runs. Size the pool to the
 // concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes bounds

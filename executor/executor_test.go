@@ -109,6 +109,7 @@ func TestRunTimeoutKeepsPartialOutput(t *testing.T) {
 	if !strings.Contains(res.Error, "timed out") || res.Signal != "SIGKILL" || res.TimeoutLimit != timeout {
 		t.Errorf("error=%q signal=%q limit=%v", res.Error, res.Signal, res.TimeoutLimit)
 	}
+	t.Logf("a %v timeout returned after %v", timeout, res.Duration)
 	// A generous bound that only catches a hang, not a benchmark.
 	if res.Duration > timeout+2*time.Second {
 		t.Errorf("run took %v for a %v timeout", res.Duration, timeout)
