@@ -10,7 +10,10 @@ out = {"uid": os.getuid(), "gid": os.getgid(), "pid": os.getpid(), "env": sorted
 host_marker = sys.stdin.read().strip()
 out["host_marker_visible"] = os.path.exists(host_marker)
 out["shadow_visible"] = os.path.exists("/etc/shadow")
-out["root_entries"] = sorted(os.listdir("/"))
+try:
+    out["root_entries"] = sorted(os.listdir("/"))
+except OSError:
+    out["root_entries"] = None  # Landlock without a mount namespace hides the host's root
 out["hostname"] = socket.gethostname()
 
 ns = {}

@@ -180,7 +180,8 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 			list = []string{"/"}
 			ro = append(ro, "/etc", "/proc")
 		} else {
-			files = append(files, p.files...)
+			// The locker execs python in place: "self" is python then too.
+			files = append(files, append(p.files, "/proc/self/status")...)
 		}
 		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: []string{"/dev/null"}}
 	}

@@ -155,7 +155,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 	for _, p := range slices.Concat(pl.binds, pl.files, mapKeys(pl.symlinks)) {
 		expectedRoot[strings.Split(strings.TrimPrefix(p, "/"), "/")[0]] = true
 	}
-	minimalRoot := !c.HostMarkerVisible && !c.ShadowVisible
+	minimalRoot := !c.HostMarkerVisible && !c.ShadowVisible && c.RootEntries != nil
 	for _, e := range c.RootEntries {
 		minimalRoot = minimalRoot && expectedRoot[e]
 	}
