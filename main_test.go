@@ -154,9 +154,10 @@ func TestShutdownLetsTheRunInFlightFinish(t *testing.T) {
 	if got := out.String(); !strings.Contains(got, "finished slow()") || strings.Contains(got, "never") {
 		t.Errorf("output %q: want the reply to the run in flight and nothing else", got)
 	}
+	// Close closed the pipe, so the console's reader ends too.
 	select {
 	case <-m.Done():
-	default:
+	case <-time.After(30 * time.Second):
 		t.Error("console not done after Close")
 	}
 }
