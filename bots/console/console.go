@@ -161,7 +161,7 @@ func (b *Bot) loop() {
 			b.print("you> ")
 		}
 		msg, tooLarge, err := b.readMessage(r)
-		if msg != "" && !b.handle(msg, tooLarge) {
+		if (msg != "" || tooLarge) && !b.handle(msg, tooLarge) {
 			return
 		}
 		if err != nil {

@@ -197,16 +197,24 @@ func TestRefusalsAreRendered(t *testing.T) {
 }
 
 func TestTooLargeMessageIsRefusedAndTheNextAnswered(t *testing.T) {
-	var jobs []executor.Job
-	in := fence + "python\n" + strings.Repeat("x = 1\n", 400) + fence + "\n\n" + pipedExample
-	b, out := open(t, strings.NewReader(in), okRunner("2\n", &jobs), func(c *console.Config) { c.MaxMessageBytes = 1000 })
-	waitDone(t, b)
-	if len(jobs) != 1 {
-		t.Fatalf("%d jobs, want 1 (the small message only)", len(jobs))
+	tests := []struct{ name, big string }{
+		{"many lines", fence + "python\n" + strings.Repeat("x = 1\n", 400) + fence},
+		{"one long line", "`" + strings.Repeat("x", 5000) + "`"},
 	}
-	tooLarge := formatting.RenderError(formatting.Console, executor.Errorf(executor.ErrTooLarge, "message over 1000 bytes"))
-	if got := out.String(); !strings.HasPrefix(got, strings.TrimSpace(tooLarge)) {
-		t.Errorf("output %q does not start with the too-large reply %q", got, tooLarge)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var jobs []executor.Job
+			in := tt.big + "\n\n" + pipedExample
+			b, out := open(t, strings.NewReader(in), okRunner("2\n", &jobs), func(c *console.Config) { c.MaxMessageBytes = 1000 })
+			waitDone(t, b)
+			if len(jobs) != 1 {
+				t.Fatalf("%d jobs, want 1 (the small message only)", len(jobs))
+			}
+			tooLarge := formatting.RenderError(formatting.Console, executor.Errorf(executor.ErrTooLarge, "message over 1000 bytes"))
+			if got := out.String(); !strings.HasPrefix(got, strings.TrimSpace(tooLarge)) {
+				t.Errorf("output %q does not start with the too-large reply %q", got, tooLarge)
+			}
+		})
 	}
 }
 
