@@ -103,11 +103,11 @@ func ParseConfig(env Env) (Config, error) {
 
 	c.Executor = executor.Config{
 		Python:          p.str("RUNBLOCK_PYTHON", ""),
-		Timeout:         p.duration("RUNBLOCK_TIMEOUT", 5*time.Second, true),
-		MemoryBytes:     int64(p.int("RUNBLOCK_MEMORY_MB", 256, 1, "a number of MiB such as 256")) << 20,
-		MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", 1<<20),
-		KeepBytes:       64 << 10,
-		MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", 1<<20),
+		Timeout:         p.duration("RUNBLOCK_TIMEOUT", executor.DefaultTimeout, true),
+		MemoryBytes:     int64(p.int("RUNBLOCK_MEMORY_MB", executor.DefaultMemoryBytes>>20, 1, "a number of MiB such as 256")) << 20,
+		MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", executor.DefaultMaxOutputBytes),
+		KeepBytes:       executor.DefaultKeepBytes,
+		MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", executor.DefaultMaxCodeBytes),
 		AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
 	}
 	concurrency := p.int("RUNBLOCK_CONCURRENCY", runtime.NumCPU(), 1, "a number of parallel runs such as 2")
@@ -115,7 +115,7 @@ func ParseConfig(env Env) (Config, error) {
 	rate := p.rate("RUNBLOCK_USER_RATE", 5.0/60)
 	c.Scheduler = executor.SchedulerConfig{
 		Concurrency: concurrency,
-		QueueSize:   p.int("RUNBLOCK_QUEUE", 100, 1, "the number of jobs that may wait, such as 100"),
+		QueueSize:   p.int("RUNBLOCK_QUEUE", executor.DefaultQueueSize, 1, "the number of jobs that may wait, such as 100"),
 		UserRate:    rate,
 		UserBurst:   p.int("RUNBLOCK_USER_BURST", 5, 1, "the number of runs a user may make at once before the rate applies, such as 5"),
 		MaxPerUser:  p.int("RUNBLOCK_USER_MAX_JOBS", 1, 1, "the number of queued-or-running jobs per user, such as 1"),
@@ -132,10 +132,10 @@ func ParseConfig(env Env) (Config, error) {
 	c.Discord = discord.Config{
 		Token:       p.discordToken("DISCORD_BOT_TOKEN"),
 		Channels:    p.list("DISCORD_CHANNELS"),
-		Prefix:      p.str("DISCORD_PREFIX", "!run"),
+		Prefix:      p.str("DISCORD_PREFIX", discord.DefaultPrefix),
 		GuildID:     p.snowflake("DISCORD_GUILD_ID"),
-		RunReaction: p.str("DISCORD_RUN_REACTION", "▶️"),
-		EditWindow:  p.duration("DISCORD_EDIT_WINDOW", 10*time.Minute, true),
+		RunReaction: p.str("DISCORD_RUN_REACTION", discord.DefaultRunReaction),
+		EditWindow:  p.duration("DISCORD_EDIT_WINDOW", discord.DefaultEditWindow, true),
 	}
 
 	c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
