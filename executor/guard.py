@@ -19,14 +19,14 @@
 def _runblock_run():
     import builtins
     import faulthandler
-    import os
+    import posix
     import sys
 
     import resource
 
-    read, write, close = os.read, os.write, os.close
-    os.set_inheritable(3, False)
-    os.set_inheritable(4, False)
+    read, write, close = posix.read, posix.write, posix.close
+    posix.set_inheritable(3, False)
+    posix.set_inheritable(4, False)
     for item in sys.argv[1].split(","):
         res, limit = map(int, item.split(":"))
         resource.setrlimit(res, (limit, limit))
@@ -38,17 +38,20 @@ def _runblock_run():
     builtins.exit = None
     builtins.quit = None
     builtins.help = None
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
-                 "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
-                 "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
-                 "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
-        setattr(os, name, None)
     for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
         sys.modules[name] = None
 
-    # shutil and subprocess cost ~12 ms to import, so they are patched when
-    # first imported instead of up front: the snippet sees the same modules.
+    # The snippet's environment already has OMP_NUM_THREADS=1.
+    def fix_os(module):
+        for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
+                     "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
+                     "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
+                     "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+            setattr(module, name, None)
+
+    # os, shutil and subprocess cost ~1 ms and ~12 ms to import, so they are
+    # patched when first imported instead of up front: the snippet sees the
+    # same modules.
     def fix_shutil(module):
         for name in ("rmtree", "move", "chown"):
             setattr(module, name, None)
@@ -56,7 +59,7 @@ def _runblock_run():
     def fix_subprocess(module):
         module.Popen = None
 
-    fixes = {"shutil": fix_shutil, "subprocess": fix_subprocess}
+    fixes = {"os": fix_os, "shutil": fix_shutil, "subprocess": fix_subprocess}
 
     class Loader:
         def __init__(self, loader, fix):
