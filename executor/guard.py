@@ -19,6 +19,7 @@
 def _runblock_run():
     import builtins
     import faulthandler
+    import gc
     import posix
     import sys
 
@@ -117,6 +118,10 @@ def _runblock_run():
     except SyntaxError as exc:
         _runblock_report(exc, None, source)
         sys.exit(1)
+    # Everything alive so far lives until exit; out of the collector's
+    # sight, the collections at interpreter exit skip it (~1 ms of CPU).
+    gc.freeze()
+    del gc
     try:
         exec(code, main)
     except SystemExit:
