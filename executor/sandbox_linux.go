@@ -128,9 +128,11 @@ func sandboxInit() {
 	if err := lockThread(spec); err != nil {
 		die(fdInitStatus, err)
 	}
-	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, os.NewFile(fdRequest, "request"), os.NewFile(fdStatus, "status")}
+	// syscall.ForkExec, not os.StartProcess: the latter first probes pidfd
+	// support by forking a throwaway child, once per process, so per run.
 	cred := &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups}
-	proc, err := os.StartProcess(spec.Python, append([]string{spec.Python}, spec.Args...), &os.ProcAttr{
+	files := []uintptr{0, 1, 2, fdRequest, fdStatus}
+	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: files,
@@ -139,19 +141,19 @@ func sandboxInit() {
 	if err != nil {
 		die(fdInitStatus, fmt.Errorf("start python: %w", err))
 	}
-	for _, f := range files {
-		f.Close()
+	for _, fd := range files {
+		unix.Close(int(fd))
 	}
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		reaped, err := unix.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			die(fdInitStatus, fmt.Errorf("wait: %w", err))
 		}
-		if pid != proc.Pid {
+		if reaped != pid {
 			continue
 		}
 		st := initStatus{Exited: ws.Exited(), ExitCode: ws.ExitStatus()}
