@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,7 +78,7 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 // plan is how sandboxes of one tier are built.
 type plan struct {
 	layers   layerSet
-	seccomp  []bpf.RawInstruction
+	seccomp  []byte // see seccompFilter
 	py       python
 	hostUID  int // uid the snippet runs as on the host, -1: the service's own
 	mapRoot  bool

@@ -12,7 +12,6 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,8 +63,8 @@ type stageSpec struct {
 	SetGroups bool              `json:"set_groups"`
 
 	// Both stages.
-	Landlock *landlockSet         `json:"landlock,omitempty"`
-	Seccomp  []bpf.RawInstruction `json:"seccomp,omitempty"` // assembled filter
+	Landlock *landlockSet `json:"landlock,omitempty"`
+	Seccomp  []byte       `json:"seccomp,omitempty"` // assembled filter, see seccompFilter
 }
 
 type landlockSet struct {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"syscall"
 	"unsafe"
@@ -90,8 +91,10 @@ func seccompProgram() ([]bpf.Instruction, error) {
 }
 
 // seccompFilter assembles the filter once, in the service; stage 2 only
-// loads it.
-func seccompFilter() ([]bpf.RawInstruction, error) {
+// loads it. It travels in the stage spec as the kernel's struct
+// sock_filter array in native byte order (base64 in JSON): as JSON objects
+// its instructions doubled the time every init spends decoding its spec.
+func seccompFilter() ([]byte, error) {
 	prog, err := seccompProgram()
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
@@ -100,15 +103,28 @@ func seccompFilter() ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
-	return raw, nil
+	b := make([]byte, 0, len(raw)*sockFilterSize)
+	for _, in := range raw {
+		b = binary.NativeEndian.AppendUint16(b, in.Op)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.NativeEndian.AppendUint32(b, in.K)
+	}
+	return b, nil
 }
 
-// loadSeccomp installs raw on the calling thread, which is about to execve.
-// no_new_privs must already be set on it.
-func loadSeccomp(raw []bpf.RawInstruction) error {
-	filter := make([]syscall.SockFilter, len(raw))
-	for i, in := range raw {
-		filter[i] = syscall.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+// sockFilterSize is the size of one struct sock_filter.
+const sockFilterSize = 8
+
+// loadSeccomp installs prog (see seccompFilter) on the calling thread,
+// which is about to execve. no_new_privs must already be set on it.
+func loadSeccomp(prog []byte) error {
+	if len(prog)%sockFilterSize != 0 {
+		return fmt.Errorf("load seccomp filter: %d bytes is not a whole program", len(prog))
+	}
+	filter := make([]syscall.SockFilter, len(prog)/sockFilterSize)
+	for i := range filter {
+		in := prog[i*sockFilterSize:]
+		filter[i] = syscall.SockFilter{Code: binary.NativeEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.NativeEndian.Uint32(in[4:])}
 	}
 	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
