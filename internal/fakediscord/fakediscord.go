@@ -26,6 +26,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
+	"github.com/runblock/runblock/internal/watch"
 )
 
 // DefaultHeartbeatInterval is the HELLO heartbeat interval. discordgo gives
@@ -44,7 +45,7 @@ type Server struct {
 	http *httptest.Server
 
 	mu           sync.Mutex
-	changed      chan struct{} // closed and replaced whenever state changes
+	changes      watch.Changes // wakes waiters whenever state changes
 	bots         map[string]*Bot
 	requests     []Request
 	limits       []*rateLimit
@@ -64,7 +65,6 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		opts:         opts,
-		changed:      make(chan struct{}),
 		bots:         make(map[string]*Bot),
 		messages:     make(map[string]*discordgo.Message),
 		interactions: make(map[string]*interaction),
@@ -124,26 +124,15 @@ func (s *Server) Close() {
 
 // notifyLocked wakes every waiter; s.mu must be held.
 func (s *Server) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.changes.NotifyLocked()
 }
 
 // waitFor calls check under s.mu until it reports true or ctx ends.
 func (s *Server) waitFor(ctx context.Context, what string, check func() bool) error {
-	for {
-		s.mu.Lock()
-		ok := check()
-		ch := s.changed
-		s.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("fakediscord: waiting for %s: %w", what, ctx.Err())
-		}
+	if err := s.changes.Wait(ctx, &s.mu, check); err != nil {
+		return fmt.Errorf("fakediscord: waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
 // newIDLocked returns a fresh snowflake-like id; s.mu must be held.

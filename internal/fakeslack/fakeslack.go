@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runblock/runblock/internal/watch"
 )
 
 // Identities the fake answers with.
@@ -55,7 +57,7 @@ type Server struct {
 	http *httptest.Server
 
 	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced whenever state changes
+	changes  watch.Changes // wakes waiters whenever state changes
 	calls    []Call
 	scripts  map[string][]Response
 	channels map[string][]*Message // by channel id, in ts order
@@ -84,7 +86,6 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		opts:      opts,
-		changed:   make(chan struct{}),
 		scripts:   make(map[string][]Response),
 		channels:  make(map[string][]*Message),
 		files:     make(map[string]*File),
@@ -128,26 +129,15 @@ func (s *Server) Close() {
 
 // notifyLocked wakes every waiter; s.mu must be held.
 func (s *Server) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.changes.NotifyLocked()
 }
 
 // waitFor calls check under s.mu until it reports true or ctx ends.
 func (s *Server) waitFor(ctx context.Context, what string, check func() bool) error {
-	for {
-		s.mu.Lock()
-		ok := check()
-		ch := s.changed
-		s.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("fakeslack: waiting for %s: %w", what, ctx.Err())
-		}
+	if err := s.changes.Wait(ctx, &s.mu, check); err != nil {
+		return fmt.Errorf("fakeslack: waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
 // newTSLocked returns a fresh message timestamp ("1700000000.000101"),
