@@ -1,7 +1,8 @@
 # runblock guard prelude and runner.
 #
-# Started as `python -I -S -c <this file> RLIMITS [site-dir ...]` with these
-# fds (RLIMITS is "resource:limit,..." set as soft and hard limits):
+# Started as `python -I -S -c <this file> RLIMITS [site-dir ...]` (in effect:
+# the service passes this file compiled once, see guardLoader in plan.go)
+# with these fds (RLIMITS is "resource:limit,..." set as soft and hard limits):
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
 #   3 request pipe: the snippet's source, until EOF,
 #   4 status pipe: this runner writes "ready" once the guard is in place,

@@ -40,7 +40,15 @@ type python struct {
 	Version    string   `json:"version"`
 	Prefixes   []string `json:"prefixes"`
 	Site       []string `json:"site"`
+	// Guard is guard.py compiled by this interpreter, as hex of its
+	// marshal data: loading it is cheaper than compiling the source in
+	// every sandbox.
+	Guard string `json:"guard"`
 }
+
+// guardLoader is python's -c program: it runs the compiled guard passed as
+// the first argument, which the guard then no longer sees.
+const guardLoader = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
 
 // findPython resolves name (or python3 on PATH) to the real interpreter by
 // asking it: python3 on PATH may be a shim script.
@@ -54,12 +62,14 @@ func findPython(ctx context.Context, name string) (python, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	const probe = `import json, platform, site, sys
+	const probe = `import json, marshal, platform, site, sys
+guard = marshal.dumps(compile(sys.stdin.read(), "<string>", "exec")).hex()
 print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
     "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),
-    "site": site.getsitepackages()}))`
+    "site": site.getsitepackages(), "guard": guard}))`
 	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", probe)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	cmd.Stdin = strings.NewReader(guardSource)
 	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if err != nil {
@@ -154,7 +164,7 @@ func (p *plan) covered(dir string) bool {
 func (p *plan) spec(lim limits, dir string) stageSpec {
 	spec := stageSpec{
 		Python: p.py.Executable,
-		Args:   append([]string{"-I", "-S", "-c", guardSource, rlimitArg(lim)}, p.py.Site...),
+		Args:   append([]string{"-I", "-S", "-c", guardLoader, p.py.Guard, rlimitArg(lim)}, p.py.Site...),
 		Env: []string{
 			"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
 			"PYTHONIOENCODING=utf-8", "OMP_NUM_THREADS=1", "HOME=" + dir, "TMPDIR=" + dir,
