@@ -118,12 +118,14 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.reply(m, "ran print(1)")
+	// slack-go writes acks from its own goroutine: wait for it before Close
+	// ends the socket, or the ack may never leave.
+	if _, err := h.fake.WaitAck(h.ctx, env); err != nil {
+		t.Fatal(err)
+	}
 	h.settle()
 	if len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
-	}
-	if _, err := h.fake.WaitAck(h.ctx, env); err != nil {
-		t.Fatal(err)
 	}
 }
 
