@@ -42,6 +42,7 @@ type proc struct {
 	status     []string      // later status lines, read after statusDone
 	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
 	initStatus []byte
+	namespaced bool // stage 1 runs as the namespaces' init and reports python's end
 
 	waited  chan struct{} // cmd.Wait returned
 	waitErr error
@@ -145,6 +146,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 	p.stderr = startCapture(errR, keep, p.budget)
 	go p.readStatus(statusR)
 	if initR != nil {
+		p.namespaced = true
 		go func() {
 			defer close(p.initDone)
 			p.initStatus, _ = io.ReadAll(io.LimitReader(initR, 64<<10))
@@ -238,9 +240,11 @@ func (p *proc) destroy() {
 	}
 }
 
-// errStale: the sandbox died before the hand-over (a pooled one, killed
-// while idle); nothing of the snippet ran.
-var errStale = &Error{Code: ErrInternal, Message: "sandbox died before the hand-over"}
+// errStale: the sandbox died, not by our kill, before the snippet could
+// end (a pooled one killed from outside while idle or at the hand-over).
+// Whatever the snippet did died with the sandbox, so it may run again in a
+// fresh one.
+var errStale = &Error{Code: ErrInternal, Message: "sandbox died before or during the hand-over"}
 
 // outputGrace bounds how long run waits for the output pipes to reach EOF
 // once the sandbox is dead (only a process that escaped the sandbox's
@@ -308,6 +312,12 @@ func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	if !started && !timedOut && !canceled {
+		return Result{}, errStale
+	}
+	// The init reports how python ended unless it was killed. Killed but not
+	// by us: the sandbox died under the snippet (a pooled one killed from
+	// outside while it was handed over), so a fresh sandbox must take it.
+	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit {
 		return Result{}, errStale
 	}
 	if err := p.exitStatus(&res); err != nil {
