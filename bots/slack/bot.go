@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,6 +353,11 @@ func (b *Bot) spawn(what string, fn func(ctx context.Context)) bool {
 	go func() {
 		defer b.inflight.Done()
 		defer func() { <-b.slots }()
+		defer func() {
+			if p := recover(); p != nil {
+				b.log.Error("slack: handling an event panicked; the bot carries on", "event", what, "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
 		fn(b.runCtx)
 	}()
 	return true

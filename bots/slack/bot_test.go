@@ -300,3 +300,21 @@ func BenchmarkMentionToReply(b *testing.B) {
 		h.reaction(m, "white_check_mark")
 	}
 }
+
+func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
+	runner := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		if job.Request.Code == "boom" {
+			panic("runner exploded")
+		}
+		return echo(ctx, job)
+	})
+	h := start(t, Config{}, runner, true)
+	ch := h.channel()
+	h.mention(ch, h.user(), "```boom```")
+	m := h.mention(ch, h.user(), "```print(1)```")
+	h.reply(m, "ran print(1)")
+	h.settle()
+	if !strings.Contains(h.logs.String(), "handling an event panicked") {
+		t.Fatalf("the panic was not logged:\n%s", h.logs.String())
+	}
+}

@@ -101,6 +101,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		replyTS = rec.ts
 	}
 	prog := b.watch(ctx, log, src, replyTS == "")
+	defer prog.stop() // stop is idempotent; this one covers a panicking runner
 	res, err := b.runner.Submit(ctx, executor.Job{
 		User:     "slack:" + src.team + ":" + src.user,
 		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin},
