@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -207,14 +206,17 @@ type rlimit struct {
 // rlimits are the limits of a sandbox: address space, CPU seconds, file
 // size, open files, processes (threads included), no core dumps.
 func rlimits(lim limits) []rlimit {
-	return []rlimit{
-		{"AS", unix.RLIMIT_AS, uint64(lim.Memory)},
+	var as []rlimit
+	if addressSpaceLimit {
+		as = []rlimit{{"AS", unix.RLIMIT_AS, uint64(lim.Memory)}}
+	}
+	return append(as, []rlimit{
 		{"CPU", unix.RLIMIT_CPU, uint64(math.Ceil(lim.Timeout.Seconds())) + 1},
 		{"FSIZE", unix.RLIMIT_FSIZE, workBytes},
 		{"NOFILE", unix.RLIMIT_NOFILE, 256},
 		{"NPROC", unix.RLIMIT_NPROC, 64},
 		{"CORE", unix.RLIMIT_CORE, 0},
-	}
+	}...)
 }
 
 // rlimitArg passes the rlimits to the guard, which sets them before it says
@@ -227,55 +229,4 @@ func rlimitArg(lim limits) string {
 		parts = append(parts, fmt.Sprintf("%d:%d", rl.resource, rl.value))
 	}
 	return strings.Join(parts, ",")
-}
-
-// command builds the process that becomes the sandbox.
-func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
-	arg, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	var cmd *exec.Cmd
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	switch {
-	case p.layers.Namespaces:
-		cmd = exec.CommandContext(ctx, "/proc/self/exe")
-		cmd.Args = []string{initMarker, string(arg)}
-		attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
-			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
-		if p.mapRoot {
-			// The init maps to host root only so it can bind the interpreter
-			// from directories like /root; the snippet gets hostSandboxUID.
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
-			attr.GidMappingsEnableSetgroups = true
-		} else {
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		}
-		cmd.Dir = "/"
-	default:
-		if p.layers.Locker {
-			cmd = exec.CommandContext(ctx, "/proc/self/exe")
-			cmd.Args = []string{lockerMarker, string(arg)}
-		} else {
-			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
-			cmd.Args[0] = spec.Python
-		}
-		attr.Setpgid = true
-		if p.hostUID >= 0 {
-			attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
-		}
-		cmd.Dir = spec.Dir
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	}
-	cmd.SysProcAttr = attr
-	cmd.Env = spec.Env
-	if p.layers.Namespaces || p.layers.Locker {
-		// Our own binary: nothing of the service's environment. One P is
-		// plenty for an init; a -race build would otherwise sleep 1 s in
-		// every init's exit.
-		cmd.Env = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
-	}
-	return cmd, nil
 }

@@ -14,15 +14,6 @@ import (
 //go:embed canary.py
 var canarySource string
 
-// tiers are tried strongest first; the first whose canary run verifies
-// every layer it turns on is used.
-var tiers = []layerSet{
-	{Namespaces: true, Landlock: true, Seccomp: true, Locker: true},
-	{Namespaces: true, Seccomp: true, Locker: true},
-	{Landlock: true, Seccomp: true, Locker: true},
-	{Seccomp: true, Locker: true},
-}
-
 // probe finds python and the strongest tier that works here.
 func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	py, err := findPython(ctx, cfg.Python)
@@ -195,8 +186,12 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		got, ok := c.Rlimits[rl.name]
 		rlOK = rlOK && ok && got == rl.value
 	}
+	memory := fmt.Sprintf("address space %d MiB", lim.Memory>>20)
+	if !addressSpaceLimit {
+		memory = "no memory limit on this OS"
+	}
 	layers = append(layers, Layer{Name: "rlimits", Active: true, Verified: rlOK,
-		Detail: fmt.Sprintf("address space %d MiB, CPU, file size, open files, processes, no core dumps", lim.Memory>>20)})
+		Detail: memory + ", CPU, file size, open files, processes, no core dumps"})
 	envOK := true
 	for _, k := range c.Env {
 		envOK = envOK && slices.Contains([]string{"PATH", "LANG", "LC_ALL", "PYTHONIOENCODING", "OMP_NUM_THREADS", "HOME", "TMPDIR"}, k)

@@ -1,0 +1,74 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// tiers are tried strongest first; the first whose canary run verifies
+// every layer it turns on is used.
+var tiers = []layerSet{
+	{Namespaces: true, Landlock: true, Seccomp: true, Locker: true},
+	{Namespaces: true, Seccomp: true, Locker: true},
+	{Landlock: true, Seccomp: true, Locker: true},
+	{Seccomp: true, Locker: true},
+}
+
+// addressSpaceLimit: RLIMIT_AS bounds the snippet's memory.
+const addressSpaceLimit = true
+
+// command builds the process that becomes the sandbox.
+func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
+	arg, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var cmd *exec.Cmd
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	switch {
+	case p.layers.Namespaces:
+		cmd = exec.CommandContext(ctx, "/proc/self/exe")
+		cmd.Args = []string{initMarker, string(arg)}
+		attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+		if p.mapRoot {
+			// The init maps to host root only so it can bind the interpreter
+			// from directories like /root; the snippet gets hostSandboxUID.
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
+			attr.GidMappingsEnableSetgroups = true
+		} else {
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		}
+		cmd.Dir = "/"
+	default:
+		if p.layers.Locker {
+			cmd = exec.CommandContext(ctx, "/proc/self/exe")
+			cmd.Args = []string{lockerMarker, string(arg)}
+		} else {
+			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
+			cmd.Args[0] = spec.Python
+		}
+		attr.Setpgid = true
+		if p.hostUID >= 0 {
+			attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
+		}
+		cmd.Dir = spec.Dir
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	}
+	cmd.SysProcAttr = attr
+	cmd.Env = spec.Env
+	if p.layers.Namespaces || p.layers.Locker {
+		// Our own binary: nothing of the service's environment. One P is
+		// plenty for an init; a -race build would otherwise sleep 1 s in
+		// every init's exit.
+		cmd.Env = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
+	}
+	return cmd, nil
+}

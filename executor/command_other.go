@@ -1,0 +1,36 @@
+//go:build !linux
+
+package executor
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// Without Linux there is no kernel isolation to try: only the guard-only
+// tier, which needs RUNBLOCK_ALLOW_UNISOLATED (see probe).
+var tiers []layerSet
+
+// addressSpaceLimit: macOS refuses RLIMIT_AS, so memory is not bounded here.
+const addressSpaceLimit = false
+
+func seccompFilter() ([]byte, error) {
+	return nil, errors.New("seccomp needs Linux")
+}
+
+// command runs python directly, in its own process group so a kill reaches
+// what it started (unless that left the group).
+func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(ctx, spec.Python, spec.Args...)
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if p.hostUID >= 0 {
+		attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
+	}
+	cmd.SysProcAttr = attr
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	return cmd, nil
+}

@@ -1,0 +1,58 @@
+package executor
+
+// The executor re-executes its own binary (/proc/self/exe) as the sandbox.
+// os.Args[0] tells the stage; os.Args[1] carries the stageSpec as JSON.
+const (
+	initMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
+	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
+)
+
+// Inside the sandbox: the snippet's uid/gid, and its work dir.
+const (
+	sandboxID  = 1000
+	sandboxDir = "/sandbox"
+)
+
+// File descriptors shared by the stages and the guard (see guard.py).
+const (
+	fdRequest    = 3 // read end: the snippet's source
+	fdStatus     = 4 // write end: guard's "ready", "started", "memory"; the locker's "error: ..."
+	fdInitStatus = 5 // write end: stage 1's setup error or python's exit status (JSON)
+)
+
+// stageSpec is everything the stages need, passed from the service.
+type stageSpec struct {
+	Python string   `json:"python"` // real interpreter path
+	Args   []string `json:"args"`   // argv after argv[0]
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"` // python's working directory
+
+	// Stage 1 (namespaces) only.
+	Binds     []string          `json:"binds,omitempty"`    // read-only binds at the same path
+	Files     []string          `json:"files,omitempty"`    // read-only file binds at the same path
+	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
+	WorkBytes int64             `json:"work_bytes,omitempty"`
+	UID       int               `json:"uid"`
+	GID       int               `json:"gid"`
+	SetGroups bool              `json:"set_groups"`
+
+	// Both stages.
+	Landlock *landlockSet `json:"landlock,omitempty"`
+	Seccomp  []byte       `json:"seccomp,omitempty"` // assembled filter, see seccompFilter
+}
+
+type landlockSet struct {
+	ListDirs []string `json:"list_dirs"` // readdir only, inherited below
+	RODirs   []string `json:"ro_dirs"`
+	RWDirs   []string `json:"rw_dirs"`
+	ROFiles  []string `json:"ro_files"`
+	RWFiles  []string `json:"rw_files"`
+}
+
+// initStatus is stage 1's report on fd 5.
+type initStatus struct {
+	Error    string `json:"error,omitempty"`
+	Exited   bool   `json:"exited"`
+	ExitCode int    `json:"exit_code"`
+	Signal   int    `json:"signal"`
+}
