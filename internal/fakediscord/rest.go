@@ -350,18 +350,7 @@ func (s *Server) channelLocked(bot *Bot, req *Request, channelID string, rest []
 		if m == nil || m.ChannelID != channelID {
 			return 404, errUnknownMsg, nil
 		}
-		switch req.Method {
-		case "GET":
-			return 200, m, nil
-		case "PATCH":
-			if err := s.editMessageLocked(m, req); err != nil {
-				return 400, apiError{Message: "Invalid Form Body: " + err.Error(), Code: 50035}, nil
-			}
-			return 200, m, nil
-		case "DELETE":
-			delete(s.messages, m.ID)
-			return 204, nil, nil
-		}
+		return s.messageLocked(m, req)
 	case len(rest) == 5 && rest[0] == "messages" && rest[2] == "reactions" && (req.Method == "PUT" || req.Method == "DELETE"):
 		if s.messages[rest[1]] == nil {
 			return 404, errUnknownMsg, nil
@@ -494,6 +483,12 @@ func (s *Server) webhookLocked(req *Request, appID, token string, rest []string)
 	if m == nil {
 		return 404, errUnknownMsg, nil
 	}
+	return s.messageLocked(m, req)
+}
+
+// messageLocked answers GET, PATCH and DELETE of m, reached through its
+// channel or through an interaction's webhook alike.
+func (s *Server) messageLocked(m *discordgo.Message, req *Request) (int, any, http.Header) {
 	switch req.Method {
 	case "GET":
 		return 200, m, nil
