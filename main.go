@@ -19,14 +19,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runblock/runblock/bench"
+	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
-	"github.com/runblock/runblock/httpserver"
-	"github.com/runblock/runblock/metrics"
+	"github.com/runblock/runblock/internal/httpserver"
+	"github.com/runblock/runblock/internal/metrics"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

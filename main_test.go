@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/httpserver"
+	"github.com/runblock/runblock/internal/httpserver"
 
 	"go.uber.org/goleak"
 )

@@ -10,6 +10,7 @@ package slack
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,13 @@ import (
 // Platform is the platform label the adapter reports to Metrics.
 const Platform = "slack"
 
-// Identifiers the app manifest (slack/manifest.yaml) declares.
+// Manifest is the Slack app manifest of runblock, ready to paste into
+// "Create an app from a manifest" (`runblock manifest slack` prints it).
+//
+//go:embed manifest.yaml
+var Manifest []byte
+
+// Identifiers the app manifest (Manifest) declares.
 const (
 	// ShortcutCallbackID is the callback id of the "Run code" message shortcut.
 	ShortcutCallbackID = "run_code"

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,14 +147,10 @@ func TestEventsAPISlashAndShortcut(t *testing.T) {
 	}
 }
 
-// TestManifestMatchesAdapter keeps slack/manifest.yaml and the adapter's
+// TestManifestMatchesAdapter keeps manifest.yaml and the adapter's
 // identifiers in step.
 func TestManifestMatchesAdapter(t *testing.T) {
-	b, err := os.ReadFile("../../slack/manifest.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := string(b)
+	m := string(Manifest)
 	for _, want := range []string{
 		"command: " + SlashCommand, "callback_id: " + ShortcutCallbackID, "socket_mode_enabled: true",
 		"- app_mention\n", "- message.channels\n", "- message.im\n", "- reaction_added\n",

@@ -11,7 +11,7 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/metrics"
+	"github.com/runblock/runblock/internal/metrics"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runblock/runblock/httpserver"
+	"github.com/runblock/runblock/internal/httpserver"
 
 	"go.uber.org/goleak"
 )
