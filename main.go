@@ -19,12 +19,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/bench"
+	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/metrics"
 )
@@ -37,7 +38,7 @@ func main() {
 	defer stop()
 	// After the first signal, a second one kills the process at once.
 	context.AfterFunc(ctx, stop)
-	env, err := LoadEnv(os.Environ(), ".env")
+	env, err := config.LoadEnv(os.Environ(), ".env")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "runblock: %v\n", err)
 		os.Exit(2)
@@ -59,7 +60,7 @@ Settings come from the environment and .env; see .env.example.
 
 // run is the whole program behind main's signal handling and environment
 // loading; it returns the exit status.
-func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, env config.Env, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 		return 2
 	}
 
-	cfg, err := ParseConfig(env)
+	cfg, err := config.Parse(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "runblock: %v\n", err)
 		return 2
@@ -86,7 +87,7 @@ func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 		// Someone at a terminal: keep the console free of routine log lines.
 		cfg.LogLevel = slog.LevelWarn
 	}
-	logger := newLogger(stderr, cfg)
+	logger := config.NewLogger(stderr, cfg)
 	for _, w := range cfg.Warnings {
 		logger.Warn("unknown setting ignored (a typo?)", "variable", w)
 	}
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 }
 
 // serve runs Main until a signal or, for the console, the end of input.
-func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) int {
+func serve(ctx context.Context, cfg config.Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) int {
 	m := &Main{Config: cfg, Logger: logger, Stdin: stdin, Stdout: stdout, Interactive: isTerminal(stdin)}
 	if err := m.Run(ctx); err != nil {
 		logger.Error("start-up failed", "err", err)
@@ -136,41 +137,6 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// newLogger returns the service's logger, writing text or JSON to w and
-// redacting every credential of cfg from every message and attribute.
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	secrets := cfg.Secrets()
-	opts := &slog.HandlerOptions{
-		Level: cfg.LogLevel,
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if len(secrets) == 0 {
-				return a
-			}
-			var s string
-			switch a.Value.Kind() {
-			case slog.KindString:
-				s = a.Value.String()
-			case slog.KindAny:
-				s = fmt.Sprint(a.Value.Any())
-			default:
-				return a
-			}
-			redacted := s
-			for _, secret := range secrets {
-				redacted = strings.ReplaceAll(redacted, secret, "[redacted]")
-			}
-			if redacted == s {
-				return a
-			}
-			return slog.String(a.Key, redacted)
-		},
-	}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // adapter is a chat connection Main owns.
 type adapter interface {
 	Open(ctx context.Context) error
@@ -186,7 +152,7 @@ type namedAdapter struct {
 // Main owns runblock's parts: the executor, the scheduler, the chat adapters
 // and the HTTP server.
 type Main struct {
-	Config      Config
+	Config      config.Config
 	Logger      *slog.Logger
 	Stdin       io.Reader // the console adapter's input
 	Stdout      io.Writer // the console adapter's output
@@ -364,7 +330,7 @@ func (m *Main) Close(ctx context.Context) error {
 }
 
 // runExec is `runblock exec`: one snippet, straight to the executor.
-func runExec(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runExec(ctx context.Context, cfg config.Config, logger *slog.Logger, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
@@ -384,7 +350,7 @@ func runExec(ctx context.Context, cfg Config, logger *slog.Logger, args []string
 		return 2
 	}
 	if *memory != "" {
-		n, err := parseSize(*memory, 1<<20)
+		n, err := config.ParseSize(*memory, 1<<20)
 		if err != nil || n <= 0 {
 			fmt.Fprintf(stderr, "runblock exec: --memory %q: use a size such as 256MiB\n", *memory)
 			return 2
@@ -463,7 +429,7 @@ func readSnippet(path string, r io.Reader, max int64) (string, error) {
 }
 
 // runDoctor is `runblock doctor`: which isolation layers work here.
-func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
+func runDoctor(ctx context.Context, cfg config.Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
@@ -504,7 +470,7 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 }
 
 // runBench is `runblock bench`: the side-by-side performance report.
-func runBench(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
+func runBench(ctx context.Context, cfg config.Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := bench.Options{Executor: cfg.Executor, Logger: logger}

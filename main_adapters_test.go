@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/fakediscord"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
@@ -24,7 +25,7 @@ func TestBothAdaptersThroughMain(t *testing.T) {
 	discordFake.Install()
 	fbot := discordFake.NewBot("runblock")
 
-	cfg := defaultConfig(t, Env{
+	cfg := defaultConfig(t, config.Env{
 		"SLACK_BOT_TOKEN":    fakeslack.BotToken,
 		"SLACK_APP_TOKEN":    fakeslack.AppToken,
 		"DISCORD_BOT_TOKEN":  fbot.Token,
@@ -35,7 +36,7 @@ func TestBothAdaptersThroughMain(t *testing.T) {
 	g := newGate()
 	close(g.release)
 	logs := &syncBuffer{}
-	m := &Main{Config: cfg, Logger: newLogger(logs, cfg), Runner: runnerFunc(g.run)}
+	m := &Main{Config: cfg, Logger: config.NewLogger(logs, cfg), Runner: runnerFunc(g.run)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := m.Run(ctx); err != nil {

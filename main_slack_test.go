@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
@@ -48,7 +49,7 @@ func (h signalHandler) WithGroup(name string) slog.Handler {
 func TestSlackThroughMain(t *testing.T) {
 	fake := fakeslack.New(fakeslack.Options{PingInterval: 200 * time.Millisecond})
 	t.Cleanup(fake.Close)
-	cfg := defaultConfig(t, Env{
+	cfg := defaultConfig(t, config.Env{
 		"SLACK_BOT_TOKEN":    fakeslack.BotToken,
 		"SLACK_APP_TOKEN":    fakeslack.AppToken,
 		"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0",
@@ -113,7 +114,7 @@ func TestSlackEventsAPIMountedUnderSlash(t *testing.T) {
 	fake := fakeslack.New(fakeslack.Options{})
 	t.Cleanup(fake.Close)
 	const secret = "0123456789abcdef0123456789abcdef"
-	cfg := defaultConfig(t, Env{
+	cfg := defaultConfig(t, config.Env{
 		"SLACK_BOT_TOKEN":      fakeslack.BotToken,
 		"SLACK_SIGNING_SECRET": secret,
 		"RUNBLOCK_HTTP_ADDR":   "127.0.0.1:0",

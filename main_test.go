@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
 
 	"go.uber.org/goleak"
@@ -28,6 +29,12 @@ import (
 // runMainEnv makes the test binary run main() instead of the tests, for
 // tests of the real process: signals, exit status.
 const runMainEnv = "GO_TEST_RUN_RUNBLOCK_MAIN"
+
+// Well-formed fake credentials: they must never appear in any output.
+const (
+	testBotToken = "xoxb-1111-2222-SECRETBOT"
+	testAppToken = "xapp-1-A111-3333-SECRETAPP"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
@@ -85,9 +92,9 @@ func (g *gate) run(ctx context.Context, req executor.Request) (executor.Result, 
 	}
 }
 
-func defaultConfig(t *testing.T, env Env) Config {
+func defaultConfig(t *testing.T, env config.Env) config.Config {
 	t.Helper()
-	cfg, err := ParseConfig(env)
+	cfg, err := config.Parse(env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +121,7 @@ func TestShutdownLetsTheRunInFlightFinish(t *testing.T) {
 	defer pw.Close()
 	out := &syncBuffer{}
 	m := &Main{
-		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
 		Logger: testLogger(t),
 		Stdin:  pr,
 		Stdout: out,
@@ -198,7 +205,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	defer pw.Close()
 	out := &syncBuffer{}
 	m := &Main{
-		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
 		Logger: testLogger(t),
 		Stdin:  pr,
 		Stdout: out,
@@ -279,7 +286,7 @@ func TestRunFailsFastOnABusyPort(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	m := &Main{
-		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": ln.Addr().String()}),
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": ln.Addr().String()}),
 		Logger: testLogger(t),
 		Stdin:  pr,
 		Stdout: io.Discard,
@@ -296,7 +303,7 @@ func TestCommands(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		env      Env
+		env      config.Env
 		code     int
 		stdout   string
 		stderr   string
@@ -306,8 +313,8 @@ func TestCommands(t *testing.T) {
 		{name: "help", args: []string{"help"}, stdout: "usage: runblock"},
 		{name: "help flag", args: []string{"--help"}, stdout: "usage: runblock"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
-		{name: "bad setting", args: []string{"serve"}, env: Env{"RUNBLOCK_TIMEOUT": "soon"}, code: 2, stderr: "RUNBLOCK_TIMEOUT", oneLiner: true},
-		{name: "wrong token kind", env: Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, code: 2, stderr: "SLACK_APP_TOKEN", oneLiner: true},
+		{name: "bad setting", args: []string{"serve"}, env: config.Env{"RUNBLOCK_TIMEOUT": "soon"}, code: 2, stderr: "RUNBLOCK_TIMEOUT", oneLiner: true},
+		{name: "wrong token kind", env: config.Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, code: 2, stderr: "SLACK_APP_TOKEN", oneLiner: true},
 		{name: "serve arguments", args: []string{"serve", "extra"}, code: 2, stderr: "no arguments"},
 		{name: "exec without file", args: []string{"exec"}, code: 2, stderr: "give one FILE"},
 		{name: "exec bad memory", args: []string{"exec", "--memory", "lots", "x.py"}, code: 2, stderr: "--memory"},
@@ -347,7 +354,7 @@ func requirePython(t *testing.T) {
 func TestPipedConsoleExample(t *testing.T) {
 	requirePython(t)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), nil, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, strings.NewReader(pipedExample), &stdout, &stderr)
+	code := run(context.Background(), nil, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, strings.NewReader(pipedExample), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -369,7 +376,7 @@ func TestExecCommand(t *testing.T) {
 	ok := write("ok.py", "print('hello')\n")
 	fails := write("fails.py", "1/0\n")
 	slow := write("slow.py", "import time\nprint('before', flush=True)\ntime.sleep(30)\n")
-	env := Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+	env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
 
 	t.Run("json", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
@@ -426,7 +433,7 @@ func TestExecCommand(t *testing.T) {
 func TestDoctorCommand(t *testing.T) {
 	requirePython(t)
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"doctor", "--json"}, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
+	if code := run(context.Background(), []string{"doctor", "--json"}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var rep executor.Report

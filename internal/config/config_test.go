@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ const (
 )
 
 func TestParseConfigDefaults(t *testing.T) {
-	c, err := ParseConfig(Env{})
+	c, err := Parse(Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestParseConfigValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := ParseConfig(tt.env)
+			c, err := Parse(tt.env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,10 +173,10 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseConfig(tt.env)
-			var ce *ConfigError
+			_, err := Parse(tt.env)
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("got %v, want a *ConfigError", err)
+				t.Fatalf("got %v, want a *Error", err)
 			}
 			msg := err.Error()
 			if ce.Var != tt.varName || !strings.HasPrefix(msg, tt.varName) {
@@ -200,7 +200,7 @@ func TestParseConfigErrors(t *testing.T) {
 // TestEnvExampleDocumentsEveryVariable checks that .env.example lists
 // exactly the variables runblock reads, and that its values are the defaults.
 func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
-	f, err := os.Open(".env.example")
+	f, err := os.Open("../../.env.example")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +219,11 @@ func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
 			t.Errorf(".env.example has %s, which runblock does not read", k)
 		}
 	}
-	fromExample, err := ParseConfig(Env(example))
+	fromExample, err := Parse(Env(example))
 	if err != nil {
 		t.Fatalf(".env.example does not parse: %v", err)
 	}
-	defaults, err := ParseConfig(Env{})
+	defaults, err := Parse(Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +270,9 @@ func TestParseSize(t *testing.T) {
 		{"MiB", 1, 0, false},
 	}
 	for _, tt := range tests {
-		got, err := parseSize(tt.in, tt.unit)
+		got, err := ParseSize(tt.in, tt.unit)
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseSize(%q, %d) = %d, %v; want %d, ok=%v", tt.in, tt.unit, got, err, tt.want, tt.ok)
+			t.Errorf("ParseSize(%q, %d) = %d, %v; want %d, ok=%v", tt.in, tt.unit, got, err, tt.want, tt.ok)
 		}
 	}
 }
@@ -282,7 +282,7 @@ func TestParseSize(t *testing.T) {
 func TestLogsNeverShowTokens(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			cfg, err := ParseConfig(Env{
+			cfg, err := Parse(Env{
 				"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testAppToken,
 				"SLACK_SIGNING_SECRET": testSigning, "RUNBLOCK_HTTP_ADDR": ":0",
 				"DISCORD_BOT_TOKEN": testDiscord, "LOG_FORMAT": format, "LOG_LEVEL": "debug",
@@ -291,7 +291,7 @@ func TestLogsNeverShowTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			log := newLogger(&buf, cfg)
+			log := NewLogger(&buf, cfg)
 			log.Info("starting runblock", "config", cfg)
 			log.Error("connect failed", "err", errors.New("GET https://slack.test/api?token="+testBotToken+": 401"))
 			log.Debug("header "+testDiscord, "token", testAppToken, "list", []string{testSigning})

@@ -1,8 +1,9 @@
-package main
+package config
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -55,16 +56,16 @@ var Variables = []string{
 // secretVariables hold credentials: their values are never printed.
 var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN"}
 
-// ConfigError is a bad setting. Its message is one line naming the variable
+// Error is a bad setting. Its message is one line naming the variable
 // and the fix; it never holds the value of a secret.
-type ConfigError struct {
+type Error struct {
 	Var     string
 	Value   string // "" for secrets
 	Problem string
 	Fix     string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	s := e.Var
 	if e.Value != "" {
 		s += "=" + strconv.Quote(e.Value)
@@ -95,9 +96,9 @@ func LoadEnv(environ []string, path string) (Env, error) {
 	return env, nil
 }
 
-// ParseConfig validates env into a Config. It stops at the first bad
-// setting and returns a *ConfigError.
-func ParseConfig(env Env) (Config, error) {
+// Parse validates env into a Config. It stops at the first bad
+// setting and returns a *Error.
+func Parse(env Env) (Config, error) {
 	p := &parser{env: env}
 	var c Config
 
@@ -246,7 +247,7 @@ func (p *parser) fail(name, value, problem, fix string) {
 	if slices.Contains(secretVariables, name) {
 		value = ""
 	}
-	p.err = &ConfigError{Var: name, Value: value, Problem: problem, Fix: fix}
+	p.err = &Error{Var: name, Value: value, Problem: problem, Fix: fix}
 }
 
 func (p *parser) str(name, def string) string {
@@ -298,7 +299,7 @@ func (p *parser) size(name string, def int64) int64 {
 	if !ok {
 		return def
 	}
-	n, err := parseSize(v, 1)
+	n, err := ParseSize(v, 1)
 	switch {
 	case err != nil:
 		p.fail(name, v, "not a byte size", "use a number of bytes such as 1048576 or 1MiB")
@@ -308,9 +309,9 @@ func (p *parser) size(name string, def int64) int64 {
 	return n
 }
 
-// parseSize parses a size with an optional binary unit (K, KB, KiB, M, MB,
+// ParseSize parses a size with an optional binary unit (K, KB, KiB, M, MB,
 // MiB, G, GB, GiB; B for bytes); a bare number counts in units of unit.
-func parseSize(s string, unit int64) (int64, error) {
+func ParseSize(s string, unit int64) (int64, error) {
 	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '-' && r != '.' })
 	num, suffix := s, ""
@@ -502,4 +503,39 @@ func (p *parser) slackMode(s slack.Config, httpAddr string) {
 	case s.SigningSecret != "" && httpAddr == "":
 		p.fail("RUNBLOCK_HTTP_ADDR", "", "is missing", "the Events API (SLACK_SIGNING_SECRET) needs an HTTP address such as :8080")
 	}
+}
+
+// NewLogger returns the service's logger, writing text or JSON to w and
+// redacting every credential of cfg from every message and attribute.
+func NewLogger(w io.Writer, cfg Config) *slog.Logger {
+	secrets := cfg.Secrets()
+	opts := &slog.HandlerOptions{
+		Level: cfg.LogLevel,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if len(secrets) == 0 {
+				return a
+			}
+			var s string
+			switch a.Value.Kind() {
+			case slog.KindString:
+				s = a.Value.String()
+			case slog.KindAny:
+				s = fmt.Sprint(a.Value.Any())
+			default:
+				return a
+			}
+			redacted := s
+			for _, secret := range secrets {
+				redacted = strings.ReplaceAll(redacted, secret, "[redacted]")
+			}
+			if redacted == s {
+				return a
+			}
+			return slog.String(a.Key, redacted)
+		},
+	}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
