@@ -13,7 +13,7 @@ import (
 
 // snekboxRequest is the body of snekbox's POST /eval.
 type snekboxRequest struct {
-	Input *string `json:"input"`
+	Input *string  `json:"input"`
 	Args  []string `json:"args"`
 	Files []struct {
 		Path    string `json:"path"`
