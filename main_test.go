@@ -94,7 +94,7 @@ func (g *gate) run(ctx context.Context, req executor.Request) (executor.Result, 
 
 func defaultConfig(t *testing.T, env config.Env) config.Config {
 	t.Helper()
-	cfg, err := config.Parse(env)
+	cfg, err := config.Parse(env, config.All)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +319,11 @@ func TestCommands(t *testing.T) {
 		{name: "exec without file", args: []string{"exec"}, code: 2, stderr: "give one FILE"},
 		{name: "exec bad memory", args: []string{"exec", "--memory", "lots", "x.py"}, code: 2, stderr: "--memory"},
 		{name: "exec bad flag", args: []string{"exec", "--frob", "x.py"}, code: 2, stderr: "frob"},
+		{name: "manifest", args: []string{"manifest", "slack"}, stdout: "socket_mode_enabled: true"},
+		{name: "manifest without platform", args: []string{"manifest"}, code: 2, stderr: "runblock manifest slack"},
+		{name: "help lists every command", args: []string{"help"}, stdout: "manifest"},
+		{name: "bad python named", args: []string{"doctor"}, env: config.Env{"RUNBLOCK_PYTHON": "/nonexistent"}, code: 2, stderr: "RUNBLOCK_PYTHON=\"/nonexistent\"", oneLiner: true},
+		{name: "version ignores bad settings", args: []string{"version"}, env: config.Env{"RUNBLOCK_TIMEOUT": "soon"}, stdout: "runblock dev"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -420,6 +425,58 @@ func TestExecCommand(t *testing.T) {
 		}
 		if !res.Timeout || !strings.Contains(res.Stdout, "before") {
 			t.Errorf("result %+v: want a timeout with the partial output", res)
+		}
+	})
+	t.Run("json on refusal", func(t *testing.T) {
+		big := write("big.py", strings.Repeat("x = 1\n", 200))
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json", big}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_MAX_CODE_BYTES": "100"}, nil, &stdout, &stderr); code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		var res map[string]string
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("not one JSON object: %q: %v", stdout.String(), err)
+		}
+		if res["code"] != "too_large" || res["error"] == "" {
+			t.Errorf("refusal %v, want code too_large and an error", res)
+		}
+	})
+	t.Run("json on usage error", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json"}, env, nil, &stdout, &stderr); code != 2 {
+			t.Errorf("exit %d, want 2", code)
+		}
+		var res map[string]string
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res["code"] != "usage" {
+			t.Errorf("stdout %q: want one JSON object with code usage (%v)", stdout.String(), err)
+		}
+	})
+	t.Run("stdin file", func(t *testing.T) {
+		in := write("in.txt", "41\n")
+		echo := write("echo.py", "print(int(input()) + 1)\n")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--stdin", in, echo}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.HasSuffix(stdout.String(), "\n42\n") {
+			t.Errorf("stdout %q, want 42", stdout.String())
+		}
+	})
+	t.Run("whole output", func(t *testing.T) {
+		many := write("many.py", "for i in range(100): print(i)\n")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", many}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "\n99") || !strings.Contains(stdout.String(), "\n50\n") {
+			t.Errorf("plain exec cut the output: %q", stdout.String())
+		}
+	})
+	t.Run("chat settings do not stop exec", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		chat := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "SLACK_SIGNING_SECRET": "8f14e45fceea167a5a36dedd4bea2543", "DISCORD_BOT_TOKEN": "garbage"}
+		if code := run(context.Background(), []string{"exec", ok}, chat, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 	})
 	t.Run("missing file", func(t *testing.T) {
