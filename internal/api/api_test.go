@@ -66,7 +66,7 @@ type service struct {
 }
 
 // open starts a Service on 127.0.0.1 in front of r, closed at cleanup.
-func open(t *testing.T, r executor.Runner, sc executor.SchedulerConfig, ac api.Config) *service {
+func open(t testing.TB, r executor.Runner, sc executor.SchedulerConfig, ac api.Config) *service {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
