@@ -17,14 +17,15 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 )
 
 // Config is every setting of runblock, parsed once at start-up from the
 // environment (and .env) and passed down.
 type Config struct {
-	Executor     executor.Config
-	Scheduler    executor.SchedulerConfig
+	Executor     sandbox.Config
+	Scheduler    executor.Config
 	Slack        slack.Config
 	Discord      discord.Config
 	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
@@ -101,19 +102,19 @@ func ParseConfig(env Env) (Config, error) {
 	p := &parser{env: env}
 	var c Config
 
-	c.Executor = executor.Config{
+	c.Executor = sandbox.Config{
 		Python:          p.str("RUNBLOCK_PYTHON", ""),
-		Timeout:         p.duration("RUNBLOCK_TIMEOUT", executor.DefaultTimeout, true),
-		MemoryBytes:     int64(p.int("RUNBLOCK_MEMORY_MB", executor.DefaultMemoryBytes>>20, 1, "a number of MiB such as 256")) << 20,
-		MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", executor.DefaultMaxOutputBytes),
-		KeepBytes:       executor.DefaultKeepBytes,
-		MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", executor.DefaultMaxCodeBytes),
+		Timeout:         p.duration("RUNBLOCK_TIMEOUT", sandbox.DefaultTimeout, true),
+		MemoryBytes:     int64(p.int("RUNBLOCK_MEMORY_MB", sandbox.DefaultMemoryBytes>>20, 1, "a number of MiB such as 256")) << 20,
+		MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", sandbox.DefaultMaxOutputBytes),
+		KeepBytes:       sandbox.DefaultKeepBytes,
+		MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
 		AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
 	}
 	concurrency := p.int("RUNBLOCK_CONCURRENCY", runtime.NumCPU(), 1, "a number of parallel runs such as 2")
 	c.Executor.Pool = p.int("RUNBLOCK_POOL", concurrency, 0, "a number of pre-started sandboxes, 0 to turn the pool off")
 	rate := p.rate("RUNBLOCK_USER_RATE", 5.0/60)
-	c.Scheduler = executor.SchedulerConfig{
+	c.Scheduler = executor.Config{
 		Concurrency: concurrency,
 		QueueSize:   p.int("RUNBLOCK_QUEUE", executor.DefaultQueueSize, 1, "the number of jobs that may wait, such as 100"),
 		UserRate:    rate,

@@ -19,12 +19,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/metrics"
 )
@@ -194,7 +195,7 @@ type Main struct {
 	// Runner, when set, runs snippets instead of a real executor (tests).
 	Runner executor.Runner
 
-	exec      *executor.Executor
+	exec      *sandbox.Executor
 	isolation string
 	metrics   *metrics.Registry
 	scheduler *executor.Scheduler
@@ -219,7 +220,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if runner == nil {
 		ec := cfg.Executor
 		ec.Logger = m.Logger.With("component", "executor")
-		ex, err := executor.New(ctx, ec)
+		ex, err := sandbox.New(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("executor: %w", err)
 		}
@@ -401,7 +402,7 @@ func runExec(ctx context.Context, cfg Config, logger *slog.Logger, args []string
 	ec := cfg.Executor
 	ec.Pool = 0
 	ec.Logger = logger
-	ex, err := executor.New(ctx, ec)
+	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
 		fmt.Fprintf(stderr, "runblock exec: %v\n", err)
 		return 1
@@ -473,7 +474,7 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 	ec := cfg.Executor
 	ec.Pool = 0
 	ec.Logger = logger
-	rep, probeErr := executor.Doctor(ctx, ec)
+	rep, probeErr := sandbox.Doctor(ctx, ec)
 	status := 0
 	if probeErr != nil {
 		fmt.Fprintf(stderr, "runblock doctor: %v\n", probeErr)

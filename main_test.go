@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/httpserver"
 
 	"go.uber.org/goleak"
@@ -429,7 +430,7 @@ func TestDoctorCommand(t *testing.T) {
 	if code := run(context.Background(), []string{"doctor", "--json"}, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var rep executor.Report
+	var rep sandbox.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%q: %v", stdout.String(), err)
 	}

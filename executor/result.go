@@ -1,6 +1,7 @@
-// Package executor runs Python snippets in fresh, guarded and isolated
-// subprocesses, and schedules them fairly behind a shared rate limiter.
-// It knows nothing about chat.
+// Package executor is the domain of running snippets: the request, the
+// result, the typed errors, and the Scheduler that runs jobs fairly behind a
+// shared rate limiter on a Runner. The isolation that runs them lives in
+// executor/sandbox. It knows nothing about chat.
 package executor
 
 import (

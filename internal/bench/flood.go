@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 // floodArg0 is the argv[0] under which a binary importing bench becomes the
@@ -32,8 +33,8 @@ func init() {
 
 // floodConfig is what the parent sends the flood child, as one JSON line.
 type floodConfig struct {
-	Executor executor.Config `json:"executor"`
-	Code     string          `json:"code"`
+	Executor sandbox.Config `json:"executor"`
+	Code     string         `json:"code"`
 }
 
 // floodReply is each line the flood child writes back.
@@ -63,7 +64,7 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 		return fail(fmt.Errorf("read config: %w", err))
 	}
 	cfg.Executor.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ex, err := executor.New(ctx, cfg.Executor)
+	ex, err := sandbox.New(ctx, cfg.Executor)
 	if err != nil {
 		return fail(err)
 	}
@@ -89,7 +90,7 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 
 // measureFlood starts the flood child with cfg, and reads its VmHWM from
 // /proc/<pid>/status before and after the flood.
-func measureFlood(ctx context.Context, cfg executor.Config, row string) (*Flood, error) {
+func measureFlood(ctx context.Context, cfg sandbox.Config, row string) (*Flood, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("flood: find own binary: %w", err)
@@ -132,7 +133,7 @@ func measureFlood(ctx context.Context, cfg executor.Config, row string) (*Flood,
 }
 
 // floodDialog is the parent's side of the protocol of floodChild.
-func floodDialog(pid int, cfg executor.Config, stdin io.Writer, stdout *bufio.Reader) (*Flood, error) {
+func floodDialog(pid int, cfg sandbox.Config, stdin io.Writer, stdout *bufio.Reader) (*Flood, error) {
 	cfg.Logger = nil
 	line, err := json.Marshal(floodConfig{Executor: cfg, Code: floodCode})
 	if err != nil {

@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 // The executor re-executes its own binary (/proc/self/exe) as the sandbox.
 // os.Args[0] tells the stage; os.Args[1] carries the stageSpec as JSON.

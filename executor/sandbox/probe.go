@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/runblock/runblock/executor"
 )
 
 //go:embed canary.py
@@ -18,7 +20,7 @@ var canarySource string
 func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	py, err := findPython(ctx, cfg.Python)
 	if err != nil {
-		return nil, Report{Tier: TierNone}, &Error{Code: ErrUnavailable, Message: "no usable python", Err: err}
+		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python", Err: err}
 	}
 	report := Report{Python: fmt.Sprintf("%s (Python %s)", py.Executable, py.Version)}
 	var reasons []string
@@ -50,13 +52,13 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	}
 	if err != nil {
 		report.Tier = TierNone
-		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
+		return nil, report, &executor.Error{Code: executor.ErrUnavailable, Message: "no isolation tier works on this machine (" +
 			strings.Join(reasons, "; ") + ") and python does not run even without isolation", Err: err}
 	}
 	report.Layers = layers
 	if !cfg.AllowUnisolated {
 		report.Tier = TierNone
-		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
+		return nil, report, &executor.Error{Code: executor.ErrUnavailable, Message: "no isolation tier works on this machine (" +
 			strings.Join(reasons, "; ") + "); set RUNBLOCK_ALLOW_UNISOLATED=1 to run snippets with the guard prelude alone (unsafe)"}
 	}
 	report.Tier = TierUnisolated
@@ -119,7 +121,7 @@ func canary(ctx context.Context, cfg Config, pl *plan) ([]Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.run(ctx, Request{Code: canarySource, Stdin: marker.Name()})
+	res, err := p.run(ctx, executor.Request{Code: canarySource, Stdin: marker.Name()})
 	if err != nil {
 		return nil, err
 	}
