@@ -34,6 +34,8 @@ import (
 var version = "dev"
 
 func main() {
+	sandbox.Main()
+	bench.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal, a second one kills the process at once.

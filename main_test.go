@@ -31,6 +31,7 @@ import (
 const runMainEnv = "GO_TEST_RUN_RUNBLOCK_MAIN"
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return

@@ -18,7 +18,17 @@ import (
 // stagingRoot is where stage 1 builds the new root before pivot_root.
 const stagingRoot = "/tmp"
 
-func init() {
+// Main runs the sandbox stage this process was started as, and exits; in
+// any other process it returns at once. A sandbox re-executes the running
+// binary (/proc/self/exe) as its init, so call Main first thing in main, and
+// in the TestMain of every test binary that starts sandboxes, the way
+// os/exec's tests start their helper processes. New and Doctor refuse to
+// start sandboxes in a process that has not called it.
+func Main() {
+	mainCalled.Store(true)
+	if len(os.Args) == 0 {
+		return
+	}
 	switch filepath.Base(os.Args[0]) {
 	case initMarker:
 		sandboxInit()

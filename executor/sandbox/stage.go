@@ -1,5 +1,11 @@
 package sandbox
 
+import "sync/atomic"
+
+// mainCalled is set by Main: only a binary that calls Main first thing can
+// become a sandbox stage when a sandbox re-executes it.
+var mainCalled atomic.Bool
+
 // The executor re-executes its own binary (/proc/self/exe) as the sandbox.
 // os.Args[0] tells the stage; os.Args[1] carries the stageSpec as JSON.
 const (

@@ -18,14 +18,18 @@ import (
 	"github.com/runblock/runblock/executor/sandbox"
 )
 
-// floodArg0 is the argv[0] under which a binary importing bench becomes the
+// floodArg0 is the argv[0] under which a binary calling Main becomes the
 // flood child: a service process of its own whose peak RSS the parent reads.
 const floodArg0 = "runblock-bench-flood"
 
 // floodCode writes to stdout as fast as it can, for the whole timeout.
 const floodCode = "import sys\nwhile True: sys.stdout.write('x'*10**6)\n"
 
-func init() {
+// Main runs the flood child and exits when this process was started as one
+// (see measureFlood); in any other process it returns at once. The flood
+// re-executes the running binary, so a binary that runs the benchmark calls
+// Main first thing in main (after sandbox.Main), and so does TestMain.
+func Main() {
 	if len(os.Args) > 0 && os.Args[0] == floodArg0 {
 		os.Exit(floodChild(context.Background(), os.Stdin, os.Stdout, os.Stderr))
 	}
