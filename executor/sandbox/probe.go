@@ -148,7 +148,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		ok := own != "" && got != own && !strings.HasPrefix(got, "error")
 		return Layer{Name: name, Active: ns, Verified: ns && ok && extra, Detail: detail}
 	}
-	expectedRoot := map[string]bool{"dev": true, "proc": true, "tmp": true, "etc": true, strings.TrimPrefix(sandboxDir, "/"): true}
+	expectedRoot := map[string]bool{"dev": true, "proc": true, "tmp": true, "etc": true, strings.TrimPrefix(policy.WorkDir, "/"): true}
 	for _, p := range slices.Concat(pl.binds, pl.files, mapKeys(pl.symlinks)) {
 		expectedRoot[strings.Split(strings.TrimPrefix(p, "/"), "/")[0]] = true
 	}
@@ -163,7 +163,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		nsLayer("pid-namespace", "pid", c.PID < 64, "own PID namespace and /proc; killing its init ends every process"),
 		nsLayer("network-namespace", "net", onlyLoopback, "no network interfaces, loopback down"),
 		nsLayer("ipc-namespace", "ipc", true, ""),
-		nsLayer("uts-namespace", "uts", c.Hostname == "sandbox", ""),
+		nsLayer("uts-namespace", "uts", c.Hostname == policy.Hostname, ""),
 		nsLayer("cgroup-namespace", "cgroup", true, ""),
 	}
 
@@ -172,8 +172,8 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 	case pl.hostUID < 0:
 		uid.Detail = fmt.Sprintf("service is not root: the snippet runs as the service's uid %d (root of its own user namespace only)", os.Geteuid())
 	case ns:
-		uid.Verified = c.UID == sandboxID
-		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", sandboxID, pl.hostUID)
+		uid.Verified = c.UID == policy.UID
+		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", policy.UID, pl.hostUID)
 	default:
 		uid.Verified = c.UID == pl.hostUID
 		uid.Detail = fmt.Sprintf("host uid %d", pl.hostUID)
@@ -200,7 +200,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		Detail: memory + ", CPU, file size, open files, processes, no core dumps"})
 	envOK := true
 	for _, k := range c.Env {
-		envOK = envOK && slices.Contains([]string{"PATH", "LANG", "LC_ALL", "PYTHONIOENCODING", "OMP_NUM_THREADS", "HOME", "TMPDIR"}, k)
+		envOK = envOK && slices.ContainsFunc(env(""), func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 	}
 	layers = append(layers,
 		Layer{Name: "scrubbed-environment", Active: true, Verified: envOK},

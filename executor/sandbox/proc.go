@@ -109,7 +109,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 		extra = append(extra, initW)
 	}
 
-	dir := sandboxDir
+	dir := policy.WorkDir
 	if !plan.layers.Namespaces {
 		dir, err = os.MkdirTemp("", "runblock-")
 		if err != nil {

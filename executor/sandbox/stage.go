@@ -13,12 +13,6 @@ const (
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
 )
 
-// Inside the sandbox: the snippet's uid/gid, and its work dir.
-const (
-	sandboxID  = 1000
-	sandboxDir = "/sandbox"
-)
-
 // File descriptors shared by the stages and the guard (see guard.py).
 const (
 	fdRequest    = 3 // read end: the snippet's source
