@@ -163,7 +163,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	}
 	if p.layers.Namespaces {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
-		spec.WorkBytes = workBytes
+		spec.WorkBytes = policy.WorkBytes
 		spec.SetGroups = p.mapRoot
 		if p.mapRoot {
 			spec.UID, spec.GID = policy.UID, policy.UID

@@ -45,7 +45,7 @@ var policy = struct {
 	Hostname    string
 
 	// The snippet's uid and gid inside the sandbox, and on the host when
-	// the service is root.
+	// the service is root: high, unused, owning nothing on the host.
 	UID, HostUID int
 
 	// File system of the namespaced tiers: a tmpfs root, then these.
