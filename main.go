@@ -26,6 +26,7 @@ import (
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/bench"
@@ -38,6 +39,8 @@ import (
 var version = "dev"
 
 func main() {
+	sandbox.Main()
+	bench.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal, a second one kills the process at once.
@@ -205,7 +208,7 @@ type Main struct {
 	// Runner, when set, runs snippets instead of a real executor (tests).
 	Runner executor.Runner
 
-	exec      *executor.Executor
+	exec      *sandbox.Executor
 	remote    *remote.Runner
 	isolation string
 	metrics   *metrics.Registry
@@ -252,7 +255,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	default:
 		ec := cfg.Executor
 		ec.Logger = m.Logger.With("component", "executor")
-		ex, err := executor.New(ctx, ec)
+		ex, err := sandbox.New(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("executor: %w", err)
 		}
@@ -451,7 +454,7 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	ec := c.cfg.Executor
 	ec.Pool = 0
 	ec.Logger = c.logger
-	ex, err := executor.New(ctx, ec)
+	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
 		return fail(1, executor.ErrorCode(err), err)
 	}
@@ -541,7 +544,7 @@ func runExecutor(ctx context.Context, c *cli, args []string) int {
 	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
 	// files and argv travel to the sandbox inside a launcher, in base64.
 	ec.MaxCodeBytes = 2*cfg.Executor.MaxCodeBytes + 64<<10
-	ex, err := executor.New(ctx, ec)
+	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
 		logger.Error("start-up failed", "err", err)
 		return 1
@@ -605,7 +608,7 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	ec := cfg.Executor
 	ec.Pool = 0
 	ec.Logger = logger
-	rep, probeErr := executor.Doctor(ctx, ec)
+	rep, probeErr := sandbox.Doctor(ctx, ec)
 	status := 0
 	if probeErr != nil {
 		fmt.Fprintf(stderr, "runblock doctor: %v\n", probeErr)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
@@ -20,11 +21,11 @@ func startExecutor(b *testing.B, concurrency int) string {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex, err := executor.New(ctx, executor.Config{Pool: concurrency, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
+	ex, err := sandbox.New(ctx, sandbox.Config{Pool: concurrency, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sc := executor.SchedulerConfig{Concurrency: concurrency, MaxPerUser: 1000}
+	sc := executor.Config{Concurrency: concurrency, MaxPerUser: 1000}
 	sched := executor.NewScheduler(ex, sc)
 	svc := api.NewService(api.ServiceConfig{
 		Addr:      "127.0.0.1:0",

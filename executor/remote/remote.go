@@ -15,6 +15,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -344,7 +345,11 @@ const (
 
 // Run runs req on an executor, as described in the package comment.
 func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
-	body, err := json.Marshal(api.RunRequest{Code: req.Code, Stdin: req.Stdin, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes})
+	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes}
+	for _, f := range req.Files {
+		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
+	}
+	body, err := json.Marshal(rr)
 	if err != nil {
 		return executor.Result{}, &executor.Error{Code: executor.ErrInternal, Message: "encoding the run", Err: err}
 	}

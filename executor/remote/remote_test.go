@@ -17,11 +17,17 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain lets this test binary become a sandbox stage when a sandbox
+// re-executes it.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // fake is a fake executor: /readyz reports load, /v1/run calls run.
 type fake struct {
@@ -283,5 +289,28 @@ func TestBadURL(t *testing.T) {
 		if _, err := remote.New(context.Background(), remote.Config{URLs: []string{u}}); err == nil {
 			t.Errorf("New(%q) accepted it", u)
 		}
+	}
+}
+
+func TestForwardsArgsAndFiles(t *testing.T) {
+	got := make(chan api.RunRequest, 1)
+	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+		got <- req
+		echo("f")(w, r, req)
+	})
+	r := open(t, remote.Config{URLs: []string{f.srv.URL}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := r.Run(ctx, executor.Request{Code: "c", Stdin: "in", Args: []string{"a"}, MemoryBytes: 64 << 20, Timeout: 1500 * time.Millisecond,
+		Files: []executor.File{{Path: "d/x.bin", Content: []byte{0, 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := <-got
+	if req.Code != "c" || req.Stdin != "in" || len(req.Args) != 1 || req.Args[0] != "a" || req.Memory != 64<<20 || time.Duration(req.Timeout) != 1500*time.Millisecond {
+		t.Errorf("executor got %+v", req)
+	}
+	if len(req.Files) != 1 || req.Files[0].Path != "d/x.bin" || req.Files[0].Encoding != "base64" || req.Files[0].Content != "AAE=" {
+		t.Errorf("files %+v", req.Files)
 	}
 }

@@ -16,11 +16,17 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain lets this test binary become a sandbox stage when a sandbox
+// re-executes it.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	goleak.VerifyTestMain(m)
+}
 
 const testTimeout = 60 * time.Second
 
@@ -66,7 +72,7 @@ type service struct {
 }
 
 // open starts a Service on 127.0.0.1 in front of r, closed at cleanup.
-func open(t testing.TB, r executor.Runner, sc executor.SchedulerConfig, ac api.Config) *service {
+func open(t testing.TB, r executor.Runner, sc executor.Config, ac api.Config) *service {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -165,7 +171,7 @@ func TestNativeRequestReachesRunner(t *testing.T) {
 		got <- req
 		return executor.Result{Success: true, Stdout: "hi\n", TimeoutLimit: req.Timeout}, nil
 	})
-	s := open(t, r, executor.SchedulerConfig{Concurrency: 1}, api.Config{Timeout: 2 * time.Second, MemoryBytes: 128 << 20})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Timeout: 2 * time.Second, MemoryBytes: 128 << 20})
 	for _, tc := range []struct {
 		body    string
 		timeout time.Duration
@@ -201,7 +207,7 @@ func TestBadRequests(t *testing.T) {
 		t.Error("a bad request reached the runner")
 		return executor.Result{}, nil
 	})
-	s := open(t, r, executor.SchedulerConfig{Concurrency: 1}, api.Config{MaxCodeBytes: 100})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{MaxCodeBytes: 100})
 	for _, tc := range []struct {
 		path, body string
 		status     int
@@ -248,7 +254,7 @@ func TestAuthentication(t *testing.T) {
 	r := canaryOK(func(context.Context, executor.Request) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: "ok\n"}, nil
 	})
-	s := open(t, r, executor.SchedulerConfig{Concurrency: 1}, api.Config{Tokens: []string{"other", secret}})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Tokens: []string{"other", secret}})
 	body := `{"code":"print('ok')"}`
 	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "Bearer " + secret + "x"}} {
 		resp := post(t, s.url+"/v1/run", body, h...)
@@ -308,7 +314,7 @@ func TestQueueFullAndDraining(t *testing.T) {
 		}
 		return executor.Result{Success: true}, nil
 	})
-	s := open(t, r, executor.SchedulerConfig{Concurrency: 1, QueueSize: 1}, api.Config{})
+	s := open(t, r, executor.Config{Concurrency: 1, QueueSize: 1}, api.Config{})
 	var wg sync.WaitGroup
 	statuses := make(chan int, 2)
 	for range 2 {
@@ -355,7 +361,7 @@ func TestCanaryFailureFailsOpen(t *testing.T) {
 	r := runnerFunc(func(context.Context, executor.Request) (executor.Result, error) {
 		return executor.Result{Error: "Execution failed"}, nil
 	})
-	s := api.NewService(api.ServiceConfig{Addr: "127.0.0.1:0", Runner: r, Scheduler: executor.NewScheduler(r, executor.SchedulerConfig{})})
+	s := api.NewService(api.ServiceConfig{Addr: "127.0.0.1:0", Runner: r, Scheduler: executor.NewScheduler(r, executor.Config{})})
 	err := s.Open(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "canary") {
 		t.Fatalf("Open = %v, want a canary error", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("sandbox", func(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
-		ex, err := executor.New(ctx, executor.Config{Pool: 2, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
+		ex, err := sandbox.New(ctx, sandbox.Config{Pool: 2, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func BenchmarkOverhead(b *testing.B) {
 }
 
 func overhead(b *testing.B, r executor.Runner) {
-	s := open(b, r, executor.SchedulerConfig{Concurrency: 2}, api.Config{})
+	s := open(b, r, executor.Config{Concurrency: 2}, api.Config{})
 	client := &http.Client{}
 	req := executor.Request{Code: "print(1)"}
 	var direct, viaHTTP []time.Duration

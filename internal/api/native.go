@@ -12,8 +12,10 @@ import (
 
 // RunRequest is the body of POST /v1/run.
 type RunRequest struct {
-	Code  string    `json:"code"`
-	Stdin string    `json:"stdin,omitempty"`
+	Code  string `json:"code"`
+	Stdin string `json:"stdin,omitempty"`
+	// Args are the snippet's sys.argv[1:].
+	Args  []string  `json:"args,omitempty"`
 	Files []RunFile `json:"files,omitempty"`
 	// Timeout is in seconds (a number) or a duration such as "2.5s"; 0 or
 	// absent is the server's limit, and more is capped to it.
@@ -86,7 +88,7 @@ func (h *Handler) native(w http.ResponseWriter, r *http.Request, client string) 
 	if body.Memory < 0 {
 		return badRequest("field \"memory\" must be a number of bytes, 0 for the server's limit")
 	}
-	p := program{mode: "code", target: body.Code, argv: []string{"-c"}, stdin: body.Stdin,
+	p := program{mode: "code", target: body.Code, argv: append([]string{"-c"}, body.Args...), stdin: body.Stdin,
 		timeout: time.Duration(body.Timeout), memory: body.Memory}
 	if len(body.Files) > maxFiles {
 		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)

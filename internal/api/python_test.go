@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -18,12 +19,12 @@ func python(t *testing.T) *service {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	ex, err := executor.New(ctx, executor.Config{Timeout: 2 * time.Second, MaxCodeBytes: 1 << 20, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
+	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 2 * time.Second, MaxCodeBytes: 1 << 20, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
 	t.Cleanup(func() { _ = ex.Close() })
-	return open(t, ex, executor.SchedulerConfig{Concurrency: 2}, api.Config{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10})
+	return open(t, ex, executor.Config{Concurrency: 2}, api.Config{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10})
 }
 
 // TestSnekboxBodies posts the request bodies of snekbox's documentation and
@@ -128,9 +129,9 @@ func TestPistonBodies(t *testing.T) {
 // TestNativeFiles runs a snippet with files beside it through /v1/run.
 func TestNativeFiles(t *testing.T) {
 	s := python(t)
-	resp := post(t, s.url+"/v1/run", `{"code":"print(open('a.txt').read(), open('b.bin','rb').read())","files":[{"path":"a.txt","content":"text"},{"path":"b.bin","content":"`+b64("\x00\x01")+`","encoding":"base64"}]}`, "Content-Type", "application/json")
+	resp := post(t, s.url+"/v1/run", `{"code":"import sys; print(open('a.txt').read(), open('b.bin','rb').read(), sys.argv)","args":["x"],"files":[{"path":"a.txt","content":"text"},{"path":"b.bin","content":"`+b64("\x00\x01")+`","encoding":"base64"}]}`, "Content-Type", "application/json")
 	m := resp.json(t)
-	if resp.status != http.StatusOK || m["stdout"] != "text b'\\x00\\x01'\n" || m["success"] != true {
+	if resp.status != http.StatusOK || m["stdout"] != "text b'\\x00\\x01' ['-c', 'x']\n" || m["success"] != true {
 		t.Fatalf("status %d: %s", resp.status, resp.body)
 	}
 }
