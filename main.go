@@ -271,6 +271,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
 	m.scheduler = executor.NewScheduler(runner, sc)
+	if m.remote != nil {
+		m.remote.OnCapacity(m.scheduler.SetConcurrency)
+	}
 
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {

@@ -72,9 +72,11 @@ type Runner struct {
 	now    func() time.Time
 	bases  []*url.URL
 
-	mu        sync.Mutex
-	endpoints map[string]*endpoint // by base URL
-	rotate    int
+	mu         sync.Mutex
+	endpoints  map[string]*endpoint // by base URL
+	rotate     int
+	capacity   int       // last reported to onCapacity
+	onCapacity func(int) // see OnCapacity
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -191,6 +193,30 @@ func (r *Runner) Refresh(ctx context.Context) {
 		wg.Go(func() { r.poll(ctx, b) })
 	}
 	wg.Wait()
+	r.reportCapacity()
+}
+
+// OnCapacity makes the runner call f with the ready executors' total
+// capacity whenever a refresh finds it changed (and not zero): the bot's
+// scheduler runs as many jobs at once as the executors take.
+func (r *Runner) OnCapacity(f func(n int)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onCapacity = f
+}
+
+func (r *Runner) reportCapacity() {
+	n := r.Capacity()
+	r.mu.Lock()
+	f, changed := r.onCapacity, n != r.capacity && n > 0
+	if changed {
+		r.capacity = n
+	}
+	r.mu.Unlock()
+	if f != nil && changed {
+		r.log.Info("executors' capacity changed", "capacity", n)
+		f(n)
+	}
 }
 
 // expand returns the executor base URLs u stands for. A name that does not
@@ -285,9 +311,6 @@ func (r *Runner) Capacity() int {
 	}
 	return n
 }
-
-// Ready reports whether some executor is ready.
-func (r *Runner) Ready() bool { return r.Capacity() > 0 }
 
 // pick returns the least-loaded executor not in tried, counting the run in
 // its load; nil when none is left. Ready executors come first; the others

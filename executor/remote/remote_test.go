@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,11 +148,21 @@ func TestLeastLoadedAndCapacity(t *testing.T) {
 		}
 	}
 	// Not ready: out of the capacity and of the choice.
+	var reported []int
+	r.OnCapacity(func(n int) { reported = append(reported, n) })
 	b.set(false, 0)
 	r.Refresh(context.Background())
 	if got := r.Capacity(); got != 2 {
 		t.Errorf("capacity %d, want 2", got)
 	}
+	b.set(true, 0)
+	r.Refresh(context.Background())
+	r.Refresh(context.Background())
+	if !slices.Equal(reported, []int{2, 6}) {
+		t.Errorf("capacity reported %v, want [2 6]", reported)
+	}
+	b.set(false, 0)
+	r.Refresh(context.Background())
 	if res, err := run(t, r, "y"); err != nil || res.Stdout != "a:y" {
 		t.Fatalf("run = %+v, %v; want it on a", res, err)
 	}
