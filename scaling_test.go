@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,5 +269,82 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 			t.Errorf("%s's run %d was dispatched %dth, past %d: not fair rounds", u, dispatched[u], i+1, limit)
 		}
 		dispatched[u]++
+	}
+}
+
+func TestExecutorRefusesAPublicAddressWithoutToken(t *testing.T) {
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), []string{"executor"}, config.Env{"RUNBLOCK_HTTP_ADDR": ":0"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "RUNBLOCK_API_TOKEN") {
+		t.Fatalf("exit %d, stderr %q: want 2 and a word on RUNBLOCK_API_TOKEN", code, stderr.String())
+	}
+}
+
+// TestExecutorDrainsOnSIGTERM: a stopping executor finishes the run it
+// accepted, while /readyz and new runs answer 503 so that bots go
+// elsewhere.
+func TestExecutorDrainsOnSIGTERM(t *testing.T) {
+	requirePython(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := startExecutor(t, ctx, os.Args[0], runMainEnv+"=1", "RUNBLOCK_CONCURRENCY=1", "RUNBLOCK_POOL=0", "RUNBLOCK_DRAIN_TIMEOUT=30s")
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	post := func(code string) answer {
+		resp, err := http.Post(p.url+"/v1/run", "application/json", strings.NewReader(`{"code":`+strconv.Quote(code)+`}`))
+		if err != nil {
+			return answer{err: err}
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, string(b), err}
+	}
+	first := make(chan answer, 1)
+	go func() {
+		first <- post("import sys, time\nprint('started', flush=True)\nsys.stdin.read()\ntime.sleep(1)\nprint('finished')")
+	}()
+	// Wait until the run holds the only slot.
+	for {
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rd struct{ Load struct{ Running int } }
+		_ = json.NewDecoder(resp.Body).Decode(&rd)
+		resp.Body.Close()
+		if rd.Load.Running == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("/readyz stayed ready after SIGTERM")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a := post("print(1)"); a.err != nil || a.status != http.StatusServiceUnavailable {
+		t.Errorf("a run while draining: %d %q %v, want 503", a.status, a.body, a.err)
+	}
+	a := <-first
+	if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `finished`) {
+		t.Fatalf("the accepted run: %d %q %v; logs:\n%s", a.status, a.body, a.err, p.logs.String())
 	}
 }
