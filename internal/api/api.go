@@ -241,6 +241,8 @@ func jsonKind(goKind string) string {
 		return "an object"
 	case "bool":
 		return "true or false"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number"
 	}
 	return "a number"
 }

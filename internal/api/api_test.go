@@ -221,6 +221,7 @@ func TestBadRequests(t *testing.T) {
 		{"/v1/run", `{"code":"1"} {}`, 400, "one JSON object"},
 		{"/v1/run", `{"code":"1","timeout":-1}`, 400, "timeout"},
 		{"/v1/run", `{"code":"1","memory":-5}`, 400, "memory"},
+		{"/v1/run", `{"code":"1","memory":1.5}`, 400, `"memory" must be a whole number`},
 		{"/v1/run", `{"code":"1","files":[{"path":"../x","content":""}]}`, 400, "inside the work dir"},
 		{"/v1/run", `{"code":"1","files":[{"path":"/etc/x","content":""}]}`, 400, "relative"},
 		{"/v1/run", `{"code":"1","files":[{"path":"a","content":"!","encoding":"base64"}]}`, 400, "base64"},
