@@ -48,6 +48,7 @@ func TestSnekboxBodies(t *testing.T) {
 		{"traceback", `{"args": ["main.py"], "files": [{"path": "main.py", "content": "` + b64("def f():\n    raise ValueError('x')\nf()") + `"}]}`, `(?s)^Traceback.*File "main.py", line 3.*ValueError: x\n$`, 1},
 		{"exit", `{"input": "raise SystemExit(3)"}`, `^$`, 3},
 		{"timeout", `{"input": "while True: pass"}`, ``, 137},
+		{"memory", `{"input": "x = bytearray(1 << 30)"}`, ``, 137},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := post(t, s.url+"/eval", tc.body)

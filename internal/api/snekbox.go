@@ -97,10 +97,10 @@ func (h *Handler) snekbox(w http.ResponseWriter, r *http.Request, client string)
 }
 
 // shellStatus is the run's exit status as a shell reports it: 128 + the
-// signal for a killed run, so a timeout reads 137 (SIGKILL), as snekbox's
-// clients expect.
+// signal for a killed run, so a timeout or the memory limit reads 137
+// (SIGKILL), as snekbox's clients expect (its limits kill).
 func shellStatus(res executor.Result) int {
-	if res.Timeout {
+	if res.Timeout || res.MemoryExceeded {
 		return 128 + int(unix.SIGKILL)
 	}
 	if res.Signal != "" {
