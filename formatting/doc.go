@@ -4,26 +4,59 @@
 //
 // # Extraction
 //
-// Extract finds fenced code blocks: a run of three or more backticks anywhere
-// in the message (as Slack and Discord render them, also mid-line and closed
-// mid-line), or a line starting with ~~~. The block ends at the next run of at
-// least as many backticks (tildes: at the next line starting with at least as
-// many tildes); a fence that is never closed takes the rest of the message.
-// CRLF and lone CR line ends are read as LF. A fence opened inside a block
-// quote ("> ```py", Slack: "&gt; ```py") takes the quote markers off its
-// lines.
+// Extract finds fenced code blocks: a run of three or more backticks
+// anywhere in the message (as Slack and Discord render them, also mid-line
+// and closed mid-line), or a line starting with ~~~ after up to three spaces
+// (as inside a list). The block ends at the next run of at least as many
+// backticks (tildes: at the next line starting, after up to three spaces,
+// with at least as many tildes); a fence that is never closed takes the
+// rest of the message. No fence opens inside inline code: as in CommonMark,
+// a run of one or two backticks opens a span closed by the next run of the
+// same length within the paragraph (a blank line or a line starting with a
+// fence ends it), and backticks inside the span are text ("wrap code in
+// “ ``` “ fences"). CRLF and lone CR line ends are read as LF. A fence
+// opened inside a block quote ("> ```py", Slack: "&gt; ```py") takes the
+// quote markers off its lines.
 //
-// The language tag is the first line of the block when that line is a single
-// known language name (case-insensitive): "python", "py", "python3", "py3"
-// and "ipython" are Python; "stdin" and "input" mark standard input; about a
-// hundred other names (js, bash, json, text, output, ...) mark other
-// languages. Any other first line is code, so a Slack block typed as
-// ```print(1)``` runs. A one-line block ("```py print(1)```") takes its first
-// word as the tag when the word is a known name and the rest does not start
-// with an operator ("```c = 1```" is code).
+// The first line of a block is its info string, never code, when it is:
+//   - a single language name (case-insensitive): "python", "py", "python3",
+//     "py3", "ipython" and the REPL names "pycon", "python-repl", "pyrepl"
+//     are Python, and so are versioned names (python3.12, py3.11) and
+//     one-letter typos of python (pyhton, pyton) that name no other
+//     language; "stdin" and "input" mark standard input; about a hundred
+//     other names (js, bash, json, text, output, ...) mark other languages;
+//   - a language name followed by attributes: the first word up to a space,
+//     ':' or '{' (```python title="fib.py", ```python:src/app.py,
+//     ```py {linenos=true}, ```python showLineNumbers), unless the line
+//     reads as Python (c = 1, c: int = 1, d [0]);
+//   - on Discord, any line made only of letters, digits and _ + - . #:
+//     Discord takes it as the language and hides it, so ```pass is a
+//     language (not Python: the hint), not a line of code.
+//
+// Any other first line is code, so a Slack block typed as ```print(1)```
+// runs, and on Slack ```pass\nprint(1)``` runs both lines. A one-line block
+// ("```py print(1)```") takes its first word as the tag when the word is a
+// known name and the rest does not start with an operator ("```c = 1```" is
+// code). A language word alone on the line of the trigger ("!run js", "<@bot>
+// py" then an untagged block) tags the untagged blocks; an inline span whose
+// first line is a lone language name (`py\nx = 4`) is tagged the same way.
+//
+// An untagged block right after a line labelling output ("Output:",
+// "Result:", "Expected output:", "You should see:", "This prints:", ...,
+// case-insensitive, ending with a colon) is output and never runs.
+//
+// A Python or untagged block whose first line (after a pasted interpreter
+// banner) is a ">>> " prompt is a REPL transcript: the statements (">>> "
+// and "... " lines, prompts stripped) run as the interactive interpreter
+// runs them (each compiled in 'single' mode, so an expression echoes its
+// repr; an exception prints its traceback and the next statement runs), and
+// the other lines are the output the transcript claims. Extraction.Transcript
+// lists the statements; RenderRun compares each statement's real output with
+// the claimed one and says which differ (a transcript with no output line
+// claims nothing and is only run). A transcript is Python even untagged.
 //
 // Which blocks run:
-//   - Blocks tagged Python run. When there is at least one, untagged blocks do
+//   - Blocks tagged Python (and transcripts) run. When there is at least one, untagged blocks do
 //     not run: in a message that tags its code, an untagged block is usually
 //     output or prose (an LLM answer with "Output:" below the code).
 //   - Otherwise untagged blocks run as Python.
