@@ -256,7 +256,10 @@ func CheckTranscript(t *Transcript, stdout string) (string, TranscriptCheck) {
 		c.Checked++
 		got := runs[i].out
 		if runs[i].err != "" {
-			got = strings.TrimRight(got, "\n") + "\n" + runs[i].err
+			if got = strings.TrimRight(got, "\n"); got != "" {
+				got += "\n"
+			}
+			got += runs[i].err
 		}
 		want, have := comparable(s.Expected), comparable(got)
 		if strings.Join(want, "\n") != strings.Join(have, "\n") {
