@@ -136,13 +136,15 @@
 // sequences and control characters other than newline and tab are removed,
 // carriage returns and backspaces overwrite the line as a terminal would,
 // bidirectional overrides are removed and Unicode line separators become
-// newlines. For Discord a zero-width space is put after the @ of @everyone
-// and @here and after the < of <@…> and <#…>; for Slack &, < and > are
-// escaped (so <!channel>, <!here>, <@U…>, <!subteam^…> are inert) and
-// @channel, @here and @everyone get a zero-width space too. On both, a
-// zero-width space is put between any two adjacent backticks, so output can
-// never close its code block, and the error line in the status line is shown
-// with backticks replaced by ˋ (U+02CB). The renderer does not rely on the
-// adapters' allowed-mentions settings. Reply.Full is only made valid and free
-// of control characters: a file does not ping.
+// newlines. Inside code blocks a zero-width space breaks every run of three
+// or more backticks ("“\u200b`"), so output can never close its code
+// block, and on Slack &, < and > are escaped (so <!channel>, <!here>,
+// <@U…>, <!subteam^…> are text); nothing else is changed, so output copied
+// out of a reply is what the program printed. The error line in the status
+// line is shown with backticks replaced by ˋ (U+02CB). Mentions are left as
+// they are: the adapters send every message with mentions disabled (Discord:
+// allowed_mentions with "parse": [] on every send and edit, interactions and
+// webhooks included; Slack: parse=none and link_names=false), and their
+// tests check that no payload lets a mention ping. Reply.Full is only made
+// valid and free of control characters: a file does not ping.
 package formatting

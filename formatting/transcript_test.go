@@ -163,4 +163,3 @@ func TestTranscriptNoteFits(t *testing.T) {
 		}
 	}
 }
-
