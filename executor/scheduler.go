@@ -17,6 +17,14 @@ import (
 // DefaultQueueSize is the queue bound when SchedulerConfig.QueueSize is not set.
 const DefaultQueueSize = 100
 
+// The service's default per-user limits: 5 runs a minute after a burst of
+// 5, one job at a time. The scheduler itself takes a zero rate as unlimited.
+const (
+	DefaultUserRate   = 5.0 / 60
+	DefaultUserBurst  = 5
+	DefaultMaxPerUser = 1
+)
+
 // minLimiterSweep is the number of per-user rate limiters kept before the
 // first sweep for idle (full) buckets.
 const minLimiterSweep = 64
