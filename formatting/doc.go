@@ -113,6 +113,18 @@
 // the standard library the code called into stay. "(no output)" says so
 // when both streams are empty.
 //
+// RenderRun renders the run of an extraction. For a REPL transcript it takes
+// the markers framing each statement's output out of stdout (the reply shows
+// the output as the statements printed it) and adds a transcript check
+// after the output: how many statements printed something other than the
+// transcript shows and, in a code block, each such statement with the
+// output claimed and the output got ("expected: 0.3", "got:
+// 0.30000000000000004"). Outputs are compared line by line without trailing
+// blanks, memory addresses (object at 0x7f…) are equal, and a traceback is
+// compared by its last line, the exception. The check is bounded (two lines
+// a side, 50 characters a line, about 700 units in all, then "… N more
+// differences") so the reply still fits the platform.
+//
 // The inline view of the output is cut to RenderOptions.MaxLines lines and
 // MaxChars characters (code points, line breaks not counted; defaults 15 and
 // 1500). Stdout keeps its head ("… N more lines"), stderr keeps its tail;

@@ -295,6 +295,9 @@ func (r result) transcriptNote(c TranscriptCheck) string {
 	if c.NotReached > 0 {
 		head += " (" + strconv.Itoa(c.NotReached) + " not reached)"
 	}
+	if r.p == Console {
+		head = "--- " + head + " ---"
+	}
 	r.line(&b, r.note(head))
 	var lines []string
 	shown := 0

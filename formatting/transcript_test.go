@@ -90,6 +90,27 @@ func TestTranscriptCheckWithPython(t *testing.T) {
 	}
 }
 
+// TestTranscriptBlocksShareState: code and several transcript blocks run as
+// one program in one namespace, the statements numbered on across blocks.
+func TestTranscriptBlocksShareState(t *testing.T) {
+	text := "```python\ndef double(x):\n    return 2 * x\n```\nThen:\n```pycon\n>>> n = double(21)\n>>> n\n42\n```\nand later\n```pycon\n>>> n + 1\n44\n>>> _\n43\n```"
+	ext := Extract(text, ExtractOptions{Platform: Slack})
+	if ext.Blocks != 3 || ext.Transcript == nil || len(ext.Transcript.Statements) != 4 {
+		t.Fatalf("extraction %#v", ext)
+	}
+	res := runPython(t, ext.Code)
+	if !res.Success {
+		t.Fatalf("failed:\n%s", res.Stderr)
+	}
+	plain, c := CheckTranscript(ext.Transcript, res.Stdout)
+	if plain != "42\n43\n43\n" {
+		t.Errorf("output %q", plain)
+	}
+	if c.Checked != 4 || len(c.Differences) != 1 || c.Differences[0].Statement != 2 {
+		t.Errorf("check %+v, want statement 2 (n + 1) to differ", c)
+	}
+}
+
 func TestCheckTranscript(t *testing.T) {
 	tr := &Transcript{Marker: "\x1erunblock:m", Statements: []Statement{
 		{Source: "x\n", Expected: "1", Check: true},
