@@ -28,7 +28,9 @@
 //   - a language name followed by attributes: the first word up to a space,
 //     ':' or '{' (```python title="fib.py", ```python:src/app.py,
 //     ```py {linenos=true}, ```python showLineNumbers), unless the line
-//     reads as Python (c = 1, c: int = 1, d [0]);
+//     reads as Python (c = 1, c: int = 1, d [0]); when code rather than
+//     attributes follows the name (```py print(1)), that code runs, as in
+//     a one-line block;
 //   - on Discord, any line made only of letters, digits and _ + - . #:
 //     Discord takes it as the language and hides it, so ```pass is a
 //     language (not Python: the hint), not a line of code.

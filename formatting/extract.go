@@ -373,7 +373,10 @@ func parseBlock(content string, discordLanguage bool) fenced {
 		case discordLanguage && hiddenLanguage(content[:nl]):
 			return fenced{tag: tag, body: content[nl+1:]}
 		}
-		if tag, ok := infoTag(first); ok {
+		if tag, code, ok := infoTag(first); ok {
+			if code != "" {
+				return fenced{tag: tag, body: code + "\n" + content[nl+1:]}
+			}
 			return fenced{tag: tag, body: content[nl+1:]}
 		}
 		return fenced{body: content}

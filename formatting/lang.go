@@ -1,6 +1,7 @@
 package formatting
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -74,44 +75,63 @@ func hiddenLanguage(line string) bool {
 	return true
 }
 
+// attributes matches the attributes of an info string: words, key=value
+// pairs (values bare or quoted) and {…} groups, as in ```python
+// showLineNumbers, ```python title="fib.py" hl_lines="1 3".
+var attributes = regexp.MustCompile(`^(?:\s*(?:[A-Za-z_][\w.-]*(?:=(?:"[^"]*"|'[^']*'|[^\s"']+))?|\{[^}]*\}))+\s*$`)
+
+// statementWords start a Python statement: after a tag they are code
+// written on the fence line, not attributes.
+var statementWords = map[string]bool{
+	"import": true, "from": true, "def": true, "class": true, "return": true, "print": true,
+	"del": true, "pass": true, "raise": true, "assert": true, "global": true, "nonlocal": true,
+	"while": true, "with": true, "try": true, "async": true, "await": true, "yield": true,
+	"lambda": true, "break": true, "continue": true, "match": true, "type": true,
+}
+
 // infoTag reads the language of a first line that is an info string with
 // attributes: the first word, up to a space, ':' or '{', when it names a
 // language (```python title="fib.py", ```python:src/app.py,
-// ```py {linenos=true}, ```python showLineNumbers). A line that reads as
-// Python (c = 1, r: float = 0.5, d [0], c in xs) is not an info string.
-func infoTag(line string) (string, bool) {
+// ```py {linenos=true}, ```python showLineNumbers). When what follows the
+// word is code rather than attributes (```py print(1)), it is returned as
+// code, as in a one-line block. A line that reads as Python (c = 1,
+// r: float = 0.5, d [0], c in xs) is not an info string.
+func infoTag(line string) (tag, code string, ok bool) {
 	i := strings.IndexAny(line, " \t:{")
 	if i <= 0 {
-		return "", false
+		return "", "", false
 	}
-	tag := strings.ToLower(line[:i])
+	tag = strings.ToLower(line[:i])
 	if !isTag(tag) {
-		return "", false
+		return "", "", false
 	}
 	rest := line[i:]
 	switch rest[0] {
 	case '{':
-		return tag, true
+		return tag, "", true
 	case ':':
 		after := rest[1:]
 		if after == "" || after[0] == ' ' || after[0] == '\t' {
-			return "", false // an annotation: c: int = 1
+			return "", "", false // an annotation: c: int = 1
 		}
 		if pythonish(tag) || strings.IndexFunc(after, func(r rune) bool { return !pathRune(r) }) < 0 {
-			return tag, true
+			return tag, "", true
 		}
-		return "", false
+		return "", "", false
 	}
 	rest = strings.TrimSpace(rest)
 	if startsWithOperator(rest) || strings.ContainsRune("([", rune(rest[0])) {
-		return "", false
+		return "", "", false
 	}
 	word, _, _ := strings.Cut(rest, " ")
 	switch word {
 	case "and", "or", "in", "is", "not", "if", "else", "for", "as":
-		return "", false
+		return "", "", false
 	}
-	return tag, true
+	if attributes.MatchString(rest) && !statementWords[word] {
+		return tag, "", true
+	}
+	return tag, rest, true
 }
 
 func pathRune(r rune) bool {
