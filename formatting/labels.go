@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// outputLabel matches the end of a line that introduces program output
-// rather than code: "Output:", "Result:", "Expected output:", "You should
-// see:", "This prints:", "which gives:" (case-insensitive, a trailing
-// colon, the last clause of the line only).
-var outputLabel = regexp.MustCompile(`(?i)(?:^|[\s(])(?:` +
-	`(?:(?:sample|example|expected|actual|program|console|terminal|the|its|final|this) )?(?:output|outputs|result|results|stdout)(?: (?:is|was|will be|should be|would be))?` +
+// outputLabel matches the last clause of a line that introduces program
+// output rather than code: "Output:", "Result:", "Expected output:", "You
+// should see:", "This prints:", "which gives:", "Here's the output:"
+// (case-insensitive, the trailing colon taken off).
+var outputLabel = regexp.MustCompile(`(?i)^(?:(?:here's|here’s|here is|here are|and|so|then|now|running it|run it and|if you run it|when you run it)\s+)*(?:` +
+	`(?:(?:sample|example|expected|actual|program|console|terminal|the|its|this) )?(?:output|outputs|result|results|stdout)(?: (?:is|was|will be|should be|would be))?` +
 	`|(?:you|you'll|you will|you should|you'd|you would|you can|we|we'll|we should|it|it will|it should|this|this will|this should|that|which|should|will|would)` +
 	` (?:see|get|print|output|display|show|return|give|produce|yield)s?` +
 	`|prints|printed|outputs|returns|gives|produces|yields` +
