@@ -25,6 +25,7 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/internal/config"
@@ -36,6 +37,8 @@ import (
 var version = "dev"
 
 func main() {
+	sandbox.Main()
+	bench.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal, a second one kills the process at once.
@@ -202,7 +205,7 @@ type Main struct {
 	// Runner, when set, runs snippets instead of a real executor (tests).
 	Runner executor.Runner
 
-	exec      *executor.Executor
+	exec      *sandbox.Executor
 	isolation string
 	metrics   *metrics.Registry
 	scheduler *executor.Scheduler
@@ -227,7 +230,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if runner == nil {
 		ec := cfg.Executor
 		ec.Logger = m.Logger.With("component", "executor")
-		ex, err := executor.New(ctx, ec)
+		ex, err := sandbox.New(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("executor: %w", err)
 		}
@@ -422,7 +425,7 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	ec := c.cfg.Executor
 	ec.Pool = 0
 	ec.Logger = c.logger
-	ex, err := executor.New(ctx, ec)
+	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
 		return fail(1, executor.ErrorCode(err), err)
 	}
@@ -497,7 +500,7 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	ec := cfg.Executor
 	ec.Pool = 0
 	ec.Logger = logger
-	rep, probeErr := executor.Doctor(ctx, ec)
+	rep, probeErr := sandbox.Doctor(ctx, ec)
 	status := 0
 	if probeErr != nil {
 		fmt.Fprintf(stderr, "runblock doctor: %v\n", probeErr)

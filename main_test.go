@@ -25,6 +25,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/fakediscord"
 	"github.com/runblock/runblock/internal/fakeslack"
@@ -44,6 +45,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return
@@ -500,7 +502,7 @@ func TestDoctorCommand(t *testing.T) {
 	if code := run(context.Background(), []string{"doctor", "--json"}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var rep executor.Report
+	var rep sandbox.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%q: %v", stdout.String(), err)
 	}

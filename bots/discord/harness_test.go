@@ -14,6 +14,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
@@ -22,6 +23,7 @@ import (
 var fake *fakediscord.Server
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	fake = fakediscord.New(fakediscord.Options{})
 	fake.Install()
 	code := m.Run()

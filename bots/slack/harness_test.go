@@ -12,10 +12,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // testTimeout bounds each test's waits, to catch hangs; it is no timing claim.
 const testTimeout = 60 * time.Second

@@ -225,7 +225,7 @@ func TestManyUsersEachGetOneReply(t *testing.T) {
 	sched := executor.NewScheduler(execFunc(func(ctx context.Context, req executor.Request) (executor.Result, error) {
 		<-release
 		return executor.Result{Success: true, Stdout: "ran " + req.Code + "\n"}, nil
-	}), executor.SchedulerConfig{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
+	}), executor.Config{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
 	t.Cleanup(func() { _ = sched.Close(context.Background()) })
 	admitted := make(chan string, 64)
 	h := start(t, Config{}, funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {

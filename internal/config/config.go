@@ -22,14 +22,15 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 )
 
 // Config is every setting of runblock, parsed once at start-up from the
 // environment (and .env) and passed down.
 type Config struct {
-	Executor     executor.Config
-	Scheduler    executor.SchedulerConfig
+	Executor     sandbox.Config
+	Scheduler    executor.Config
 	Slack        slack.Config
 	Discord      discord.Config
 	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
@@ -179,7 +180,7 @@ func Parse(env Env, parts Part) (Config, error) {
 	concurrency := runtime.NumCPU()
 	if parts&Scheduler != 0 {
 		concurrency = p.intIn("RUNBLOCK_CONCURRENCY", concurrency, 1, MaxConcurrency, "a number of parallel runs such as 2")
-		c.Scheduler = executor.SchedulerConfig{
+		c.Scheduler = executor.Config{
 			Concurrency: concurrency,
 			QueueSize:   p.intIn("RUNBLOCK_QUEUE", executor.DefaultQueueSize, 1, MaxQueue, "the number of jobs that may wait, such as 100"),
 			UserRate:    p.rate("RUNBLOCK_USER_RATE", executor.DefaultUserRate),
@@ -188,13 +189,13 @@ func Parse(env Env, parts Part) (Config, error) {
 		}
 	}
 	if parts&Sandbox != 0 {
-		c.Executor = executor.Config{
+		c.Executor = sandbox.Config{
 			Python:          p.python("RUNBLOCK_PYTHON"),
-			Timeout:         p.duration("RUNBLOCK_TIMEOUT", executor.DefaultTimeout, true),
+			Timeout:         p.duration("RUNBLOCK_TIMEOUT", sandbox.DefaultTimeout, true),
 			MemoryBytes:     p.memory(),
-			MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", executor.DefaultMaxOutputBytes),
-			KeepBytes:       executor.DefaultKeepBytes,
-			MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", executor.DefaultMaxCodeBytes),
+			MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", sandbox.DefaultMaxOutputBytes),
+			KeepBytes:       sandbox.DefaultKeepBytes,
+			MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
 			AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
 		}
 		c.Executor.Pool = p.intIn("RUNBLOCK_POOL", min(concurrency, MaxPool), 0, MaxPool, "a number of pre-started sandboxes, 0 to turn the pool off")
@@ -398,7 +399,7 @@ func (p *parser) memory() int64 {
 	}
 	v, ok := p.get(name)
 	if !ok {
-		return executor.DefaultMemoryBytes
+		return sandbox.DefaultMemoryBytes
 	}
 	const fix = "use a size such as 256MiB or 1GiB (a bare number counts MiB)"
 	n, err := ParseSize(v, 1<<20)
