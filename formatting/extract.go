@@ -75,6 +75,7 @@ const (
 	kindOther
 )
 
+// pythonTags are the names of Python, and of Python REPL transcripts.
 var pythonTags = map[string]bool{"python": true, "py": true, "python3": true, "py3": true, "ipython": true, "pycon": true, "python-repl": true, "pyrepl": true}
 
 var stdinTags = map[string]bool{"stdin": true, "input": true}

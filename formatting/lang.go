@@ -5,18 +5,11 @@ import (
 	"strings"
 )
 
-// A block's language comes from its info string: the first line of the
-// block (the text after the opening fence), or the word on the line that
-// carries the trigger (see prefixTag).
-
-// replTags name Python REPL transcripts.
-var replTags = map[string]bool{"pycon": true, "python-repl": true, "pyrepl": true}
-
 // pythonish reports tags that mean Python: the Python tags, the REPL tags,
 // versioned names (python3.12, py3.11, python2) and one-letter typos of
 // "python" (pyhton, pyton, pythn) that are not another language's name.
 func pythonish(tag string) bool {
-	if pythonTags[tag] || replTags[tag] {
+	if pythonTags[tag] {
 		return true
 	}
 	base := strings.TrimRight(tag, "0123456789.")
