@@ -45,7 +45,8 @@
 //
 // An untagged block right after a line labelling output ("Output:",
 // "Result:", "Expected output:", "You should see:", "This prints:", ...,
-// case-insensitive, ending with a colon) is output and never runs.
+// case-insensitive, ending with a colon, or a heading that is only the
+// label: "**Output**", "### Expected output") is output and never runs.
 //
 // A Python or untagged block whose first line (after a pasted interpreter
 // banner) is a ">>> " prompt is a REPL transcript: the statements (">>> "

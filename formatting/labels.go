@@ -16,6 +16,10 @@ var outputLabel = regexp.MustCompile(`(?i)^(?:(?:here's|here’s|here is|here ar
 	`|prints|printed|outputs|returns|gives|produces|yields` +
 	`)(?: something like| like| (?:the |this )?(?:following|output|result))?(?: this| that)?(?: \([^)]*\))?$`)
 
+// outputHeading matches a line that is only an output label, without a
+// colon.
+var outputHeading = regexp.MustCompile(`(?i)^(?:(?:sample|example|expected|actual|program|console|terminal) )?(?:output|outputs|result|results|stdout)$`)
+
 // labelsOutput reports whether the text before a fence ends with a line
 // that labels the block as output. before is the text between the previous
 // block and this fence; its last line, or the last non-blank line when the
@@ -33,7 +37,8 @@ func labelsOutput(before string) bool {
 	line = strings.Trim(line, "*_#-• ")
 	text, ok := strings.CutSuffix(strings.TrimRight(line, "*_ "), ":")
 	if !ok {
-		return false
+		// A heading without a colon: "**Output**", "### Expected output".
+		return outputHeading.MatchString(line)
 	}
 	text = strings.TrimSpace(strings.Trim(text, "*_ "))
 	// The last clause only: "Run it. Output:" labels, "Output goes to a file, run:" does not.

@@ -113,12 +113,12 @@ func TestPythonish(t *testing.T) {
 }
 
 func TestLabelsOutput(t *testing.T) {
-	for _, l := range []string{"Output:", "**Output:**", "Result:", "Results:", "Expected output:", "*Expected output:*", "You should see:", "You'll see something like:", "This prints:", "which prints:", "It returns:", "The output will be:", "Output (truncated):", "Running it gives:", "> Output:", "&gt; Output:", "text\n\nOutput:\n", "Sample output:", "you should get:", "Here's the output:", "When you run it, you'll see:", "and the output will be:", "Running it prints:"} {
+	for _, l := range []string{"Output:", "**Output:**", "Result:", "Results:", "Expected output:", "*Expected output:*", "You should see:", "You'll see something like:", "This prints:", "which prints:", "It returns:", "The output will be:", "Output (truncated):", "Running it gives:", "> Output:", "&gt; Output:", "text\n\nOutput:\n", "Sample output:", "you should get:", "Here's the output:", "When you run it, you'll see:", "and the output will be:", "Running it prints:", "**Output**", "### Expected output", "Result"} {
 		if !labelsOutput(l) {
 			t.Errorf("%q labels output", l)
 		}
 	}
-	for _, l := range []string{"", "Here is the code:", "Run this:", "Here's how to print a list:", "For example:", "Try it:", "Output goes to a file, run:", "output", "Fixed version:", "To get started, install:", "Example usage:", "Here's the final result:", "Here's the updated code:", "The print function:", "Now print the results:"} {
+	for _, l := range []string{"", "Here is the code:", "Run this:", "Here's how to print a list:", "For example:", "Try it:", "Output goes to a file, run:", "output goes to stdout", "Fixed version:", "To get started, install:", "Example usage:", "Here's the final result:", "Here's the updated code:", "The print function:", "Now print the results:", "Print the output", "The result"} {
 		if labelsOutput(l) {
 			t.Errorf("%q does not label output", l)
 		}
