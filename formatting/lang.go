@@ -71,7 +71,7 @@ func hiddenLanguage(line string) bool {
 // attributes matches the attributes of an info string: words, key=value
 // pairs (values bare or quoted) and {…} groups, as in ```python
 // showLineNumbers, ```python title="fib.py" hl_lines="1 3".
-var attributes = regexp.MustCompile(`^(?:\s*(?:[A-Za-z_][\w.-]*(?:=(?:"[^"]*"|'[^']*'|[^\s"']+))?|\{[^}]*\}))+\s*$`)
+var attributes = regexp.MustCompile(`^(?:\s*(?:[A-Za-z0-9_][\w.-]*(?:=(?:"[^"]*"|'[^']*'|[^\s"']+))?|\{[^}]*\}))+\s*$`)
 
 // statementWords start a Python statement: after a tag they are code
 // written on the fence line, not attributes.

@@ -25,6 +25,7 @@ var extractRules = []struct {
 	{"info_braces", Discord, "```py {linenos=true}\nprint(\"hi\")\n```", "print(\"hi\")", nil},
 	{"info_word", Slack, "```python showLineNumbers\nx = 2\nprint(x ** 10)\n```", "x = 2\nprint(x ** 10)", nil},
 	{"info_many_attributes", Discord, "```python title=\"my file.py\" hl_lines=\"1 3\" linenums='1'\nprint('attrs')\n```", "print('attrs')", nil},
+	{"info_version_word", Discord, "```Python 3\nprint('three')\n```", "print('three')", nil},
 	{"info_code_on_fence_line", Discord, "```py print(1)\nprint(2)\n```", "print(1)\nprint(2)", nil},
 	{"info_statement_on_fence_line", Slack, "```python import os\nprint(os.sep)\n```", "import os\nprint(os.sep)", nil},
 	{"info_other_language", Discord, "```js title=\"app.js\"\nconsole.log(1)\n```", "", []string{"js"}},
