@@ -24,7 +24,7 @@ func BenchmarkMessageToReply(b *testing.B) {
 
 func benchMessageToReply(b *testing.B, runner discord.Runner) {
 	fbot := fake.NewBot("bench")
-	bot := discord.New(discord.Config{Token: fbot.Token}, runner, slog.New(slog.DiscardHandler))
+	bot := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, runner, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := bot.Open(ctx); err != nil {

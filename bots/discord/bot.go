@@ -93,8 +93,12 @@ type Config struct {
 	GuildID     string        // DISCORD_GUILD_ID: register commands per guild
 	RunReaction string        // DISCORD_RUN_REACTION, default "▶️"
 	EditWindow  time.Duration // DISCORD_EDIT_WINDOW, default 10m
-	Render      formatting.RenderOptions
-	Metrics     Metrics // nil: none
+	// APIURL, when set, replaces "https://discord.com/" as the base of the
+	// REST API (e.g. "http://proxy:8080/" for a REST proxy, or a test's
+	// fake); the gateway is the one that API hands out.
+	APIURL  string
+	Render  formatting.RenderOptions
+	Metrics Metrics // nil: none
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -200,6 +204,13 @@ func (b *Bot) Open(ctx context.Context) error {
 	s.ShouldReconnectOnError = false
 	s.Identify.Intents = Intents
 	s.Client = &http.Client{Timeout: 30 * time.Second}
+	if b.cfg.APIURL != "" {
+		rt, err := newRebase(b.cfg.APIURL, http.DefaultTransport)
+		if err != nil {
+			return fmt.Errorf("discord: %w", err)
+		}
+		s.Client.Transport = rt
+	}
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 15 * time.Second}
 	s.AddHandler(b.onReady)
 	s.AddHandler(b.onResumed)

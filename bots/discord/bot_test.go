@@ -447,7 +447,7 @@ func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
 	t.Parallel()
 	fbot := fake.NewBot("no-content")
 	fbot.DenyMessageContent()
-	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
+	b := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, &fakeRunner{}, nil)
 	err := b.Open(testCtx(t))
 	if !errors.Is(err, discord.ErrDisallowedIntents) || !strings.Contains(err.Error(), "Message Content Intent") {
 		t.Fatalf("open error %v", err)
@@ -462,7 +462,7 @@ func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
 
 func TestBadTokenFailsOpen(t *testing.T) {
 	t.Parallel()
-	b := discord.New(discord.Config{Token: "not-a-token"}, &fakeRunner{}, nil)
+	b := discord.New(discord.Config{Token: "not-a-token", APIURL: fake.URL()}, &fakeRunner{}, nil)
 	if err := b.Open(testCtx(t)); !errors.Is(err, discord.ErrBadToken) {
 		t.Fatalf("open error %v", err)
 	}
@@ -635,7 +635,7 @@ func TestFailedCommandRegistrationFailsOpen(t *testing.T) {
 	t.Parallel()
 	fbot := fake.NewBot("no-commands")
 	fake.FailNext(fakediscord.Match("PUT", "/applications/"+fbot.AppID+"/commands"), 403)
-	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
+	b := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, &fakeRunner{}, nil)
 	ctx := testCtx(t)
 	err := b.Open(ctx)
 	if err == nil || !strings.Contains(err.Error(), "registering") {

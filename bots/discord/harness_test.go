@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,13 +18,23 @@ import (
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
-// fake is the one fake Discord of this test binary: discordgo's endpoints
-// are package globals. Tests keep apart by bot token and channel ids.
+// fake is the fake Discord the tests share, reached through
+// Config.APIURL; they keep apart by bot token and channel ids.
 var fake *fakediscord.Server
 
 func TestMain(m *testing.M) {
+	// The tests wait on sockets (and discordgo's Session.Close sleeps a
+	// second), not on the CPUs: unless -parallel is given, run more of them
+	// at once than the default GOMAXPROCS.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "16"); err != nil {
+			panic(err)
+		}
+	}
 	fake = fakediscord.New(fakediscord.Options{})
-	fake.Install()
 	code := m.Run()
 	closeStack()
 	fake.Close()
@@ -111,7 +122,7 @@ func start(t *testing.T, runner discord.Runner, configure func(*discord.Config))
 	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}}
 	e.guild, e.channel = fake.NewID(), fake.NewID()
 	e.user = &discordgo.User{ID: fake.NewID(), Username: "ada"}
-	cfg := discord.Config{Token: e.fbot.Token, Metrics: e.metrics}
+	cfg := discord.Config{Token: e.fbot.Token, APIURL: fake.URL(), Metrics: e.metrics}
 	if configure != nil {
 		configure(&cfg)
 	}
