@@ -292,43 +292,6 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
-	t.Parallel()
-	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	runner := &fakeRunner{}
-	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now })
-	m := e.say("!run\n" + block)
-	r := e.replyTo(e.channel, m.ID)
-	var reply discordgo.Message
-	if err := r.DecodeResponse(&reply); err != nil {
-		t.Fatal(err)
-	}
-
-	clk.Add(9 * time.Minute)
-	edited := *m
-	edited.Content = "!run\n```python\nprint(2)\n```"
-	e.fbot.MessageUpdate(edited)
-	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(patch.Content(), "ran: print(2)") {
-		t.Fatalf("edited content %q", patch.Content())
-	}
-	assertNoMentions(t, patch)
-	if !strings.Contains(string(patch.JSON), `"attachments":[]`) {
-		t.Fatalf("edit keeps the old attachments: %s", patch.JSON)
-	}
-	if got, _ := fake.Message(reply.ID); !strings.Contains(got.Content, "ran: print(2)") {
-		t.Fatalf("stored reply %q", got.Content)
-	}
-
-	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
-	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestEditAfterWindowIsIgnored(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
@@ -529,27 +492,6 @@ func TestCloseDeadlineCancelsRun(t *testing.T) {
 	if err := e.bot.Close(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("close error %v", err)
 	}
-}
-
-func TestManyUsersAtOnceGetOneReplyEach(t *testing.T) {
-	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
-	const n = 20
-	var ms []*discordgo.Message
-	for i := range n {
-		u := &discordgo.User{ID: fake.NewID(), Username: "user" + string(rune('a'+i))}
-		ms = append(ms, e.sayIn(e.channel, e.guild, u, "!run "+block))
-	}
-	for _, m := range ms {
-		e.replyTo(e.channel, m.ID)
-	}
-	closeBot(t, e)
-	for _, m := range ms {
-		if k := len(fake.Requests(isReplyTo(e.channel, m.ID))); k != 1 {
-			t.Fatalf("message %s got %d replies", m.ID, k)
-		}
-	}
-	assertAllSentWithoutMentions(t, e.fbot.Token)
 }
 
 // gatedRunner holds each run until the test releases it.

@@ -182,14 +182,20 @@ func TestE2EReactionOnABotsMessage(t *testing.T) {
 	}
 }
 
-func TestE2EEditAndDelete(t *testing.T) {
+// TestEditRerunsIntoSameReplyAndDeleteRemovesIt: an edit within the window
+// re-runs into the same reply, dropping the old output.txt; deleting the
+// message deletes the reply.
+func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
 	t.Parallel()
-	e := start(t, realRunner(t), nil)
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	e := start(t, realRunner(t), func(c *discord.Config) { c.Clock = clk.Now })
 	m := e.say("!run ```py\nprint('first')\n```")
 	var reply discordgo.Message
 	if err := e.replyTo(e.channel, m.ID).DecodeResponse(&reply); err != nil {
 		t.Fatal(err)
 	}
+
+	clk.Add(9 * time.Minute)
 	edited := *m
 	edited.Content = "!run ```py\nprint('second')\n```"
 	e.fbot.MessageUpdate(edited)
@@ -201,6 +207,13 @@ func TestE2EEditAndDelete(t *testing.T) {
 		t.Fatalf("edited to %q", patch.Content())
 	}
 	assertNoMentions(t, patch)
+	if !strings.Contains(string(patch.JSON), `"attachments":[]`) {
+		t.Fatalf("edit keeps the old attachments: %s", patch.JSON)
+	}
+	if got, _ := fake.Message(reply.ID); !strings.Contains(got.Content, "second") {
+		t.Fatalf("stored reply %q", got.Content)
+	}
+
 	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
 	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestOpenFailsFastOnBadTokens(t *testing.T) {
+	t.Parallel()
 	fake := fakeslack.New(fakeslack.Options{})
 	defer fake.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -41,6 +42,7 @@ func TestOpenFailsFastOnBadTokens(t *testing.T) {
 }
 
 func TestMentionRepliesInThreadWithReactions(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	if !h.bot.Ready() {
 		t.Fatal("not Ready after Open")
@@ -74,6 +76,7 @@ func TestMentionRepliesInThreadWithReactions(t *testing.T) {
 }
 
 func TestReplyInExistingThread(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	ch := h.channel()
 	parent := h.message(ch, h.user(), "a question")
@@ -87,6 +90,7 @@ func TestReplyInExistingThread(t *testing.T) {
 }
 
 func TestNeverAnswersBots(t *testing.T) {
+	t.Parallel()
 	ch := "C0RUN"
 	h := start(t, Config{Channels: []string{ch}}, echo, true)
 	own := h.fake.PutMessage(fakeslack.Message{Channel: ch, User: fakeslack.BotUserID, BotID: fakeslack.BotID, Text: "```print('loop')```"})
@@ -105,6 +109,7 @@ func TestNeverAnswersBots(t *testing.T) {
 }
 
 func TestDuplicateDeliveryRunsOnce(t *testing.T) {
+	t.Parallel()
 	runs := make(chan string, 10)
 	counting := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		runs <- job.Request.Code
@@ -130,6 +135,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 }
 
 func TestSlackRateLimitDelaysReply(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	h.fake.Script("chat.postMessage", fakeslack.Response{Status: 429, RetryAfter: 1})
 	m := h.mention(h.channel(), h.user(), "```print(1)```")
@@ -141,6 +147,7 @@ func TestSlackRateLimitDelaysReply(t *testing.T) {
 }
 
 func TestReconnects(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	for i, drop := range []func() error{
 		func() error { return h.fake.Disconnect("refresh_requested") },
@@ -162,6 +169,7 @@ func TestReconnects(t *testing.T) {
 }
 
 func TestNoticesAreEphemeral(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0OK"}}, echo, true)
 	u := h.user()
 	none := h.mention("C0OK", u, "hello there")
@@ -189,6 +197,7 @@ func TestNoticesAreEphemeral(t *testing.T) {
 }
 
 func TestRejectionsAreFriendly(t *testing.T) {
+	t.Parallel()
 	var internal = errors.New("fork: resource temporarily unavailable at /secret/path")
 	errs := map[string]error{
 		"busy":     &executor.Error{Code: executor.ErrBusy, RetryAfter: 3 * time.Second},
@@ -223,6 +232,7 @@ func TestRejectionsAreFriendly(t *testing.T) {
 }
 
 func TestQueuedRunKeepsOneReply(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	queued := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 2})
@@ -246,6 +256,7 @@ func TestQueuedRunKeepsOneReply(t *testing.T) {
 }
 
 func TestCloseWaitsForRunsInFlight(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	release := make(chan struct{})
 	slow := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
@@ -273,6 +284,7 @@ func TestCloseWaitsForRunsInFlight(t *testing.T) {
 }
 
 func TestCloseDeadlineCancelsRuns(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	stuck := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
@@ -302,6 +314,7 @@ func BenchmarkMentionToReply(b *testing.B) {
 }
 
 func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
+	t.Parallel()
 	runner := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		if job.Request.Code == "boom" {
 			panic("runner exploded")

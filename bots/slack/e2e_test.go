@@ -34,6 +34,7 @@ func python(t *testing.T, sc executor.SchedulerConfig) *executor.Scheduler {
 }
 
 func TestPythonMentionOKAndError(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, python(t, executor.SchedulerConfig{Concurrency: 2}), true)
 	ch := h.channel()
 	ok := h.mention(ch, h.user(), "```python\nprint('sum =', sum(range(10)))\n```")
@@ -54,6 +55,7 @@ func TestPythonMentionOKAndError(t *testing.T) {
 }
 
 func TestPythonTimeout(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, python(t, executor.SchedulerConfig{Concurrency: 1}), true)
 	m := h.mention(h.channel(), h.user(), "```python\nprint('started', flush=True)\nwhile True:\n    pass\n```")
 	r := h.reply(m, "Timed out")
@@ -64,6 +66,7 @@ func TestPythonTimeout(t *testing.T) {
 }
 
 func TestPythonLongOutputFile(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, python(t, executor.SchedulerConfig{Concurrency: 1}), true)
 	m := h.mention(h.channel(), h.user(), "```python\nfor i in range(200):\n    print('row', i)\n```")
 	r := h.reply(m, "row 0")
@@ -81,6 +84,7 @@ func TestPythonLongOutputFile(t *testing.T) {
 }
 
 func TestPythonTriggers(t *testing.T) {
+	t.Parallel()
 	var clk clock
 	h := start(t, Config{EditWindow: 10 * time.Minute}, python(t, executor.SchedulerConfig{Concurrency: 2}), true, clk.install())
 	ch, u := h.channel(), h.user()
@@ -118,6 +122,7 @@ func TestPythonTriggers(t *testing.T) {
 }
 
 func TestPythonResilience(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0RUN"}}, python(t, executor.SchedulerConfig{Concurrency: 2}), true)
 	ch := "C0RUN"
 
@@ -154,6 +159,7 @@ func TestPythonResilience(t *testing.T) {
 }
 
 func TestPythonManyUsers(t *testing.T) {
+	t.Parallel()
 	sched := python(t, executor.SchedulerConfig{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
 	admitted := make(chan string, 64)
 	h := start(t, Config{}, funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {

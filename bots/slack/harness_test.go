@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,7 +16,19 @@ import (
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The tests wait on sockets, not on the CPUs: unless -parallel is
+	// given, run more of them at once than the default GOMAXPROCS.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "16"); err != nil {
+			panic(err)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // testTimeout bounds each test's waits, to catch hangs; it is no timing claim.
 const testTimeout = 60 * time.Second
