@@ -74,8 +74,12 @@ func TestE2EMessages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := e.say(c.content(e))
 			r := e.replyTo(e.channel, m.ID)
-			if id, fail := reference(t, r); id != m.ID || fail == nil || *fail {
-				t.Fatalf("reference %s", r.JSON)
+			post, err := fake.WaitRequest(e.ctx, isReplyTo(e.channel, m.ID)) // the reply itself, also when it first showed the queue
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id, fail := reference(t, post); id != m.ID || fail == nil || *fail {
+				t.Fatalf("reference %s", post.JSON)
 			}
 			if !strings.Contains(string(r.JSON), `"parse":[]`) {
 				t.Fatalf("no \"parse\":[] in %s", r.JSON)
@@ -199,7 +203,9 @@ func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
 	edited := *m
 	edited.Content = "!run ```py\nprint('second')\n```"
 	e.fbot.MessageUpdate(edited)
-	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
+	patch, err := fake.WaitRequest(e.ctx, func(r fakediscord.Request) bool {
+		return fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID)(r) && strings.Contains(string(r.JSON), "second")
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
@@ -111,7 +112,7 @@ func TestNeverAnswersBots(t *testing.T) {
 func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 	t.Parallel()
 	runs := make(chan string, 10)
-	counting := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	counting := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		runs <- job.Request.Code
 		return echo(ctx, job)
 	})
@@ -205,7 +206,7 @@ func TestRejectionsAreFriendly(t *testing.T) {
 		"large":    executor.Errorf(executor.ErrTooLarge, "code is 2 MiB"),
 		"internal": internal,
 	}
-	failing := funcRunner(func(_ context.Context, job executor.Job) (executor.Result, error) {
+	failing := fakerunner.Func(func(_ context.Context, job executor.Job) (executor.Result, error) {
 		return executor.Result{}, errs[strings.TrimSpace(job.Request.Code)]
 	})
 	h := start(t, Config{}, failing, true)
@@ -222,8 +223,8 @@ func TestRejectionsAreFriendly(t *testing.T) {
 		t.Fatalf("internal error echoed into chat: %q", r.Text)
 	}
 	h.settle()
-	if !strings.Contains(h.logs.String(), "/secret/path") {
-		t.Fatal("internal error not logged")
+	if n := strings.Count(h.logs.String(), "/secret/path"); n != 1 {
+		t.Fatalf("internal error logged %d times, want once:\n%s", n, h.logs.String())
 	}
 	got, _ := h.fake.Get(ch, m.TS)
 	if len(got.Reactions) != 0 {
@@ -234,7 +235,7 @@ func TestRejectionsAreFriendly(t *testing.T) {
 func TestQueuedRunKeepsOneReply(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	queued := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	queued := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 2})
 		<-release
 		job.Progress(executor.Progress{State: executor.StateRunning})
@@ -259,7 +260,7 @@ func TestCloseWaitsForRunsInFlight(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
 	release := make(chan struct{})
-	slow := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	slow := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
 		<-release
 		return echo(ctx, job)
@@ -286,7 +287,7 @@ func TestCloseWaitsForRunsInFlight(t *testing.T) {
 func TestCloseDeadlineCancelsRuns(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
-	stuck := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	stuck := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
 		<-ctx.Done()
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Err: ctx.Err()}
@@ -315,7 +316,7 @@ func BenchmarkMentionToReply(b *testing.B) {
 
 func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
 	t.Parallel()
-	runner := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	runner := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		if job.Request.Code == "boom" {
 			panic("runner exploded")
 		}

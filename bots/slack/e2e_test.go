@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
@@ -162,7 +163,7 @@ func TestPythonManyUsers(t *testing.T) {
 	t.Parallel()
 	sched := python(t, executor.SchedulerConfig{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
 	admitted := make(chan string, 64)
-	h := start(t, Config{}, funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	h := start(t, Config{}, fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		var once sync.Once
 		progress := job.Progress
 		job.Progress = func(p executor.Progress) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
@@ -82,7 +83,7 @@ func TestLongOutputUploadsFile(t *testing.T) {
 	for i := range 100 {
 		lines = append(lines, fmt.Sprintf("line %d", i))
 	}
-	long := funcRunner(func(context.Context, executor.Job) (executor.Result, error) {
+	long := fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: strings.Join(lines, "\n") + "\n"}, nil
 	})
 	var clk clock
