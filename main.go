@@ -10,21 +10,25 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/bench"
+	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/metrics"
 )
@@ -33,11 +37,13 @@ import (
 var version = "dev"
 
 func main() {
+	sandbox.Main()
+	bench.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal, a second one kills the process at once.
 	context.AfterFunc(ctx, stop)
-	env, err := LoadEnv(os.Environ(), ".env")
+	env, err := config.LoadEnv(os.Environ(), ".env")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "runblock: %v\n", err)
 		os.Exit(2)
@@ -45,69 +51,109 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], env, os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: runblock [command]
+// command is one of runblock's commands: its line of the usage text, the
+// settings it reads (only those are validated) and its body.
+type command struct {
+	name    string
+	args    string // what follows the name in the usage line
+	summary string
+	uses    config.Part
+	run     func(ctx context.Context, c *cli, args []string) int
+}
 
-commands:
-  serve    run every configured chat adapter (the default; the console when no token is set)
-  exec     run one snippet: runblock exec [--json] [--timeout 5s] [--memory 256MiB] FILE|-
-  doctor   report the isolation layers and the python found: runblock doctor [--json]
-  bench    measure bare python, the original and the executor side by side: runblock bench [--json]
-  version  print the version
+// commands is runblock's command table; the first is the default.
+func commands() []command {
+	return []command{
+		{"serve", "", "run every configured chat adapter (the console when no token is set)", config.All, runServe},
+		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] FILE|-", "run one snippet and print its whole output", config.Sandbox, runExec},
+		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
+		{"bench", "[--json]", "measure bare python, the original and the executor side by side", config.Sandbox, runBench},
+		{"manifest", "slack", "print the Slack app manifest, ready to paste", 0, runManifest},
+		{"version", "", "print the version", 0, runVersion},
+	}
+}
 
-Settings come from the environment and .env; see .env.example.
-`
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: runblock [command]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-9s%s\n", c.name, c.summary)
+		if c.args != "" {
+			fmt.Fprintf(&b, "  %-9s  runblock %s %s\n", "", c.name, c.args)
+		}
+	}
+	b.WriteString("\nSettings come from the environment and .env; see .env.example.\n")
+	return b.String()
+}
+
+// cli is what a command runs with: its settings, logger and streams.
+type cli struct {
+	cfg    config.Config
+	logger *slog.Logger
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
 
 // run is the whole program behind main's signal handling and environment
 // loading; it returns the exit status.
-func run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "-h" || args[0] == "--help") {
-		cmd, args = args[0], args[1:]
+func run(ctx context.Context, args []string, env config.Env, stdin io.Reader, stdout, stderr io.Writer) int {
+	name := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
 	}
-	switch cmd {
-	case "version":
-		fmt.Fprintf(stdout, "runblock %s (%s)\n", version, runtime.Version())
+	if name == "help" || (len(args) > 0 && (args[0] == "-h" || args[0] == "--help") && name == "serve") {
+		fmt.Fprint(stdout, usage())
 		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	case "serve", "exec", "doctor", "bench":
-	default:
-		fmt.Fprintf(stderr, "runblock: unknown command %q\n\n%s", cmd, usage)
+	}
+	i := slices.IndexFunc(commands(), func(c command) bool { return c.name == name })
+	if i < 0 {
+		fmt.Fprintf(stderr, "runblock: unknown command %q\n\n%s", name, usage())
 		return 2
 	}
-
-	cfg, err := ParseConfig(env)
+	cmd := commands()[i]
+	cfg, err := config.Parse(env, cmd.uses)
 	if err != nil {
 		fmt.Fprintf(stderr, "runblock: %v\n", err)
 		return 2
 	}
-	if cmd == "serve" && !cfg.SlackEnabled() && !cfg.DiscordEnabled() && isTerminal(stdin) && !cfg.LogLevelSet {
+	if name == "serve" && !cfg.SlackEnabled() && !cfg.DiscordEnabled() && isTerminal(stdin) && !cfg.LogLevelSet {
 		// Someone at a terminal: keep the console free of routine log lines.
 		cfg.LogLevel = slog.LevelWarn
 	}
-	logger := newLogger(stderr, cfg)
+	logger := config.NewLogger(stderr, cfg)
 	for _, w := range cfg.Warnings {
 		logger.Warn("unknown setting ignored (a typo?)", "variable", w)
 	}
-	switch cmd {
-	case "exec":
-		return runExec(ctx, cfg, logger, args, stdin, stdout, stderr)
-	case "doctor":
-		return runDoctor(ctx, cfg, logger, args, stdout, stderr)
-	case "bench":
-		return runBench(ctx, cfg, logger, args, stdout, stderr)
+	for _, n := range cfg.Notes {
+		logger.Info(n)
 	}
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "runblock: serve takes no arguments\n\n%s", usage)
-		return 2
-	}
-	return serve(ctx, cfg, logger, stdin, stdout)
+	return cmd.run(ctx, &cli{cfg: cfg, logger: logger, stdin: stdin, stdout: stdout, stderr: stderr}, args)
 }
 
-// serve runs Main until a signal or, for the console, the end of input.
-func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) int {
-	m := &Main{Config: cfg, Logger: logger, Stdin: stdin, Stdout: stdout, Interactive: isTerminal(stdin)}
+func runVersion(_ context.Context, c *cli, _ []string) int {
+	fmt.Fprintf(c.stdout, "runblock %s (%s)\n", version, runtime.Version())
+	return 0
+}
+
+// runManifest is `runblock manifest slack`.
+func runManifest(_ context.Context, c *cli, args []string) int {
+	if len(args) != 1 || args[0] != "slack" {
+		fmt.Fprintf(c.stderr, "runblock manifest: name the platform: runblock manifest slack\n")
+		return 2
+	}
+	c.stdout.Write(slack.Manifest)
+	return 0
+}
+
+// runServe runs Main until a signal or, for the console, the end of input.
+func runServe(ctx context.Context, c *cli, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: serve takes no arguments\n\n%s", usage())
+		return 2
+	}
+	cfg, logger := c.cfg, c.logger
+	m := &Main{Config: cfg, Logger: logger, Stdin: c.stdin, Stdout: c.stdout, Interactive: isTerminal(c.stdin)}
 	if err := m.Run(ctx); err != nil {
 		logger.Error("start-up failed", "err", err)
 		return 1
@@ -136,41 +182,6 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// newLogger returns the service's logger, writing text or JSON to w and
-// redacting every credential of cfg from every message and attribute.
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	secrets := cfg.Secrets()
-	opts := &slog.HandlerOptions{
-		Level: cfg.LogLevel,
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if len(secrets) == 0 {
-				return a
-			}
-			var s string
-			switch a.Value.Kind() {
-			case slog.KindString:
-				s = a.Value.String()
-			case slog.KindAny:
-				s = fmt.Sprint(a.Value.Any())
-			default:
-				return a
-			}
-			redacted := s
-			for _, secret := range secrets {
-				redacted = strings.ReplaceAll(redacted, secret, "[redacted]")
-			}
-			if redacted == s {
-				return a
-			}
-			return slog.String(a.Key, redacted)
-		},
-	}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // adapter is a chat connection Main owns.
 type adapter interface {
 	Open(ctx context.Context) error
@@ -186,7 +197,7 @@ type namedAdapter struct {
 // Main owns runblock's parts: the executor, the scheduler, the chat adapters
 // and the HTTP server.
 type Main struct {
-	Config      Config
+	Config      config.Config
 	Logger      *slog.Logger
 	Stdin       io.Reader // the console adapter's input
 	Stdout      io.Writer // the console adapter's output
@@ -194,7 +205,7 @@ type Main struct {
 	// Runner, when set, runs snippets instead of a real executor (tests).
 	Runner executor.Runner
 
-	exec      *executor.Executor
+	exec      *sandbox.Executor
 	isolation string
 	metrics   *metrics.Registry
 	scheduler *executor.Scheduler
@@ -219,7 +230,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if runner == nil {
 		ec := cfg.Executor
 		ec.Logger = m.Logger.With("component", "executor")
-		ex, err := executor.New(ctx, ec)
+		ex, err := sandbox.New(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("executor: %w", err)
 		}
@@ -363,69 +374,84 @@ func (m *Main) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// runExec is `runblock exec`: one snippet, straight to the executor.
-func runExec(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runExec is `runblock exec`: one snippet, straight to the executor, its
+// whole output printed. With --json it prints exactly one JSON object
+// whatever happens: the result, or {"error", "code"} when the run was
+// refused or could not start.
+func runExec(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
+	fs.SetOutput(c.stderr)
+	jsonOut := fs.Bool("json", false, "print the outcome as one JSON object")
 	timeout := fs.Duration("timeout", 0, "time limit such as 5s (default RUNBLOCK_TIMEOUT)")
-	memory := fs.String("memory", "", "memory limit such as 256MiB; a bare number is MiB (default RUNBLOCK_MEMORY_MB)")
+	memory := fs.String("memory", "", "memory limit such as 256MiB; a bare number is MiB (default RUNBLOCK_MEMORY)")
+	stdinFile := fs.String("stdin", "", "file whose content is the snippet's standard input")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
 	}
+	// fail reports an outcome that is not a run result, as JSON when asked.
+	fail := func(status int, code executor.Code, err error) int {
+		if *jsonOut {
+			writeJSON(c.stdout, map[string]string{"error": err.Error(), "code": string(code)})
+		} else {
+			fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+		}
+		return status
+	}
+	usageErr := func(msg string) int { return fail(2, "usage", errors.New(msg)) }
 	if len(files) != 1 {
-		fmt.Fprintln(stderr, "runblock exec: give one FILE, or - for standard input")
-		return 2
+		return usageErr("give one FILE, or - for standard input")
+	}
+	if *timeout < 0 {
+		return usageErr("--timeout must be positive, such as 5s")
 	}
 	req := executor.Request{Timeout: *timeout}
-	if *timeout < 0 {
-		fmt.Fprintln(stderr, "runblock exec: --timeout must be positive, such as 5s")
-		return 2
-	}
 	if *memory != "" {
-		n, err := parseSize(*memory, 1<<20)
+		n, err := config.ParseSize(*memory, 1<<20)
 		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "runblock exec: --memory %q: use a size such as 256MiB\n", *memory)
-			return 2
+			return usageErr(fmt.Sprintf("--memory %q: use a size such as 256MiB", *memory))
 		}
 		req.MemoryBytes = n
 	}
-	code, err := readSnippet(files[0], stdin, cfg.Executor.MaxCodeBytes)
-	if err != nil {
-		fmt.Fprintf(stderr, "runblock exec: %v\n", err)
-		return 1
+	if req.Code, err = readLimited(files[0], c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
+		return fail(1, "input", err)
 	}
-	req.Code = code
+	if *stdinFile != "" {
+		if req.Stdin, err = readLimited(*stdinFile, c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
+			return fail(1, "input", err)
+		}
+	}
 
-	ec := cfg.Executor
+	ec := c.cfg.Executor
 	ec.Pool = 0
-	ec.Logger = logger
-	ex, err := executor.New(ctx, ec)
+	ec.Logger = c.logger
+	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
-		fmt.Fprintf(stderr, "runblock exec: %v\n", err)
-		return 1
+		return fail(1, executor.ErrorCode(err), err)
 	}
 	defer func() {
 		if err := ex.Close(); err != nil {
-			logger.Warn("closing executor", "err", err)
+			c.logger.Warn("closing executor", "err", err)
 		}
 	}()
 	res, err := ex.Run(ctx, req)
 	if err != nil {
-		fmt.Fprintf(stderr, "runblock exec: %v\n", err)
-		return 1
+		return fail(1, executor.ErrorCode(err), err)
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(stderr, "runblock exec: %v\n", err)
+		if err := writeJSON(c.stdout, res); err != nil {
+			fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	fmt.Fprintln(stdout, strings.TrimRight(formatting.Render(formatting.Console, res, cfg.Render).Text, "\n"))
+	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
+	fmt.Fprintln(c.stdout, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
 	return 0
+}
+
+func writeJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
 }
 
 // parseInterspersed parses flags that may come before or after the
@@ -444,9 +470,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// readSnippet reads the snippet from path ("-": r), reading at most one byte
-// past max so that the executor can refuse an oversized snippet.
-func readSnippet(path string, r io.Reader, max int64) (string, error) {
+// readLimited reads path ("-": r), reading at most one byte past max so
+// that the executor can refuse an oversized snippet or input.
+func readLimited(path string, r io.Reader, max int64) (string, error) {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
@@ -463,7 +489,8 @@ func readSnippet(path string, r io.Reader, max int64) (string, error) {
 }
 
 // runDoctor is `runblock doctor`: which isolation layers work here.
-func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
+func runDoctor(ctx context.Context, c *cli, args []string) int {
+	cfg, logger, stdout, stderr := c.cfg, c.logger, c.stdout, c.stderr
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
@@ -473,7 +500,7 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 	ec := cfg.Executor
 	ec.Pool = 0
 	ec.Logger = logger
-	rep, probeErr := executor.Doctor(ctx, ec)
+	rep, probeErr := sandbox.Doctor(ctx, ec)
 	status := 0
 	if probeErr != nil {
 		fmt.Fprintf(stderr, "runblock doctor: %v\n", probeErr)
@@ -504,7 +531,8 @@ func runDoctor(ctx context.Context, cfg Config, logger *slog.Logger, args []stri
 }
 
 // runBench is `runblock bench`: the side-by-side performance report.
-func runBench(ctx context.Context, cfg Config, logger *slog.Logger, args []string, stdout, stderr io.Writer) int {
+func runBench(ctx context.Context, c *cli, args []string) int {
+	cfg, logger, stdout, stderr := c.cfg, c.logger, c.stdout, c.stderr
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := bench.Options{Executor: cfg.Executor, Logger: logger}

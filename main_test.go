@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,13 +16,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/config"
+	"github.com/runblock/runblock/internal/fakediscord"
+	"github.com/runblock/runblock/internal/fakeslack"
 	"github.com/runblock/runblock/internal/httpserver"
 
 	"go.uber.org/goleak"
@@ -29,7 +38,14 @@ import (
 // tests of the real process: signals, exit status.
 const runMainEnv = "GO_TEST_RUN_RUNBLOCK_MAIN"
 
+// Well-formed fake credentials: they must never appear in any output.
+const (
+	testBotToken = "xoxb-1111-2222-SECRETBOT"
+	testAppToken = "xapp-1-A111-3333-SECRETAPP"
+)
+
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return
@@ -85,9 +101,9 @@ func (g *gate) run(ctx context.Context, req executor.Request) (executor.Result, 
 	}
 }
 
-func defaultConfig(t *testing.T, env Env) Config {
+func defaultConfig(t *testing.T, env config.Env) config.Config {
 	t.Helper()
-	cfg, err := ParseConfig(env)
+	cfg, err := config.Parse(env, config.All)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +130,7 @@ func TestShutdownLetsTheRunInFlightFinish(t *testing.T) {
 	defer pw.Close()
 	out := &syncBuffer{}
 	m := &Main{
-		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
 		Logger: testLogger(t),
 		Stdin:  pr,
 		Stdout: out,
@@ -198,7 +214,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	defer pw.Close()
 	out := &syncBuffer{}
 	m := &Main{
-		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
 		Logger: testLogger(t),
 		Stdin:  pr,
 		Stdout: out,
@@ -279,7 +295,7 @@ func TestRunFailsFastOnABusyPort(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	m := &Main{
-		Config: defaultConfig(t, Env{"RUNBLOCK_HTTP_ADDR": ln.Addr().String()}),
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": ln.Addr().String()}),
 		Logger: testLogger(t),
 		Stdin:  pr,
 		Stdout: io.Discard,
@@ -296,7 +312,7 @@ func TestCommands(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		env      Env
+		env      config.Env
 		code     int
 		stdout   string
 		stderr   string
@@ -306,12 +322,17 @@ func TestCommands(t *testing.T) {
 		{name: "help", args: []string{"help"}, stdout: "usage: runblock"},
 		{name: "help flag", args: []string{"--help"}, stdout: "usage: runblock"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
-		{name: "bad setting", args: []string{"serve"}, env: Env{"RUNBLOCK_TIMEOUT": "soon"}, code: 2, stderr: "RUNBLOCK_TIMEOUT", oneLiner: true},
-		{name: "wrong token kind", env: Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, code: 2, stderr: "SLACK_APP_TOKEN", oneLiner: true},
+		{name: "bad setting", args: []string{"serve"}, env: config.Env{"RUNBLOCK_TIMEOUT": "soon"}, code: 2, stderr: "RUNBLOCK_TIMEOUT", oneLiner: true},
+		{name: "wrong token kind", env: config.Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testBotToken}, code: 2, stderr: "SLACK_APP_TOKEN", oneLiner: true},
 		{name: "serve arguments", args: []string{"serve", "extra"}, code: 2, stderr: "no arguments"},
 		{name: "exec without file", args: []string{"exec"}, code: 2, stderr: "give one FILE"},
 		{name: "exec bad memory", args: []string{"exec", "--memory", "lots", "x.py"}, code: 2, stderr: "--memory"},
 		{name: "exec bad flag", args: []string{"exec", "--frob", "x.py"}, code: 2, stderr: "frob"},
+		{name: "manifest", args: []string{"manifest", "slack"}, stdout: "socket_mode_enabled: true"},
+		{name: "manifest without platform", args: []string{"manifest"}, code: 2, stderr: "runblock manifest slack"},
+		{name: "help lists every command", args: []string{"help"}, stdout: "manifest"},
+		{name: "bad python named", args: []string{"doctor"}, env: config.Env{"RUNBLOCK_PYTHON": "/nonexistent"}, code: 2, stderr: "RUNBLOCK_PYTHON=\"/nonexistent\"", oneLiner: true},
+		{name: "version ignores bad settings", args: []string{"version"}, env: config.Env{"RUNBLOCK_TIMEOUT": "soon"}, stdout: "runblock dev"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -347,7 +368,7 @@ func requirePython(t *testing.T) {
 func TestPipedConsoleExample(t *testing.T) {
 	requirePython(t)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), nil, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, strings.NewReader(pipedExample), &stdout, &stderr)
+	code := run(context.Background(), nil, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, strings.NewReader(pipedExample), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -369,7 +390,7 @@ func TestExecCommand(t *testing.T) {
 	ok := write("ok.py", "print('hello')\n")
 	fails := write("fails.py", "1/0\n")
 	slow := write("slow.py", "import time\nprint('before', flush=True)\ntime.sleep(30)\n")
-	env := Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+	env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
 
 	t.Run("json", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
@@ -415,6 +436,58 @@ func TestExecCommand(t *testing.T) {
 			t.Errorf("result %+v: want a timeout with the partial output", res)
 		}
 	})
+	t.Run("json on refusal", func(t *testing.T) {
+		big := write("big.py", strings.Repeat("x = 1\n", 200))
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json", big}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_MAX_CODE_BYTES": "100"}, nil, &stdout, &stderr); code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		var res map[string]string
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("not one JSON object: %q: %v", stdout.String(), err)
+		}
+		if res["code"] != "too_large" || res["error"] == "" {
+			t.Errorf("refusal %v, want code too_large and an error", res)
+		}
+	})
+	t.Run("json on usage error", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json"}, env, nil, &stdout, &stderr); code != 2 {
+			t.Errorf("exit %d, want 2", code)
+		}
+		var res map[string]string
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res["code"] != "usage" {
+			t.Errorf("stdout %q: want one JSON object with code usage (%v)", stdout.String(), err)
+		}
+	})
+	t.Run("stdin file", func(t *testing.T) {
+		in := write("in.txt", "41\n")
+		echo := write("echo.py", "print(int(input()) + 1)\n")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--stdin", in, echo}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.HasSuffix(stdout.String(), "\n42\n") {
+			t.Errorf("stdout %q, want 42", stdout.String())
+		}
+	})
+	t.Run("whole output", func(t *testing.T) {
+		many := write("many.py", "for i in range(100): print(i)\n")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", many}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "\n99") || !strings.Contains(stdout.String(), "\n50\n") {
+			t.Errorf("plain exec cut the output: %q", stdout.String())
+		}
+	})
+	t.Run("chat settings do not stop exec", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		chat := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "SLACK_SIGNING_SECRET": "8f14e45fceea167a5a36dedd4bea2543", "DISCORD_BOT_TOKEN": "garbage"}
+		if code := run(context.Background(), []string{"exec", ok}, chat, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	})
 	t.Run("missing file", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), []string{"exec", filepath.Join(dir, "nope.py")}, env, nil, &stdout, &stderr); code != 1 {
@@ -426,10 +499,10 @@ func TestExecCommand(t *testing.T) {
 func TestDoctorCommand(t *testing.T) {
 	requirePython(t)
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"doctor", "--json"}, Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
+	if code := run(context.Background(), []string{"doctor", "--json"}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var rep executor.Report
+	var rep sandbox.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%q: %v", stdout.String(), err)
 	}
@@ -497,5 +570,231 @@ func TestSIGTERMFinishesTheRunInFlight(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "shutting down") {
 		t.Errorf("logs do not show the signal being handled:\n%s", logs.String())
+	}
+}
+
+// TestBothAdaptersThroughMain runs Slack and Discord at once through Main
+// against their fakes: both are reported ready, each answers a message, and
+// both runs reach the one runner behind the shared scheduler. The service's
+// own logger, at debug level, never shows a token.
+func TestBothAdaptersThroughMain(t *testing.T) {
+	slackFake := fakeslack.New(fakeslack.Options{PingInterval: 200 * time.Millisecond})
+	t.Cleanup(slackFake.Close)
+	discordFake := fakediscord.New(fakediscord.Options{HeartbeatInterval: 200 * time.Millisecond})
+	t.Cleanup(discordFake.Close)
+	discordFake.Install()
+	fbot := discordFake.NewBot("runblock")
+
+	cfg := defaultConfig(t, config.Env{
+		"SLACK_BOT_TOKEN":    fakeslack.BotToken,
+		"SLACK_APP_TOKEN":    fakeslack.AppToken,
+		"DISCORD_BOT_TOKEN":  fbot.Token,
+		"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0",
+		"LOG_LEVEL":          "debug",
+	})
+	cfg.Slack.APIURL = slackFake.APIURL()
+	g := newGate()
+	close(g.release)
+	logs := &syncBuffer{}
+	m := &Main{Config: cfg, Logger: config.NewLogger(logs, cfg), Runner: runnerFunc(g.run)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+		out := logs.String()
+		for _, tok := range []string{fakeslack.BotToken, fakeslack.AppToken, fbot.Token} {
+			if strings.Contains(out, tok) {
+				t.Errorf("the log shows a token:\n%s", out)
+			}
+		}
+		if !strings.Contains(out, "adapter open") {
+			t.Errorf("the log lacks the start-up lines:\n%s", out)
+		}
+	})
+	if err := slackFake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := fbot.WaitSessions(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r := m.readiness()
+	if !r.Ready || !r.Adapters["slack"] || !r.Adapters["discord"] || r.Adapters["console"] {
+		t.Errorf("readiness %+v, want slack and discord ready and no console", r)
+	}
+
+	channel, user := slackFake.NewID("C"), slackFake.NewID("U")
+	msg := slackFake.PutMessage(fakeslack.Message{Channel: channel, User: user,
+		Text: "<@" + fakeslack.BotUserID + "> ```python\nfrom_slack()\n```"})
+	slackFake.SendEvent(map[string]any{"type": "app_mention", "channel": channel, "user": user, "text": msg.Text, "ts": msg.TS, "event_ts": msg.TS})
+	if _, err := slackFake.WaitMessage(ctx, channel, func(x fakeslack.Message) bool {
+		return x.ThreadTS == msg.TS && strings.Contains(x.Text, "finished from_slack()")
+	}); err != nil {
+		t.Fatalf("no Slack reply: %v", err)
+	}
+
+	dchannel, guild := discordFake.NewID(), discordFake.NewID()
+	dmsg := fbot.MessageCreate(discordgo.Message{ChannelID: dchannel, GuildID: guild,
+		Author:  &discordgo.User{ID: discordFake.NewID(), Username: "ada"},
+		Content: "!run ```python\nfrom_discord()\n```"})
+	if _, err := discordFake.WaitRequest(ctx, func(r fakediscord.Request) bool {
+		return r.Method == "POST" && r.Path == "/channels/"+dchannel+"/messages" && strings.Contains(r.Content(), "finished from_discord()")
+	}); err != nil {
+		t.Fatalf("no Discord reply to %s: %v", dmsg.ID, err)
+	}
+
+	if got := len(g.started); got != 2 {
+		t.Errorf("%d runs reached the runner, want 2", got)
+	}
+}
+
+// signalHandler is a slog handler that closes a channel at the first record
+// whose message starts with prefix, and logs everything to the test.
+type signalHandler struct {
+	slog.Handler
+	prefix string
+	seen   chan struct{}
+	once   *sync.Once
+}
+
+func (h signalHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h signalHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return signalHandler{h.Handler.WithAttrs(as), h.prefix, h.seen, h.once}
+}
+
+func (h signalHandler) WithGroup(name string) slog.Handler {
+	return signalHandler{h.Handler.WithGroup(name), h.prefix, h.seen, h.once}
+}
+
+// TestSlackThroughMain wires the real Slack adapter against the fake Slack
+// through Main: /readyz reports it connected, a mention is answered in its
+// thread, and a run in flight when shutdown starts still gets its reply
+// before Close returns.
+func TestSlackThroughMain(t *testing.T) {
+	fake := fakeslack.New(fakeslack.Options{PingInterval: 200 * time.Millisecond})
+	t.Cleanup(fake.Close)
+	cfg := defaultConfig(t, config.Env{
+		"SLACK_BOT_TOKEN":    fakeslack.BotToken,
+		"SLACK_APP_TOKEN":    fakeslack.AppToken,
+		"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0",
+	})
+	cfg.Slack.APIURL = fake.APIURL()
+
+	g := newGate()
+	closing := make(chan struct{})
+	logger := slog.New(signalHandler{testLogger(t).Handler(), "shutting down", closing, &sync.Once{}})
+	m := &Main{Config: cfg, Logger: logger, Runner: runnerFunc(g.run)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			m.Close(context.Background())
+		}
+	})
+	if m.Done() != nil {
+		t.Error("Main with a chat adapter has a console Done channel")
+	}
+	if err := fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.readiness(); !r.Ready || !r.Adapters["slack"] || len(r.Adapters) != 1 {
+		t.Errorf("readiness %+v, want ready with slack only", r)
+	}
+
+	channel, user := fake.NewID("C"), fake.NewID("U")
+	msg := fake.PutMessage(fakeslack.Message{Channel: channel, User: user,
+		Text: "<@" + fakeslack.BotUserID + "> ```python\nslow()\n```"})
+	fake.SendEvent(map[string]any{"type": "app_mention", "channel": channel, "user": user, "text": msg.Text, "ts": msg.TS, "event_ts": msg.TS})
+	req := <-g.started
+	if strings.TrimSpace(req.Code) != "slow()" {
+		t.Errorf("code %q, want slow()", req.Code)
+	}
+
+	// Release the run only once shutdown has begun.
+	go func() {
+		<-closing
+		close(g.release)
+	}()
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelClose()
+	closed = true
+	if err := m.Close(closeCtx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	replies := fake.BotReplies(channel, msg.TS)
+	if len(replies) != 1 || !strings.Contains(replies[0].Text, "finished slow()") {
+		t.Errorf("replies in the thread after Close: %+v, want the one reply of the run in flight", replies)
+	}
+}
+
+// TestSlackEventsAPIMountedUnderSlash checks the Events API wiring: with a
+// signing secret, Main serves the adapter's handler under /slack/ on
+// RUNBLOCK_HTTP_ADDR, and signatures are checked there.
+func TestSlackEventsAPIMountedUnderSlash(t *testing.T) {
+	fake := fakeslack.New(fakeslack.Options{})
+	t.Cleanup(fake.Close)
+	const secret = "0123456789abcdef0123456789abcdef"
+	cfg := defaultConfig(t, config.Env{
+		"SLACK_BOT_TOKEN":      fakeslack.BotToken,
+		"SLACK_SIGNING_SECRET": secret,
+		"RUNBLOCK_HTTP_ADDR":   "127.0.0.1:0",
+	})
+	cfg.Slack.APIURL = fake.APIURL()
+	m := &Main{Config: cfg, Logger: testLogger(t), Runner: runnerFunc(newGate().run)}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+
+	post := func(sign string) (int, string) {
+		t.Helper()
+		body := `{"type":"url_verification","challenge":"c-42","token":"x"}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(sign))
+		mac.Write([]byte("v0:" + ts + ":" + body))
+		req, err := http.NewRequest("POST", "http://"+m.http.Addr()+"/slack/events", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(secret); code != 200 || body != "c-42" {
+		t.Errorf("signed url_verification = %d %q, want 200 c-42", code, body)
+	}
+	if code, _ := post("not-the-secret"); code != http.StatusUnauthorized {
+		t.Errorf("badly signed request = %d, want 401", code)
+	}
+	if r := m.readiness(); !r.Adapters["slack"] {
+		t.Errorf("readiness %+v: slack (Events API) not ready", r)
 	}
 }

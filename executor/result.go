@@ -1,6 +1,7 @@
-// Package executor runs Python snippets in fresh, guarded and isolated
-// subprocesses, and schedules them fairly behind a shared rate limiter.
-// It knows nothing about chat.
+// Package executor is the domain of running snippets: the request, the
+// result, the typed errors, and the Scheduler that runs jobs fairly behind a
+// shared rate limiter on a Runner. The isolation that runs them lives in
+// executor/sandbox. It knows nothing about chat.
 package executor
 
 import (
@@ -19,6 +20,28 @@ type Request struct {
 	Timeout time.Duration
 	// MemoryBytes overrides the executor's default memory limit when > 0.
 	MemoryBytes int64
+	// Args are the snippet's command-line arguments, sys.argv[1:].
+	Args []string
+	// Files are placed in the run's work dir before the snippet starts;
+	// Path is relative to it.
+	Files []File
+}
+
+// File is a file that goes into a run's work dir or comes back out of it.
+// Content is base64 in JSON.
+type File struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	MIME    string `json:"mime"`
+	Content []byte `json:"content"`
+}
+
+// OmittedFile names a file the snippet wrote that did not come back (over
+// the count or size limits, or not a regular file) and why.
+type OmittedFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Reason string `json:"reason"`
 }
 
 // Result is how one run ended.
@@ -47,6 +70,11 @@ type Result struct {
 	// such as "timed out after 5 s".
 	TimeoutLimit time.Duration `json:"-"`
 	MemoryLimit  int64         `json:"memory_limit_bytes"`
+	// Files are the files the snippet created or changed in its work dir,
+	// plots shown with plt.show() included, in the order they appeared.
+	Files []File `json:"files"`
+	// FilesOmitted are those that did not come back, named for the reply.
+	FilesOmitted []OmittedFile `json:"files_omitted,omitempty"`
 }
 
 // Outcome is a short label for metrics and logs: ok, error, timeout, memory,

@@ -14,8 +14,16 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// DefaultQueueSize is the queue bound when SchedulerConfig.QueueSize is not set.
+// DefaultQueueSize is the queue bound when Config.QueueSize is not set.
 const DefaultQueueSize = 100
+
+// The service's default per-user limits: 5 runs a minute after a burst of
+// 5, one job at a time. The scheduler itself takes a zero rate as unlimited.
+const (
+	DefaultUserRate   = 5.0 / 60
+	DefaultUserBurst  = 5
+	DefaultMaxPerUser = 1
+)
 
 // minLimiterSweep is the number of per-user rate limiters kept before the
 // first sweep for idle (full) buckets.
@@ -26,8 +34,8 @@ type Runner interface {
 	Run(ctx context.Context, req Request) (Result, error)
 }
 
-// SchedulerConfig bounds the scheduler.
-type SchedulerConfig struct {
+// Config bounds the scheduler.
+type Config struct {
 	Concurrency int              // RUNBLOCK_CONCURRENCY, default NumCPU
 	QueueSize   int              // RUNBLOCK_QUEUE, default DefaultQueueSize
 	UserRate    float64          // runs per second per user (RUNBLOCK_USER_RATE "5/min" -> 5/60); <= 0 is unlimited
@@ -35,20 +43,20 @@ type SchedulerConfig struct {
 	MaxPerUser  int              // queued-or-running jobs per user, default 1
 	Clock       func() time.Time // nil = time.Now
 	Logger      *slog.Logger     // nil = discard
-	Metrics     SchedulerMetrics // nil = none
+	Metrics     Metrics          // nil = none
 }
 
-// SchedulerMetrics receives the scheduler's observations. QueueDepth is called
+// Metrics receives the scheduler's observations. QueueDepth is called
 // with the scheduler's lock held, so that the gauge never goes stale: it must
 // not block or call back into the Scheduler.
-type SchedulerMetrics interface {
+type Metrics interface {
 	RunFinished(outcome string, d time.Duration) // outcome: Result.Outcome() or "rejected"
 	QueueDepth(n int)
 	RateLimited()
 }
 
-// SchedulerStats is a snapshot of the scheduler's state.
-type SchedulerStats struct {
+// Stats is a snapshot of the scheduler's state.
+type Stats struct {
 	Running int // jobs in the Runner
 	Queued  int // jobs waiting for a slot
 	// Users counts the users the fairness order tracks: those with queued or
@@ -78,7 +86,7 @@ type Scheduler struct {
 	userBurst   int
 	now         func() time.Time
 	log         *slog.Logger
-	metrics     SchedulerMetrics
+	metrics     Metrics
 
 	// kill ends at Close's deadline: it cancels the runs in flight and
 	// sends queued jobs away.
@@ -127,7 +135,7 @@ type task struct {
 }
 
 // NewScheduler returns a scheduler in front of r.
-func NewScheduler(r Runner, cfg SchedulerConfig) *Scheduler {
+func NewScheduler(r Runner, cfg Config) *Scheduler {
 	s := &Scheduler{
 		runner:      r,
 		concurrency: cfg.Concurrency,
@@ -190,10 +198,10 @@ func (s *Scheduler) Submit(ctx context.Context, job Job) (Result, error) {
 }
 
 // Stats returns a snapshot of the scheduler's state.
-func (s *Scheduler) Stats() SchedulerStats {
+func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return SchedulerStats{Running: s.running, Queued: len(s.queue), Users: len(s.users), Limiters: len(s.limiters)}
+	return Stats{Running: s.running, Queued: len(s.queue), Users: len(s.users), Limiters: len(s.limiters)}
 }
 
 // Close stops accepting jobs, lets queued and running ones finish until ctx

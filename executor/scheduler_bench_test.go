@@ -26,7 +26,7 @@ func BenchmarkSchedulerSubmit(b *testing.B) {
 	})
 	for _, users := range []int{1, 100} {
 		b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
-			s := executor.NewScheduler(instant, executor.SchedulerConfig{Concurrency: 2, QueueSize: 1 << 16, MaxPerUser: 1 << 16})
+			s := executor.NewScheduler(instant, executor.Config{Concurrency: 2, QueueSize: 1 << 16, MaxPerUser: 1 << 16})
 			b.Cleanup(func() { _ = s.Close(ctx) })
 			var n atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {

@@ -194,7 +194,7 @@ func (p *pending) started(t *testing.T) {
 
 // newScheduler returns a scheduler closed at the end of the test with a
 // context that is already done, which cancels whatever is left.
-func newScheduler(t *testing.T, r executor.Runner, cfg executor.SchedulerConfig) *executor.Scheduler {
+func newScheduler(t *testing.T, r executor.Runner, cfg executor.Config) *executor.Scheduler {
 	t.Helper()
 	s := executor.NewScheduler(r, cfg)
 	t.Cleanup(func() {
@@ -236,7 +236,7 @@ func TestSchedulerGlobalLimit(t *testing.T) {
 	for _, concurrency := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(concurrency), func(t *testing.T) {
 			g := newGate()
-			s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: concurrency, QueueSize: 10})
+			s := newScheduler(t, g, executor.Config{Concurrency: concurrency, QueueSize: 10})
 			var jobs []*pending
 			var calls []*call
 			for i := range concurrency + 2 {
@@ -272,7 +272,7 @@ func TestSchedulerGlobalLimit(t *testing.T) {
 
 func TestSchedulerDefaultConcurrencyIsNumCPU(t *testing.T) {
 	g := newGate()
-	s := newScheduler(t, g, executor.SchedulerConfig{MaxPerUser: 1000})
+	s := newScheduler(t, g, executor.Config{MaxPerUser: 1000})
 	n := runtime.NumCPU()
 	for i := range n {
 		submit(t, s, "u", fmt.Sprint(i))
@@ -287,7 +287,7 @@ func TestSchedulerQueueFull(t *testing.T) {
 	clock := newClock()
 	g := newGate()
 	m := &recMetrics{}
-	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 2, Clock: clock.Now, Metrics: m})
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 2, Clock: clock.Now, Metrics: m})
 
 	// Before any run is measured the wait is unknown.
 	first := submit(t, s, "a", "first")
@@ -369,7 +369,7 @@ func TestSchedulerUserRate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
 			m := &recMetrics{}
-			s := newScheduler(t, instant, executor.SchedulerConfig{Concurrency: 1, UserRate: tt.rate, UserBurst: tt.burst, Clock: clock.Now, Metrics: m})
+			s := newScheduler(t, instant, executor.Config{Concurrency: 1, UserRate: tt.rate, UserBurst: tt.burst, Clock: clock.Now, Metrics: m})
 			limited := 0
 			for i, st := range tt.steps {
 				clock.Advance(st.advance)
@@ -400,7 +400,7 @@ func TestSchedulerUserRate(t *testing.T) {
 func TestSchedulerRejectionsKeepTokens(t *testing.T) {
 	clock := newClock()
 	g := newGate()
-	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 1, UserRate: 0.25, UserBurst: 2, Clock: clock.Now})
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 1, UserRate: 0.25, UserBurst: 2, Clock: clock.Now})
 	run := func(user string) {
 		t.Helper()
 		p := submit(t, s, user, user)
@@ -443,7 +443,7 @@ func TestSchedulerMaxPerUser(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.max), func(t *testing.T) {
 			g := newGate()
-			s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10, MaxPerUser: tt.max})
+			s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 10, MaxPerUser: tt.max})
 			var jobs []*pending
 			for i := range tt.want {
 				p := submit(t, s, "a", fmt.Sprintf("a%d", i))
@@ -529,7 +529,7 @@ func TestSchedulerFairness(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGate()
-			s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 20, MaxPerUser: 10})
+			s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 20, MaxPerUser: 10})
 			blocker := submit(t, s, tt.blocker, "blocker")
 			c := g.next(t, "blocker")
 			byCode := map[string]*pending{}
@@ -545,7 +545,7 @@ func TestSchedulerFairness(t *testing.T) {
 				byCode[code].ok(t)
 			}
 			g.idle(t)
-			if st := s.Stats(); st != (executor.SchedulerStats{}) {
+			if st := s.Stats(); st != (executor.Stats{}) {
 				t.Errorf("stats after the runs: %+v, want zero", st)
 			}
 		})
@@ -555,7 +555,7 @@ func TestSchedulerFairness(t *testing.T) {
 func TestSchedulerProgress(t *testing.T) {
 	clock := newClock()
 	g := newGate()
-	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10, Clock: clock.Now})
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 10, Clock: clock.Now})
 	blocker := submit(t, s, "x", "blocker")
 	blocker.started(t)
 	c := g.next(t, "blocker")
@@ -599,7 +599,7 @@ func TestSchedulerProgress(t *testing.T) {
 func TestSchedulerCancelQueued(t *testing.T) {
 	g := newGate()
 	m := &recMetrics{}
-	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10, Metrics: m})
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 10, Metrics: m})
 	a := submit(t, s, "a", "a")
 	c := g.next(t, "a")
 	b := submit(t, s, "b", "b")
@@ -633,7 +633,7 @@ func TestSchedulerCancelQueued(t *testing.T) {
 
 func TestSchedulerCancelRunning(t *testing.T) {
 	g := newGate()
-	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10})
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 10})
 	a := submit(t, s, "a", "a")
 	c := g.next(t, "a")
 	b := submit(t, s, "b", "b")
@@ -654,7 +654,7 @@ func TestSchedulerCancelRunning(t *testing.T) {
 }
 
 func TestSchedulerCanceledBeforeSubmit(t *testing.T) {
-	s := newScheduler(t, instant, executor.SchedulerConfig{})
+	s := newScheduler(t, instant, executor.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := s.Submit(ctx, executor.Job{User: "a"})
@@ -687,7 +687,7 @@ func TestSchedulerPassesRunnerResults(t *testing.T) {
 				clock.Advance(1500 * time.Millisecond)
 				return tt.res, tt.err
 			}}
-			s := newScheduler(t, r, executor.SchedulerConfig{Clock: clock.Now, Metrics: m})
+			s := newScheduler(t, r, executor.Config{Clock: clock.Now, Metrics: m})
 			res, err := s.Submit(context.Background(), executor.Job{User: "a"})
 			if err != tt.err || res != tt.res {
 				t.Fatalf("got %+v, %v; want %+v, %v", res, err, tt.res, tt.err)
@@ -702,7 +702,7 @@ func TestSchedulerPassesRunnerResults(t *testing.T) {
 
 func TestSchedulerCloseDrains(t *testing.T) {
 	g := newGate()
-	s := executor.NewScheduler(g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10})
+	s := executor.NewScheduler(g, executor.Config{Concurrency: 1, QueueSize: 10})
 	a := submit(t, s, "a", "a")
 	c := g.next(t, "a")
 	b := submit(t, s, "b", "b")
@@ -743,7 +743,7 @@ func TestSchedulerCloseDrains(t *testing.T) {
 
 func TestSchedulerCloseDeadline(t *testing.T) {
 	g := newGate()
-	s := executor.NewScheduler(g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10})
+	s := executor.NewScheduler(g, executor.Config{Concurrency: 1, QueueSize: 10})
 	a := submit(t, s, "a", "a")
 	c := g.next(t, "a")
 	b := submit(t, s, "b", "b")
@@ -771,13 +771,13 @@ func TestSchedulerCloseDeadline(t *testing.T) {
 	_, err := b.result(t)
 	wantCode(t, err, executor.ErrShutdown)
 	g.idle(t)
-	if st := s.Stats(); st != (executor.SchedulerStats{}) {
+	if st := s.Stats(); st != (executor.Stats{}) {
 		t.Errorf("stats after Close: %+v, want zero", st)
 	}
 }
 
 func TestSchedulerCloseIdle(t *testing.T) {
-	s := executor.NewScheduler(instant, executor.SchedulerConfig{})
+	s := executor.NewScheduler(instant, executor.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Close(ctx); err != nil {
@@ -790,7 +790,7 @@ func TestSchedulerCloseIdle(t *testing.T) {
 // dropped, while buckets still short of tokens are kept.
 func TestSchedulerForgetsIdleUsers(t *testing.T) {
 	clock := newClock()
-	s := newScheduler(t, instant, executor.SchedulerConfig{Concurrency: 1, UserRate: 1, UserBurst: 1, Clock: clock.Now})
+	s := newScheduler(t, instant, executor.Config{Concurrency: 1, UserRate: 1, UserBurst: 1, Clock: clock.Now})
 	const n = 500
 	for i := range n {
 		if err := submitNow(s, fmt.Sprintf("old%d", i), "x"); err != nil {
@@ -819,11 +819,11 @@ func TestSchedulerForgetsIdleUsers(t *testing.T) {
 // back into the scheduler, and a slow one delays only its own job.
 func TestSchedulerProgressOutsideLock(t *testing.T) {
 	g := newGate()
-	s := newScheduler(t, g, executor.SchedulerConfig{Concurrency: 1, QueueSize: 10})
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 10})
 	a := submit(t, s, "a", "a")
 	c := g.next(t, "a")
 
-	entered := make(chan executor.SchedulerStats, 1)
+	entered := make(chan executor.Stats, 1)
 	release := make(chan struct{})
 	slowDone := make(chan reply, 1)
 	go func() {
@@ -931,7 +931,7 @@ func TestSchedulerForgetsServedUsersWhileBusy(t *testing.T) {
 		return instant.Run(ctx, req)
 	}}
 	const concurrency, queue = 2, 3
-	s := newScheduler(t, r, executor.SchedulerConfig{Concurrency: concurrency, QueueSize: queue})
+	s := newScheduler(t, r, executor.Config{Concurrency: concurrency, QueueSize: queue})
 	block := submit(t, s, "x", "block")
 	c := g.next(t, "block")
 	for i := range 100 {
@@ -952,11 +952,11 @@ func TestSchedulerForgetsServedUsersWhileBusy(t *testing.T) {
 func TestSchedulerLogsRejections(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  executor.SchedulerConfig
+		cfg  executor.Config
 		want string
 	}{
-		{"busy", executor.SchedulerConfig{Concurrency: 1, QueueSize: 1}, `level=INFO msg="submission refused: queue full" user=c`},
-		{"rate", executor.SchedulerConfig{Concurrency: 1, QueueSize: 1, UserRate: 0.001}, `level=DEBUG msg="submission rate limited" user=a`},
+		{"busy", executor.Config{Concurrency: 1, QueueSize: 1}, `level=INFO msg="submission refused: queue full" user=c`},
+		{"rate", executor.Config{Concurrency: 1, QueueSize: 1, UserRate: 0.001}, `level=DEBUG msg="submission rate limited" user=a`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
@@ -23,7 +24,7 @@ const e2eTimeout = 3 * time.Second
 // is closed by TestMain.
 var stack struct {
 	once  sync.Once
-	ex    *executor.Executor
+	ex    *sandbox.Executor
 	sched *executor.Scheduler
 	err   error
 }
@@ -35,9 +36,9 @@ func realRunner(t testing.TB) discord.Runner {
 	stack.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		stack.ex, stack.err = executor.New(ctx, executor.Config{Timeout: e2eTimeout, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
+		stack.ex, stack.err = sandbox.New(ctx, sandbox.Config{Timeout: e2eTimeout, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
 		if stack.err == nil {
-			stack.sched = executor.NewScheduler(stack.ex, executor.SchedulerConfig{Concurrency: 2, QueueSize: 64, MaxPerUser: 1})
+			stack.sched = executor.NewScheduler(stack.ex, executor.Config{Concurrency: 2, QueueSize: 64, MaxPerUser: 1})
 		}
 	})
 	if stack.err != nil {

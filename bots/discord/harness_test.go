@@ -17,6 +17,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
@@ -26,6 +27,7 @@ import (
 var fake *fakediscord.Server
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	// The tests wait on sockets (and discordgo's Session.Close sleeps a
 	// second), not on the CPUs: unless -parallel is given, run more of them
 	// at once than the default GOMAXPROCS.

@@ -49,6 +49,12 @@ const (
 	modalInputID = "code"
 )
 
+// Defaults of the settings.
+const (
+	DefaultRunReaction = "arrow_forward"  // SLACK_RUN_REACTION
+	DefaultEditWindow  = 10 * time.Minute // SLACK_EDIT_WINDOW
+)
+
 // Bounds of the adapter's own memory.
 const (
 	maxReplies  = 10_000         // source message → reply entries kept

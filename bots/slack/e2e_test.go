@@ -11,16 +11,17 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
 // python returns the real thing behind the adapter: a scheduler in front of
 // an executor running each snippet in a fresh Python subprocess.
-func python(t *testing.T, sc executor.SchedulerConfig) *executor.Scheduler {
+func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	ex, err := executor.New(ctx, executor.Config{Timeout: 2 * time.Second, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
+	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 2 * time.Second, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
@@ -36,7 +37,7 @@ func python(t *testing.T, sc executor.SchedulerConfig) *executor.Scheduler {
 
 func TestPythonMentionOKAndError(t *testing.T) {
 	t.Parallel()
-	h := start(t, Config{}, python(t, executor.SchedulerConfig{Concurrency: 2}), true)
+	h := start(t, Config{}, python(t, executor.Config{Concurrency: 2}), true)
 	ch := h.channel()
 	ok := h.mention(ch, h.user(), "```python\nprint('sum =', sum(range(10)))\n```")
 	r := h.reply(ok, "sum = 45")
@@ -57,7 +58,7 @@ func TestPythonMentionOKAndError(t *testing.T) {
 
 func TestPythonTimeout(t *testing.T) {
 	t.Parallel()
-	h := start(t, Config{}, python(t, executor.SchedulerConfig{Concurrency: 1}), true)
+	h := start(t, Config{}, python(t, executor.Config{Concurrency: 1}), true)
 	m := h.mention(h.channel(), h.user(), "```python\nprint('started', flush=True)\nwhile True:\n    pass\n```")
 	r := h.reply(m, "Timed out")
 	h.reaction(m, "x")
@@ -68,7 +69,7 @@ func TestPythonTimeout(t *testing.T) {
 
 func TestPythonLongOutputFile(t *testing.T) {
 	t.Parallel()
-	h := start(t, Config{}, python(t, executor.SchedulerConfig{Concurrency: 1}), true)
+	h := start(t, Config{}, python(t, executor.Config{Concurrency: 1}), true)
 	m := h.mention(h.channel(), h.user(), "```python\nfor i in range(200):\n    print('row', i)\n```")
 	r := h.reply(m, "row 0")
 	if strings.Contains(r.Text, "row 199") {
@@ -87,7 +88,7 @@ func TestPythonLongOutputFile(t *testing.T) {
 func TestPythonTriggers(t *testing.T) {
 	t.Parallel()
 	var clk clock
-	h := start(t, Config{EditWindow: 10 * time.Minute}, python(t, executor.SchedulerConfig{Concurrency: 2}), true, clk.install())
+	h := start(t, Config{EditWindow: 10 * time.Minute}, python(t, executor.Config{Concurrency: 2}), true, clk.install())
 	ch, u := h.channel(), h.user()
 
 	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": "print(6 * 7)", "user_id": u, "channel_id": ch, "trigger_id": "t"})
@@ -124,7 +125,7 @@ func TestPythonTriggers(t *testing.T) {
 
 func TestPythonResilience(t *testing.T) {
 	t.Parallel()
-	h := start(t, Config{Channels: []string{"C0RUN"}}, python(t, executor.SchedulerConfig{Concurrency: 2}), true)
+	h := start(t, Config{Channels: []string{"C0RUN"}}, python(t, executor.Config{Concurrency: 2}), true)
 	ch := "C0RUN"
 
 	own := h.fake.PutMessage(fakeslack.Message{Channel: ch, User: fakeslack.BotUserID, BotID: fakeslack.BotID, Text: "```python\nprint('loop')\n```"})
@@ -161,7 +162,7 @@ func TestPythonResilience(t *testing.T) {
 
 func TestPythonManyUsers(t *testing.T) {
 	t.Parallel()
-	sched := python(t, executor.SchedulerConfig{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
+	sched := python(t, executor.Config{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
 	admitted := make(chan string, 64)
 	h := start(t, Config{}, fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		var once sync.Once

@@ -13,10 +13,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	// The tests mostly wait on sockets, not on the CPUs: unless -parallel
 	// is given, run more of them at once than the default GOMAXPROCS (not
 	// many more: each Python test starts its own executor).

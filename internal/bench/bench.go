@@ -5,6 +5,7 @@
 package bench
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 // Options configure a bench run. The zero value measures everything with the
@@ -29,7 +31,7 @@ type Options struct {
 	// Executor is the base configuration of the executor rows; bench sets
 	// Pool per row. Its Python (python3 on PATH when "") also runs the bare
 	// row and seed_bench.py, resolved to sys.executable past any shim.
-	Executor executor.Config
+	Executor sandbox.Config
 	// SharedDir holds reference/seed_bench.py and data/HumanEval.jsonl.gz;
 	// "" means ../shared beside the module root above the working directory.
 	SharedDir string
@@ -50,7 +52,7 @@ type Options struct {
 	// HumanEvalPrograms limits HumanEval to its first n programs; 0 = all.
 	HumanEvalPrograms int
 	// FloodTimeout is the flooding snippet's timeout; 0 = Executor.Timeout,
-	// else executor.DefaultTimeout.
+	// else sandbox.DefaultTimeout.
 	FloodTimeout time.Duration
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood.
 	SkipOriginal bool
@@ -102,10 +104,11 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	b.report = r
 
 	shared := cmp.Or(opts.SharedDir, findShared())
-	var total int
 	if shared == "" {
-		b.note("../shared not found beside the module root: HumanEval and the original are not measured")
-	} else if progs, err := humanEval(filepath.Join(shared, "data", "HumanEval.jsonl.gz")); err != nil {
+		b.note("../shared not found beside the module root: the original execute_code is not measured")
+	}
+	var total int
+	if progs, err := humanEval(bytes.NewReader(humanEvalData)); err != nil {
 		b.note("HumanEval not measured: %v", err)
 	} else {
 		total = len(progs)
@@ -135,8 +138,8 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		ok, out, err := bp.run(ctx, code, bareTimeout)
 		return outcome{ok: ok, stdout: out}, err
 	}}}
-	b.note("guard-only tier: executor.Config has no setting that forces it, so that row is left out")
-	var started []*executor.Executor
+	b.note("guard-only tier: sandbox.Config has no setting that forces it, so that row is left out")
+	var started []*sandbox.Executor
 	for _, c := range b.executorRows() {
 		ex, err := b.start(ctx, &c.row, c.cfg)
 		if err != nil {
@@ -171,7 +174,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 
 	if !opts.SkipFlood {
 		cfg := b.poolConfig()
-		cfg.Timeout = cmp.Or(opts.FloodTimeout, opts.Executor.Timeout, executor.DefaultTimeout)
+		cfg.Timeout = cmp.Or(opts.FloodTimeout, opts.Executor.Timeout, sandbox.DefaultTimeout)
 		// Lift the hard output cap so the snippet floods for its whole
 		// timeout; only the kept prefix may stay in memory.
 		cfg.MaxOutputBytes = 1 << 50
@@ -259,10 +262,10 @@ func (b *benchmark) note(format string, args ...any) {
 // executorConfig is one executor row.
 type executorConfig struct {
 	row Row
-	cfg executor.Config
+	cfg sandbox.Config
 }
 
-func (b *benchmark) coldConfig() executor.Config {
+func (b *benchmark) coldConfig() sandbox.Config {
 	cfg := b.opts.Executor
 	cfg.Pool = 0
 	if cfg.Logger == nil {
@@ -271,7 +274,7 @@ func (b *benchmark) coldConfig() executor.Config {
 	return cfg
 }
 
-func (b *benchmark) poolConfig() executor.Config {
+func (b *benchmark) poolConfig() sandbox.Config {
 	cfg := b.coldConfig()
 	cfg.Pool = b.pool
 	return cfg
@@ -287,10 +290,10 @@ func (b *benchmark) executorRows() []executorConfig {
 }
 
 // start starts an executor for row, or notes why it could not.
-func (b *benchmark) start(ctx context.Context, row *Row, cfg executor.Config) (*executor.Executor, error) {
+func (b *benchmark) start(ctx context.Context, row *Row, cfg sandbox.Config) (*sandbox.Executor, error) {
 	b.log.Info("bench: starting executor", "row", row.Name, "pool", cfg.Pool)
 	t := time.Now()
-	ex, err := executor.New(ctx, cfg)
+	ex, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		row.Error = err.Error()
 		b.note("%s not measured: %v", row.Label, err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 // TestMeasureSmoke runs the whole bench for real with tiny counts: bare
@@ -31,7 +31,7 @@ func TestMeasureSmoke(t *testing.T) {
 		HumanEvalPrograms: 2,
 		FloodTimeout:      500 * time.Millisecond,
 		SkipOriginal:      true,
-		Executor:          executor.Config{KeepBytes: 4096},
+		Executor:          sandbox.Config{KeepBytes: 4096},
 		Logger:            slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}
 	r, err := Measure(ctx, opts)

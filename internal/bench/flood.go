@@ -15,16 +15,21 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
-// floodArg0 is the argv[0] under which a binary importing bench becomes the
+// floodArg0 is the argv[0] under which a binary calling Main becomes the
 // flood child: a service process of its own whose peak RSS the parent reads.
 const floodArg0 = "runblock-bench-flood"
 
 // floodCode writes to stdout as fast as it can, for the whole timeout.
 const floodCode = "import sys\nwhile True: sys.stdout.write('x'*10**6)\n"
 
-func init() {
+// Main runs the flood child and exits when this process was started as one
+// (see measureFlood); in any other process it returns at once. The flood
+// re-executes the running binary, so a binary that runs the benchmark calls
+// Main first thing in main (after sandbox.Main), and so does TestMain.
+func Main() {
 	if len(os.Args) > 0 && os.Args[0] == floodArg0 {
 		os.Exit(floodChild(context.Background(), os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -32,8 +37,8 @@ func init() {
 
 // floodConfig is what the parent sends the flood child, as one JSON line.
 type floodConfig struct {
-	Executor executor.Config `json:"executor"`
-	Code     string          `json:"code"`
+	Executor sandbox.Config `json:"executor"`
+	Code     string         `json:"code"`
 }
 
 // floodReply is each line the flood child writes back.
@@ -63,7 +68,7 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 		return fail(fmt.Errorf("read config: %w", err))
 	}
 	cfg.Executor.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ex, err := executor.New(ctx, cfg.Executor)
+	ex, err := sandbox.New(ctx, cfg.Executor)
 	if err != nil {
 		return fail(err)
 	}
@@ -89,7 +94,7 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 
 // measureFlood starts the flood child with cfg, and reads its VmHWM from
 // /proc/<pid>/status before and after the flood.
-func measureFlood(ctx context.Context, cfg executor.Config, row string) (*Flood, error) {
+func measureFlood(ctx context.Context, cfg sandbox.Config, row string) (*Flood, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("flood: find own binary: %w", err)
@@ -132,7 +137,7 @@ func measureFlood(ctx context.Context, cfg executor.Config, row string) (*Flood,
 }
 
 // floodDialog is the parent's side of the protocol of floodChild.
-func floodDialog(pid int, cfg executor.Config, stdin io.Writer, stdout *bufio.Reader) (*Flood, error) {
+func floodDialog(pid int, cfg sandbox.Config, stdin io.Writer, stdout *bufio.Reader) (*Flood, error) {
 	cfg.Logger = nil
 	line, err := json.Marshal(floodConfig{Executor: cfg, Code: floodCode})
 	if err != nil {

@@ -50,7 +50,7 @@ type Report struct {
 type Row struct {
 	Name  string `json:"name"`
 	Label string `json:"label"`
-	// StartupMS is how long executor.New took (layer detection and canary
+	// StartupMS is how long sandbox.New took (layer detection and canary
 	// runs; a pool fills in the background after it); 0 for bare python.
 	StartupMS float64 `json:"startup_ms,omitempty"`
 	// Idle is print('hello') arriving one at a time, Report.IdleGapMS apart:
@@ -363,7 +363,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		he.write(&b)
 	}
 
-	startup := table{head: []string{"executor.New (probe and canaries)", "ms"}}
+	startup := table{head: []string{"sandbox.New (probe and canaries)", "ms"}}
 	for _, row := range r.Rows {
 		if row.StartupMS > 0 {
 			startup.add(row.Label, num(row.StartupMS, 1))

@@ -68,7 +68,7 @@ func sample() *Report {
 		},
 		Flood: &Flood{Row: "executor pool (2)", Code: floodCode, TimeoutMS: 5000, DurationMS: 5040, Timeout: true,
 			StdoutBytes: 9 << 30, KeptBytes: 64 << 10, BaselineRSSMiB: 12.5, PeakRSSMiB: 20.25, OvershootMS: 40},
-		Notes:     []string{"guard-only tier: executor.Config has no setting that forces it, so that row is left out"},
+		Notes:     []string{"guard-only tier: sandbox.Config has no setting that forces it, so that row is left out"},
 		ElapsedS:  95.5,
 		LoadStart: "0.91",
 		LoadEnd:   "2.43",

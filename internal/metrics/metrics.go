@@ -17,7 +17,7 @@ var Outcomes = []string{"ok", "error", "timeout", "memory", "output_limit", "rej
 // Platforms are the values of the platform label of the adapter metrics.
 var Platforms = []string{"console", "slack", "discord"}
 
-// Registry records runblock's metrics. It implements executor.SchedulerMetrics
+// Registry records runblock's metrics. It implements executor.Metrics
 // and the adapters' Metrics interfaces. The zero value is not usable; call New.
 type Registry struct {
 	reg         *prometheus.Registry

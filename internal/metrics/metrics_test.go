@@ -15,10 +15,10 @@ import (
 )
 
 var (
-	_ executor.SchedulerMetrics = (*metrics.Registry)(nil)
-	_ slack.Metrics             = (*metrics.Registry)(nil)
-	_ discord.Metrics           = (*metrics.Registry)(nil)
-	_ console.Metrics           = (*metrics.Registry)(nil)
+	_ executor.Metrics = (*metrics.Registry)(nil)
+	_ slack.Metrics    = (*metrics.Registry)(nil)
+	_ discord.Metrics  = (*metrics.Registry)(nil)
+	_ console.Metrics  = (*metrics.Registry)(nil)
 )
 
 func scrape(t *testing.T, r *metrics.Registry) string {

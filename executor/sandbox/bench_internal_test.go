@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"compress/gzip"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runblock/runblock/executor"
 )
 
 // benchExecutors builds executors for one tier each, side by side.
@@ -76,12 +78,12 @@ func BenchmarkHello(b *testing.B) {
 					sb = <-e.pool.idle // a chat message arriving while the pool is warm
 				}
 				start := time.Now()
-				var res Result
+				var res executor.Result
 				var err error
 				if sb != nil {
-					res, err = sb.run(context.Background(), Request{Code: "print('hello')"})
+					res, err = sb.run(context.Background(), executor.Request{Code: "print('hello')"})
 				} else {
-					res, err = e.Run(context.Background(), Request{Code: "print('hello')"})
+					res, err = e.Run(context.Background(), executor.Request{Code: "print('hello')"})
 				}
 				if err != nil || res.Stdout != "hello\n" {
 					b.Fatalf("%+v %v", res, err)
@@ -112,10 +114,10 @@ func (p humanEvalProblem) program(solution string) string {
 // repository root (tests run in the package dir).
 func humanEvalProblems(tb testing.TB) []humanEvalProblem {
 	tb.Helper()
-	path := filepath.Join("..", "..", "shared", "data", "HumanEval.jsonl.gz")
-	f, err := os.Open(path)
+	// The copy the benchmark ships (internal/bench/testdata, MIT).
+	f, err := os.Open(filepath.Join("..", "..", "internal", "bench", "testdata", "HumanEval.jsonl.gz"))
 	if err != nil {
-		tb.Skipf("HumanEval data not found at %s (../shared is absent): %v", path, err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
@@ -148,7 +150,7 @@ func BenchmarkHumanEval(b *testing.B) {
 					for range conc {
 						wg.Go(func() {
 							for code := range jobs {
-								res, err := e.Run(context.Background(), Request{Code: code, Timeout: 10 * time.Second})
+								res, err := e.Run(context.Background(), executor.Request{Code: code, Timeout: 10 * time.Second})
 								if err != nil || !res.Success {
 									b.Errorf("%v %s", err, res.Error)
 								}

@@ -1,8 +1,9 @@
-package executor
+package sandbox
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -17,6 +18,26 @@ var tiers = []layerSet{
 	{Namespaces: true, Seccomp: true, Locker: true},
 	{Landlock: true, Seccomp: true, Locker: true},
 	{Seccomp: true, Locker: true},
+}
+
+// cloneFlags are the clone flags of the namespaces, by their names in
+// /proc/self/ns/ (see policy.Namespaces and policy.CloneDenied).
+var cloneFlags = map[string]uintptr{
+	"user": unix.CLONE_NEWUSER, "mnt": unix.CLONE_NEWNS, "pid": unix.CLONE_NEWPID, "net": unix.CLONE_NEWNET,
+	"ipc": unix.CLONE_NEWIPC, "uts": unix.CLONE_NEWUTS, "cgroup": unix.CLONE_NEWCGROUP, "time": unix.CLONE_NEWTIME,
+}
+
+// namespaceFlags returns the clone flags of the named namespaces.
+func namespaceFlags(names []string) (uintptr, error) {
+	var flags uintptr
+	for _, name := range names {
+		flag, ok := cloneFlags[name]
+		if !ok {
+			return 0, fmt.Errorf("unknown namespace %q", name)
+		}
+		flags |= flag
+	}
+	return flags, nil
 }
 
 // addressSpaceLimit: RLIMIT_AS bounds the snippet's memory.
@@ -34,13 +55,14 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 	case p.layers.Namespaces:
 		cmd = exec.CommandContext(ctx, "/proc/self/exe")
 		cmd.Args = []string{initMarker, string(arg)}
-		attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
-			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+		if attr.Cloneflags, err = namespaceFlags(policy.Namespaces); err != nil {
+			return nil, err
+		}
 		if p.mapRoot {
 			// The init maps to host root only so it can bind the interpreter
-			// from directories like /root; the snippet gets hostSandboxUID.
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxID, HostID: hostSandboxUID, Size: 1}}
+			// from directories like /root; the snippet gets policy.HostUID.
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: policy.UID, HostID: policy.HostUID, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: policy.UID, HostID: policy.HostUID, Size: 1}}
 			attr.GidMappingsEnableSetgroups = true
 		} else {
 			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}

@@ -1,14 +1,14 @@
-package executor
+package sandbox
 
 import (
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,13 +17,6 @@ import (
 
 //go:embed guard.py
 var guardSource string
-
-// hostSandboxUID is the host uid (and gid) the snippet runs as when the
-// service is root: high, unused, owning nothing on the host.
-const hostSandboxUID = 1_900_000_000
-
-// workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE).
-const workBytes = 32 << 20
 
 // layerSet selects the isolation layers of a tier.
 type layerSet struct {
@@ -109,10 +102,10 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 		// Without a mount namespace the snippet sees the host's tree, so it
 		// can only drop to another uid when that uid can reach python.
 		if layers.Namespaces || othersCanReach(py.Executable) {
-			p.hostUID = hostSandboxUID
+			p.hostUID = policy.HostUID
 		}
 	}
-	for _, dir := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+	for _, dir := range policy.SystemDirs {
 		fi, err := os.Lstat(dir)
 		switch {
 		case err != nil:
@@ -129,7 +122,7 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 			p.binds = append(p.binds, dir)
 		}
 	}
-	for _, file := range []string{"/etc/ld.so.cache", "/etc/localtime"} {
+	for _, file := range policy.SystemFiles {
 		if _, err := os.Stat(file); err == nil {
 			p.files = append(p.files, file)
 		}
@@ -162,26 +155,23 @@ func (p *plan) covered(dir string) bool {
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
 	spec := stageSpec{
-		Python: p.py.Executable,
-		Args:   append([]string{"-I", "-S", "-c", guardLoader, p.py.Guard, rlimitArg(lim)}, p.py.Site...),
-		Env: []string{
-			"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
-			"PYTHONIOENCODING=utf-8", "OMP_NUM_THREADS=1", "HOME=" + dir, "TMPDIR=" + dir,
-		},
+		Python:  p.py.Executable,
+		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, p.py.Guard, rlimitArg(lim)}, p.py.Site),
+		Env:     env(dir),
 		Dir:     dir,
 		Seccomp: p.seccomp,
 	}
 	if p.layers.Namespaces {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
-		spec.WorkBytes = workBytes
+		spec.WorkBytes = policy.WorkBytes
 		spec.SetGroups = p.mapRoot
 		if p.mapRoot {
-			spec.UID, spec.GID = sandboxID, sandboxID
+			spec.UID, spec.GID = policy.UID, policy.UID
 		}
 	}
 	if p.layers.Landlock {
 		ro := append([]string{}, p.binds...)
-		files := []string{"/dev/zero", "/dev/random", "/dev/urandom"}
+		files := slices.Clone(policy.ReadFiles)
 		var list []string
 		if p.layers.Namespaces {
 			// The root holds nothing but what the sandbox was given.
@@ -191,9 +181,18 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 			// The locker execs python in place: "self" is python then too.
 			files = append(files, append(p.files, "/proc/self/status")...)
 		}
-		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: []string{"/dev/null"}}
+		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: policy.WriteFiles}
 	}
 	return spec
+}
+
+// env is the snippet's environment with its work dir in dir.
+func env(dir string) []string {
+	env := slices.Clone(policy.Env)
+	for _, k := range policy.WorkDirEnv {
+		env = append(env, k+"="+dir)
+	}
+	return env
 }
 
 // rlimit is one resource limit, set as soft = hard.
@@ -203,20 +202,17 @@ type rlimit struct {
 	value    uint64
 }
 
-// rlimits are the limits of a sandbox: address space, CPU seconds, file
-// size, open files, processes (threads included), no core dumps.
+// rlimits are the policy's limits of a sandbox for lim (without RLIMIT_AS
+// where the OS refuses it).
 func rlimits(lim limits) []rlimit {
-	var as []rlimit
-	if addressSpaceLimit {
-		as = []rlimit{{"AS", unix.RLIMIT_AS, uint64(lim.Memory)}}
+	var rls []rlimit
+	for _, r := range policy.Rlimits {
+		if r.resource == unix.RLIMIT_AS && !addressSpaceLimit {
+			continue
+		}
+		rls = append(rls, rlimit{r.name, r.resource, r.value(lim)})
 	}
-	return append(as, []rlimit{
-		{"CPU", unix.RLIMIT_CPU, uint64(math.Ceil(lim.Timeout.Seconds())) + 1},
-		{"FSIZE", unix.RLIMIT_FSIZE, workBytes},
-		{"NOFILE", unix.RLIMIT_NOFILE, 256},
-		{"NPROC", unix.RLIMIT_NPROC, 64},
-		{"CORE", unix.RLIMIT_CORE, 0},
-	}...)
+	return rls
 }
 
 // rlimitArg passes the rlimits to the guard, which sets them before it says

@@ -1,16 +1,16 @@
-package executor
+package sandbox
+
+import "sync/atomic"
+
+// mainCalled is set by Main: only a binary that calls Main first thing can
+// become a sandbox stage when a sandbox re-executes it.
+var mainCalled atomic.Bool
 
 // The executor re-executes its own binary (/proc/self/exe) as the sandbox.
 // os.Args[0] tells the stage; os.Args[1] carries the stageSpec as JSON.
 const (
 	initMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
-)
-
-// Inside the sandbox: the snippet's uid/gid, and its work dir.
-const (
-	sandboxID  = 1000
-	sandboxDir = "/sandbox"
 )
 
 // File descriptors shared by the stages and the guard (see guard.py).

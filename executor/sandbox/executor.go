@@ -1,9 +1,16 @@
-package executor
+// Package sandbox runs Python snippets, each in a fresh, guarded and
+// kernel-isolated subprocess: the isolation behind executor.Runner. The whole
+// policy is stated in policy.go; the Linux mechanics that apply it sit beside
+// it. A binary that starts sandboxes calls Main first thing in main (and in
+// TestMain): the sandbox re-executes that binary as its init.
+package sandbox
 
 import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/runblock/runblock/executor"
 )
 
 // Config holds the executor's limits.
@@ -104,12 +111,12 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 
 // Run runs one snippet. Cancelling ctx kills the run. The error is non-nil only
 // when the service could not run the snippet (a failing snippet is a Result).
-func (e *Executor) Run(ctx context.Context, req Request) (Result, error) {
+func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
 	if n := int64(len(req.Code) + len(req.Stdin)); n > e.cfg.MaxCodeBytes {
-		return Result{}, Errorf(ErrTooLarge, "snippet and stdin are %d bytes, over the limit of %d bytes", n, e.cfg.MaxCodeBytes)
+		return executor.Result{}, executor.Errorf(executor.ErrTooLarge, "snippet and stdin are %d bytes, over the limit of %d bytes", n, e.cfg.MaxCodeBytes)
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, &Error{Code: ErrCanceled, Message: "run canceled", Err: err}
+		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: err}
 	}
 	lim := e.limits(req)
 	if e.pool != nil && lim == e.defaultLimits() {
@@ -122,7 +129,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	p, err := spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 	if err != nil {
-		return Result{}, e.logged(err)
+		return executor.Result{}, e.logged(err)
 	}
 	res, err := p.run(ctx, req)
 	return res, e.logged(err)
@@ -130,7 +137,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (Result, error) {
 
 // logged logs internal errors for operators; callers show a friendly line.
 func (e *Executor) logged(err error) error {
-	if err != nil && ErrorCode(err) != ErrCanceled {
+	if err != nil && executor.ErrorCode(err) != executor.ErrCanceled {
 		e.log.Error("run failed", "err", err)
 	}
 	return err
@@ -140,7 +147,7 @@ func (e *Executor) defaultLimits() limits {
 	return limits{Timeout: e.cfg.Timeout, Memory: e.cfg.MemoryBytes}
 }
 
-func (e *Executor) limits(req Request) limits {
+func (e *Executor) limits(req executor.Request) limits {
 	lim := e.defaultLimits()
 	if req.Timeout > 0 {
 		lim.Timeout = req.Timeout

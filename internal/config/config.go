@@ -1,11 +1,16 @@
-package main
+package config
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
+	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,14 +22,15 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 )
 
 // Config is every setting of runblock, parsed once at start-up from the
 // environment (and .env) and passed down.
 type Config struct {
-	Executor     executor.Config
-	Scheduler    executor.SchedulerConfig
+	Executor     sandbox.Config
+	Scheduler    executor.Config
 	Slack        slack.Config
 	Discord      discord.Config
 	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
@@ -35,6 +41,8 @@ type Config struct {
 	DrainTimeout time.Duration // RUNBLOCK_DRAIN_TIMEOUT
 	// Warnings are unknown variables with a runblock prefix (likely typos).
 	Warnings []string
+	// Notes are remarks on settings that were read, for the log.
+	Notes []string
 }
 
 // Env is a set of environment variables by name.
@@ -42,7 +50,7 @@ type Env map[string]string
 
 // Variables lists every setting runblock reads, in .env.example order.
 var Variables = []string{
-	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY_MB", "RUNBLOCK_MAX_OUTPUT_BYTES",
+	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY", "RUNBLOCK_MAX_OUTPUT_BYTES",
 	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL",
 	"RUNBLOCK_CONCURRENCY", "RUNBLOCK_QUEUE", "RUNBLOCK_USER_RATE", "RUNBLOCK_USER_BURST", "RUNBLOCK_USER_MAX_JOBS",
 	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW",
@@ -52,19 +60,23 @@ var Variables = []string{
 	"RUNBLOCK_REPLY_LINES", "RUNBLOCK_REPLY_CHARS",
 }
 
-// secretVariables hold credentials: their values are never printed.
-var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN"}
+// aliases are other names read for a setting: RUNBLOCK_MEMORY_MB (the old
+// name of RUNBLOCK_MEMORY) and DISCORD_TOKEN (discord.py's name).
+var aliases = []string{"RUNBLOCK_MEMORY_MB", "DISCORD_TOKEN"}
 
-// ConfigError is a bad setting. Its message is one line naming the variable
+// secretVariables hold credentials: their values are never printed.
+var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN", "DISCORD_TOKEN"}
+
+// Error is a bad setting. Its message is one line naming the variable
 // and the fix; it never holds the value of a secret.
-type ConfigError struct {
+type Error struct {
 	Var     string
 	Value   string // "" for secrets
 	Problem string
 	Fix     string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	s := e.Var
 	if e.Value != "" {
 		s += "=" + strconv.Quote(e.Value)
@@ -74,18 +86,21 @@ func (e *ConfigError) Error() string {
 
 // LoadEnv returns the process environment environ ("KEY=value" entries) over
 // the variables of the dotenv file at path: a real environment variable wins
-// over the file. A missing file is not an error.
+// over the file. A missing file is not an error. A malformed file is
+// reported by line number, never by its content, which may hold tokens.
 func LoadEnv(environ []string, path string) (Env, error) {
 	env := Env{}
-	file, err := godotenv.Read(path)
+	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	default:
-		for k, v := range file {
-			env[k] = v
+		file, err := godotenv.UnmarshalBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %s; each line must be KEY=value (values are not shown: they may hold tokens)", path, dotenvProblem(b))
 		}
+		maps.Copy(env, file)
 	}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -95,73 +110,143 @@ func LoadEnv(environ []string, path string) (Env, error) {
 	return env, nil
 }
 
-// ParseConfig validates env into a Config. It stops at the first bad
-// setting and returns a *ConfigError.
-func ParseConfig(env Env) (Config, error) {
+// dotenvLine is a line godotenv reads as a setting: KEY=value, KEY: value,
+// or either after "export".
+var dotenvLine = regexp.MustCompile(`^\s*(export\s+)?[A-Za-z_][A-Za-z0-9_.]*\s*[=:]`)
+
+// dotenvProblem locates what godotenv refused in a dotenv file without
+// quoting it: the first line that is no setting, or an unclosed quote.
+func dotenvProblem(b []byte) string {
+	var quote byte
+	opened := 0
+	for i, line := range strings.Split(string(b), "\n") {
+		if quote != 0 {
+			if strings.IndexByte(line, quote) >= 0 {
+				quote = 0
+			}
+			continue
+		}
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		key := dotenvLine.FindString(line)
+		if key == "" {
+			return fmt.Sprintf("line %d is not a setting", i+1)
+		}
+		v := strings.TrimSpace(line[len(key):])
+		if v != "" && (v[0] == '"' || v[0] == '\'') && strings.IndexByte(v[1:], v[0]) < 0 {
+			quote, opened = v[0], i+1
+		}
+	}
+	if quote != 0 {
+		return fmt.Sprintf("the quote opened on line %d is never closed", opened)
+	}
+	return "it does not parse"
+}
+
+// Part is a group of settings; a command parses and validates only the
+// parts it uses, so that `runblock exec` does not refuse to run over a chat
+// setting it never reads.
+type Part uint8
+
+// The parts of the configuration. Logging is always read.
+const (
+	Sandbox   Part = 1 << iota // the interpreter, limits and pool
+	Scheduler                  // concurrency, queue and per-user limits
+	Chat                       // Slack, Discord and the reply's shape
+	HTTP                       // the HTTP listener and the drain
+	All       = Sandbox | Scheduler | Chat | HTTP
+)
+
+// Defaults that belong to no package but this one.
+const (
+	DefaultDrainTimeout = 20 * time.Second
+	// MinMemoryBytes is the smallest memory limit an interpreter starts in.
+	MinMemoryBytes = 64 << 20
+	// MaxPool bounds the pre-started sandboxes (each holds about 16 MiB).
+	MaxPool = 64
+	// MaxConcurrency and MaxQueue bound what one process can sensibly run
+	// and hold.
+	MaxConcurrency = 1024
+	MaxQueue       = 100_000
+)
+
+// Parse validates the parts of env that a command uses into a Config. It
+// stops at the first bad setting and returns a *Error.
+func Parse(env Env, parts Part) (Config, error) {
 	p := &parser{env: env}
 	var c Config
 
-	c.Executor = executor.Config{
-		Python:          p.str("RUNBLOCK_PYTHON", ""),
-		Timeout:         p.duration("RUNBLOCK_TIMEOUT", executor.DefaultTimeout, true),
-		MemoryBytes:     int64(p.int("RUNBLOCK_MEMORY_MB", executor.DefaultMemoryBytes>>20, 1, "a number of MiB such as 256")) << 20,
-		MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", executor.DefaultMaxOutputBytes),
-		KeepBytes:       executor.DefaultKeepBytes,
-		MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", executor.DefaultMaxCodeBytes),
-		AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
+	concurrency := runtime.NumCPU()
+	if parts&Scheduler != 0 {
+		concurrency = p.intIn("RUNBLOCK_CONCURRENCY", concurrency, 1, MaxConcurrency, "a number of parallel runs such as 2")
+		c.Scheduler = executor.Config{
+			Concurrency: concurrency,
+			QueueSize:   p.intIn("RUNBLOCK_QUEUE", executor.DefaultQueueSize, 1, MaxQueue, "the number of jobs that may wait, such as 100"),
+			UserRate:    p.rate("RUNBLOCK_USER_RATE", executor.DefaultUserRate),
+			UserBurst:   p.int("RUNBLOCK_USER_BURST", executor.DefaultUserBurst, 1, "the number of runs a user may make at once before the rate applies, such as 5"),
+			MaxPerUser:  p.int("RUNBLOCK_USER_MAX_JOBS", executor.DefaultMaxPerUser, 1, "the number of queued-or-running jobs per user, such as 1"),
+		}
 	}
-	concurrency := p.int("RUNBLOCK_CONCURRENCY", runtime.NumCPU(), 1, "a number of parallel runs such as 2")
-	c.Executor.Pool = p.int("RUNBLOCK_POOL", concurrency, 0, "a number of pre-started sandboxes, 0 to turn the pool off")
-	rate := p.rate("RUNBLOCK_USER_RATE", 5.0/60)
-	c.Scheduler = executor.SchedulerConfig{
-		Concurrency: concurrency,
-		QueueSize:   p.int("RUNBLOCK_QUEUE", executor.DefaultQueueSize, 1, "the number of jobs that may wait, such as 100"),
-		UserRate:    rate,
-		UserBurst:   p.int("RUNBLOCK_USER_BURST", 5, 1, "the number of runs a user may make at once before the rate applies, such as 5"),
-		MaxPerUser:  p.int("RUNBLOCK_USER_MAX_JOBS", 1, 1, "the number of queued-or-running jobs per user, such as 1"),
+	if parts&Sandbox != 0 {
+		c.Executor = sandbox.Config{
+			Python:          p.python("RUNBLOCK_PYTHON"),
+			Timeout:         p.duration("RUNBLOCK_TIMEOUT", sandbox.DefaultTimeout, true),
+			MemoryBytes:     p.memory(),
+			MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", sandbox.DefaultMaxOutputBytes),
+			KeepBytes:       sandbox.DefaultKeepBytes,
+			MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
+			AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
+		}
+		c.Executor.Pool = p.intIn("RUNBLOCK_POOL", min(concurrency, MaxPool), 0, MaxPool, "a number of pre-started sandboxes, 0 to turn the pool off")
 	}
-
-	c.Slack = slack.Config{
-		BotToken:      p.token("SLACK_BOT_TOKEN", "xoxb-", "a bot token", "xapp-", "an app-level token", "SLACK_APP_TOKEN"),
-		AppToken:      p.token("SLACK_APP_TOKEN", "xapp-", "an app-level token", "xoxb-", "a bot token", "SLACK_BOT_TOKEN"),
-		SigningSecret: p.secret("SLACK_SIGNING_SECRET"),
-		Channels:      p.list("SLACK_CHANNELS"),
-		RunReaction:   strings.Trim(p.str("SLACK_RUN_REACTION", "arrow_forward"), ":"),
-		EditWindow:    p.duration("SLACK_EDIT_WINDOW", 10*time.Minute, false),
+	if parts&Chat != 0 {
+		c.Slack = slack.Config{
+			BotToken:      p.token("SLACK_BOT_TOKEN", "xoxb-", "a bot token", "xapp-", "an app-level token", "SLACK_APP_TOKEN"),
+			AppToken:      p.token("SLACK_APP_TOKEN", "xapp-", "an app-level token", "xoxb-", "a bot token", "SLACK_BOT_TOKEN"),
+			SigningSecret: p.secret("SLACK_SIGNING_SECRET"),
+			Channels:      p.list("SLACK_CHANNELS"),
+			RunReaction:   strings.Trim(p.str("SLACK_RUN_REACTION", slack.DefaultRunReaction), ":"),
+			EditWindow:    p.duration("SLACK_EDIT_WINDOW", slack.DefaultEditWindow, false),
+		}
+		c.Discord = discord.Config{
+			Token:       p.discordToken(),
+			Channels:    p.list("DISCORD_CHANNELS"),
+			Prefix:      p.str("DISCORD_PREFIX", discord.DefaultPrefix),
+			GuildID:     p.snowflake("DISCORD_GUILD_ID"),
+			RunReaction: p.str("DISCORD_RUN_REACTION", discord.DefaultRunReaction),
+			EditWindow:  p.duration("DISCORD_EDIT_WINDOW", discord.DefaultEditWindow, false),
+		}
+		c.Render = formatting.RenderOptions{
+			MaxLines: p.int("RUNBLOCK_REPLY_LINES", formatting.DefaultMaxLines, 1, "a number of output lines shown inline, such as 15"),
+			MaxChars: p.int("RUNBLOCK_REPLY_CHARS", formatting.DefaultMaxChars, 1, "a number of output characters shown inline, such as 1500"),
+		}
+		c.Slack.Render = c.Render
+		c.Discord.Render = c.Render
 	}
-	c.Discord = discord.Config{
-		Token:       p.discordToken("DISCORD_BOT_TOKEN"),
-		Channels:    p.list("DISCORD_CHANNELS"),
-		Prefix:      p.str("DISCORD_PREFIX", discord.DefaultPrefix),
-		GuildID:     p.snowflake("DISCORD_GUILD_ID"),
-		RunReaction: p.str("DISCORD_RUN_REACTION", discord.DefaultRunReaction),
-		EditWindow:  p.duration("DISCORD_EDIT_WINDOW", discord.DefaultEditWindow, true),
+	if parts&HTTP != 0 {
+		c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
+		c.DrainTimeout = p.duration("RUNBLOCK_DRAIN_TIMEOUT", DefaultDrainTimeout, true)
 	}
-
-	c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
-	c.DrainTimeout = p.duration("RUNBLOCK_DRAIN_TIMEOUT", 20*time.Second, true)
 	c.LogLevel = p.level("LOG_LEVEL")
 	_, c.LogLevelSet = p.get("LOG_LEVEL")
 	c.LogFormat = p.oneOf("LOG_FORMAT", "text", "text", "json")
-	c.Render = formatting.RenderOptions{
-		MaxLines: p.int("RUNBLOCK_REPLY_LINES", 15, 1, "a number of output lines shown inline, such as 15"),
-		MaxChars: p.int("RUNBLOCK_REPLY_CHARS", 1500, 1, "a number of output characters shown inline, such as 1500"),
-	}
-	c.Slack.Render = c.Render
-	c.Discord.Render = c.Render
 
-	p.slackMode(c.Slack, c.HTTPAddr)
+	if parts&(Chat|HTTP) == Chat|HTTP {
+		p.slackMode(c.Slack, c.HTTPAddr)
+	}
 	if p.err != nil {
 		return Config{}, p.err
 	}
 	for k := range env {
-		known := slices.Contains(Variables, k)
+		known := slices.Contains(Variables, k) || slices.Contains(aliases, k)
 		ours := strings.HasPrefix(k, "RUNBLOCK_") || strings.HasPrefix(k, "SLACK_") || strings.HasPrefix(k, "DISCORD_")
 		if ours && !known {
 			c.Warnings = append(c.Warnings, k)
 		}
 	}
 	slices.Sort(c.Warnings)
+	c.Notes = p.notes
 	return c, nil
 }
 
@@ -230,8 +315,9 @@ func formatRate(perSecond float64) string {
 
 // parser reads typed values from an Env, keeping the first error.
 type parser struct {
-	env Env
-	err error
+	env   Env
+	err   error
+	notes []string
 }
 
 func (p *parser) get(name string) (string, bool) {
@@ -246,7 +332,7 @@ func (p *parser) fail(name, value, problem, fix string) {
 	if slices.Contains(secretVariables, name) {
 		value = ""
 	}
-	p.err = &ConfigError{Var: name, Value: value, Problem: problem, Fix: fix}
+	p.err = &Error{Var: name, Value: value, Problem: problem, Fix: fix}
 }
 
 func (p *parser) str(name, def string) string {
@@ -292,13 +378,71 @@ func (p *parser) int(name string, def, min int, fix string) int {
 	return n
 }
 
+// intIn is int with an upper bound as well.
+func (p *parser) intIn(name string, def, min, max int, fix string) int {
+	n := p.int(name, def, min, fix)
+	if n > max {
+		v, _ := p.get(name)
+		p.fail(name, v, fmt.Sprintf("must be at most %d", max), "use "+fix)
+	}
+	return n
+}
+
+// memory reads RUNBLOCK_MEMORY, or its old name RUNBLOCK_MEMORY_MB: a size
+// such as 256MiB, a bare number counting MiB.
+func (p *parser) memory() int64 {
+	name := "RUNBLOCK_MEMORY"
+	if _, ok := p.get(name); !ok {
+		if _, old := p.get("RUNBLOCK_MEMORY_MB"); old {
+			name = "RUNBLOCK_MEMORY_MB"
+		}
+	}
+	v, ok := p.get(name)
+	if !ok {
+		return sandbox.DefaultMemoryBytes
+	}
+	const fix = "use a size such as 256MiB or 1GiB (a bare number counts MiB)"
+	n, err := ParseSize(v, 1<<20)
+	switch {
+	case err != nil:
+		p.fail(name, v, "not a size", fix)
+	case n < MinMemoryBytes:
+		p.fail(name, v, fmt.Sprintf("below the %d MiB a Python interpreter needs to start", MinMemoryBytes>>20), fix)
+	}
+	return n
+}
+
+// python checks RUNBLOCK_PYTHON names an interpreter that exists; "" lets
+// the sandbox look for python3.
+func (p *parser) python(name string) string {
+	v, ok := p.get(name)
+	if !ok {
+		return ""
+	}
+	const fix = "set it to a Python 3 interpreter such as /usr/bin/python3, or unset it to use python3 from PATH"
+	if !strings.ContainsRune(v, '/') {
+		if _, err := exec.LookPath(v); err != nil {
+			p.fail(name, v, "not found on PATH", fix)
+		}
+		return v
+	}
+	st, err := os.Stat(v)
+	switch {
+	case err != nil:
+		p.fail(name, v, "no such file", fix)
+	case st.IsDir() || st.Mode()&0o111 == 0:
+		p.fail(name, v, "not an executable file", fix)
+	}
+	return v
+}
+
 // size parses a byte count: 1048576, 64KiB, 1MiB, 1M (binary units).
 func (p *parser) size(name string, def int64) int64 {
 	v, ok := p.get(name)
 	if !ok {
 		return def
 	}
-	n, err := parseSize(v, 1)
+	n, err := ParseSize(v, 1)
 	switch {
 	case err != nil:
 		p.fail(name, v, "not a byte size", "use a number of bytes such as 1048576 or 1MiB")
@@ -308,9 +452,9 @@ func (p *parser) size(name string, def int64) int64 {
 	return n
 }
 
-// parseSize parses a size with an optional binary unit (K, KB, KiB, M, MB,
+// ParseSize parses a size with an optional binary unit (K, KB, KiB, M, MB,
 // MiB, G, GB, GiB; B for bytes); a bare number counts in units of unit.
-func parseSize(s string, unit int64) (int64, error) {
+func ParseSize(s string, unit int64) (int64, error) {
 	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '-' && r != '.' })
 	num, suffix := s, ""
@@ -408,7 +552,7 @@ func (p *parser) secret(name string) string {
 	if !ok {
 		return ""
 	}
-	if name == "DISCORD_BOT_TOKEN" {
+	if strings.HasPrefix(name, "DISCORD_") {
 		v = strings.TrimPrefix(v, "Bot ")
 	}
 	if strings.ContainsAny(v, " \t\r\n") {
@@ -431,7 +575,14 @@ func (p *parser) token(name, prefix, kind, otherPrefix, otherKind, otherVar stri
 	return v
 }
 
-func (p *parser) discordToken(name string) string {
+func (p *parser) discordToken() string {
+	name := "DISCORD_BOT_TOKEN"
+	if _, ok := p.get(name); !ok {
+		if _, alias := p.get("DISCORD_TOKEN"); alias {
+			name = "DISCORD_TOKEN"
+			p.notes = append(p.notes, "DISCORD_TOKEN read as DISCORD_BOT_TOKEN, runblock's name for the Discord bot token")
+		}
+	}
 	v := p.secret(name)
 	switch {
 	case strings.HasPrefix(v, "xoxb-") || strings.HasPrefix(v, "xapp-"):
@@ -502,4 +653,44 @@ func (p *parser) slackMode(s slack.Config, httpAddr string) {
 	case s.SigningSecret != "" && httpAddr == "":
 		p.fail("RUNBLOCK_HTTP_ADDR", "", "is missing", "the Events API (SLACK_SIGNING_SECRET) needs an HTTP address such as :8080")
 	}
+}
+
+// NewLogger returns the service's logger, writing text or JSON to w and
+// redacting every credential of cfg from every message and attribute. In
+// JSON a duration is a number of milliseconds under a key ending in "_ms",
+// so that log tools need not know Go's nanoseconds.
+func NewLogger(w io.Writer, cfg Config) *slog.Logger {
+	secrets := cfg.Secrets()
+	jsonOut := cfg.LogFormat == "json"
+	opts := &slog.HandlerOptions{
+		Level: cfg.LogLevel,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			var s string
+			switch a.Value.Kind() {
+			case slog.KindDuration:
+				if jsonOut {
+					return slog.Float64(a.Key+"_ms", float64(a.Value.Duration().Microseconds())/1000)
+				}
+				return a
+			case slog.KindString:
+				s = a.Value.String()
+			case slog.KindAny:
+				s = fmt.Sprint(a.Value.Any())
+			default:
+				return a
+			}
+			redacted := s
+			for _, secret := range secrets {
+				redacted = strings.ReplaceAll(redacted, secret, "[redacted]")
+			}
+			if redacted == s {
+				return a
+			}
+			return slog.String(a.Key, redacted)
+		},
+	}
+	if jsonOut {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runblock/runblock/executor"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,7 +68,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 			f.Close()
 		}
 		p.destroy()
-		return nil, &Error{Code: ErrInternal, Message: "start sandbox", Err: err}
+		return nil, &executor.Error{Code: executor.ErrInternal, Message: "start sandbox", Err: err}
 	}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -108,7 +109,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 		extra = append(extra, initW)
 	}
 
-	dir := sandboxDir
+	dir := policy.WorkDir
 	if !plan.layers.Namespaces {
 		dir, err = os.MkdirTemp("", "runblock-")
 		if err != nil {
@@ -167,10 +168,10 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 			err = p.setupError()
 		}
 		p.destroy()
-		return nil, &Error{Code: ErrInternal, Message: "sandbox setup failed", Err: err}
+		return nil, &executor.Error{Code: executor.ErrInternal, Message: "sandbox setup failed", Err: err}
 	case <-ctx.Done():
 		p.destroy()
-		return nil, &Error{Code: ErrCanceled, Message: "waiting for the sandbox", Err: ctx.Err()}
+		return nil, &executor.Error{Code: executor.ErrCanceled, Message: "waiting for the sandbox", Err: ctx.Err()}
 	}
 }
 
@@ -244,7 +245,7 @@ func (p *proc) destroy() {
 // end (a pooled one killed from outside while idle or at the hand-over).
 // Whatever the snippet did died with the sandbox, so it may run again in a
 // fresh one.
-var errStale = &Error{Code: ErrInternal, Message: "sandbox died before or during the hand-over"}
+var errStale = &executor.Error{Code: executor.ErrInternal, Message: "sandbox died before or during the hand-over"}
 
 // outputGrace bounds how long run waits for the output pipes to reach EOF
 // once the sandbox is dead (only a process that escaped the sandbox's
@@ -253,7 +254,7 @@ const outputGrace = 100 * time.Millisecond
 
 // run hands the snippet over and waits for it to end. The timeout counts
 // from here. The proc is destroyed afterwards.
-func (p *proc) run(ctx context.Context, req Request) (Result, error) {
+func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, error) {
 	defer p.destroy()
 	start := time.Now()
 	var writers sync.WaitGroup
@@ -295,7 +296,7 @@ func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 	p.request.Close()
 	writers.Wait()
 
-	res := Result{Duration: duration, DurationMS: duration.Milliseconds(), TimeoutLimit: p.lim.Timeout, MemoryLimit: p.lim.Memory}
+	res := executor.Result{Duration: duration, DurationMS: duration.Milliseconds(), TimeoutLimit: p.lim.Timeout, MemoryLimit: p.lim.Memory}
 	var outCut, errCut bool
 	res.Stdout, outCut = p.stdout.text()
 	res.Stderr, errCut = p.stderr.text()
@@ -312,13 +313,13 @@ func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	if !started && !timedOut && !canceled {
-		return Result{}, errStale
+		return executor.Result{}, errStale
 	}
 	// The init reports how python ended unless it was killed. Killed but not
 	// by us: the sandbox died under the snippet (a pooled one killed from
 	// outside while it was handed over), so a fresh sandbox must take it.
 	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit {
-		return Result{}, errStale
+		return executor.Result{}, errStale
 	}
 	if err := p.exitStatus(&res); err != nil {
 		return res, err
@@ -327,7 +328,7 @@ func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 		timedOut = true
 	}
 	if canceled {
-		return res, &Error{Code: ErrCanceled, Message: "run canceled", Err: ctx.Err()}
+		return res, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
 	}
 	res.Timeout = timedOut
 	res.Success = res.ExitCode == 0 && res.Signal == "" && !res.Timeout && !res.OutputLimit
@@ -345,14 +346,14 @@ func (p *proc) run(ctx context.Context, req Request) (Result, error) {
 
 // exitStatus fills in how python ended: from stage 1's report when it ran
 // in namespaces, else from the process itself.
-func (p *proc) exitStatus(res *Result) error {
+func (p *proc) exitStatus(res *executor.Result) error {
 	if len(p.initStatus) > 0 {
 		var st initStatus
 		if err := json.Unmarshal(p.initStatus, &st); err != nil {
-			return &Error{Code: ErrInternal, Message: "read sandbox status", Err: err}
+			return &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
 		}
 		if st.Error != "" {
-			return &Error{Code: ErrInternal, Message: "sandbox failed", Err: errors.New(st.Error)}
+			return &executor.Error{Code: executor.ErrInternal, Message: "sandbox failed", Err: errors.New(st.Error)}
 		}
 		res.ExitCode = st.ExitCode
 		if st.Signal != 0 {

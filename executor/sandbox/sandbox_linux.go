@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"encoding/json"
@@ -18,7 +18,17 @@ import (
 // stagingRoot is where stage 1 builds the new root before pivot_root.
 const stagingRoot = "/tmp"
 
-func init() {
+// Main runs the sandbox stage this process was started as, and exits; in
+// any other process it returns at once. A sandbox re-executes the running
+// binary (/proc/self/exe) as its init, so call Main first thing in main, and
+// in the TestMain of every test binary that starts sandboxes, the way
+// os/exec's tests start their helper processes. New and Doctor refuse to
+// start sandboxes in a process that has not called it.
+func Main() {
+	mainCalled.Store(true)
+	if len(os.Args) == 0 {
+		return
+	}
 	switch filepath.Base(os.Args[0]) {
 	case initMarker:
 		sandboxInit()
@@ -62,7 +72,7 @@ func sandboxInit() {
 	if err := buildRoot(spec); err != nil {
 		die(fdInitStatus, err)
 	}
-	if err := unix.Sethostname([]byte("sandbox")); err != nil {
+	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
 		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
 	}
 	// Lock down this thread only: python is forked from it and inherits
@@ -117,7 +127,7 @@ func buildRoot(spec stageSpec) error {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
 	r := stagingRoot
-	if err := unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,nr_inodes=1024,mode=755"); err != nil {
+	if err := unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, policy.RootTmpfs); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
 	for _, dir := range spec.Binds {
@@ -144,20 +154,20 @@ func buildRoot(spec stageSpec) error {
 	if err := buildDev(r + "/dev"); err != nil {
 		return err
 	}
-	if err := os.Mkdir(r+sandboxDir, 0o755); err != nil {
+	if err := os.Mkdir(r+policy.WorkDir, 0o755); err != nil {
 		return err
 	}
-	work := fmt.Sprintf("size=%d,nr_inodes=4096,mode=700,uid=%d,gid=%d", spec.WorkBytes, spec.UID, spec.GID)
-	if err := unix.Mount("tmpfs", r+sandboxDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, work); err != nil {
+	work := fmt.Sprintf("size=%d,nr_inodes=%d,mode=700,uid=%d,gid=%d", spec.WorkBytes, policy.WorkInodes, spec.UID, spec.GID)
+	if err := unix.Mount("tmpfs", r+policy.WorkDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, work); err != nil {
 		return fmt.Errorf("mount work dir: %w", err)
 	}
-	if err := os.Symlink(sandboxDir, r+"/tmp"); err != nil {
+	if err := os.Symlink(policy.WorkDir, r+"/tmp"); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(r+"/etc", 0o755); err != nil {
 		return err
 	}
-	passwd := fmt.Sprintf("root:x:0:0::/:/bin/false\nsandbox:x:%d:%d::%s:/bin/false\n", spec.UID, spec.GID, sandboxDir)
+	passwd := fmt.Sprintf("root:x:0:0::/:/bin/false\nsandbox:x:%d:%d::%s:/bin/false\n", spec.UID, spec.GID, policy.WorkDir)
 	if err := os.WriteFile(r+"/etc/passwd", []byte(passwd), 0o644); err != nil {
 		return err
 	}
@@ -165,12 +175,11 @@ func buildRoot(spec stageSpec) error {
 		return err
 	}
 	// /proc must be mounted while the host's /proc is still visible, or the
-	// kernel refuses it as "too revealing". hidepid hides PID 1 (the init,
-	// another uid); subset=pid leaves out /proc/sys and friends.
+	// kernel refuses it as "too revealing".
 	if err := os.Mkdir(r+"/proc", 0o555); err != nil {
 		return err
 	}
-	if err := unix.Mount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=invisible,subset=pid"); err != nil {
+	if err := unix.Mount("proc", r+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, policy.ProcOptions); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	if err := os.Mkdir(r+"/.old", 0o700); err != nil {
@@ -194,15 +203,15 @@ func buildRoot(spec stageSpec) error {
 	return nil
 }
 
-// buildDev makes a /dev with null, zero, random and urandom only.
+// buildDev makes a /dev with the policy's devices and links only.
 func buildDev(dev string) error {
 	if err := os.Mkdir(dev, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=755"); err != nil {
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, policy.DevTmpfs); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
-	for _, name := range []string{"null", "zero", "random", "urandom"} {
+	for _, name := range policy.Devices {
 		if err := touch(dev + "/" + name); err != nil {
 			return err
 		}
@@ -210,12 +219,12 @@ func buildDev(dev string) error {
 			return fmt.Errorf("bind /dev/%s: %w", name, err)
 		}
 	}
-	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+	for name, target := range policy.DevLinks {
 		if err := os.Symlink(target, dev+"/"+name); err != nil {
 			return err
 		}
 	}
-	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=755")
+	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, policy.DevTmpfs)
 }
 
 func touch(path string) error {

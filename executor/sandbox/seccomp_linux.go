@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"encoding/binary"
@@ -12,47 +12,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// deniedSyscalls fail with EPERM inside the sandbox: debugging other
-// processes, changing mounts or namespaces, kernel keyrings, BPF, perf,
-// modules, clocks and the like. None of them is needed to run Python.
-var deniedSyscalls = []string{
-	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
-	"mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-	"open_by_handle_at", "name_to_handle_at",
-	"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-	"swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-	"sethostname", "setdomainname", "iopl", "ioperm",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"personality", "lookup_dcookie", "fanotify_init",
-}
+// socketFamilies are the address families policy.DeniedSocketFamilies may name.
+var socketFamilies = map[string]uint64{"AF_INET": unix.AF_INET, "AF_INET6": unix.AF_INET6, "AF_PACKET": unix.AF_PACKET}
 
-// namespaceFlags are the clone flags that would create new namespaces.
-var namespaceFlags = []uint64{
-	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
-	unix.CLONE_NEWIPC, unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
-}
-
-// deniedSocketFamilies cannot be created: no IP networking, no raw packets.
-var deniedSocketFamilies = []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_PACKET}
-
-// seccompProgram builds the sandbox's filter: kill the process on any
-// syscall of a foreign ABI (int 0x80, x32), then a blocklist.
+// seccompProgram builds the sandbox's filter from the policy: kill the
+// process on any syscall of a foreign ABI (int 0x80, x32), then a
+// blocklist.
 func seccompProgram() ([]bpf.Instruction, error) {
 	native, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
 	}
 	var conditional []seccomp.NameWithConditions
-	for _, flag := range namespaceFlags {
+	for _, name := range policy.CloneDenied {
+		flag, ok := cloneFlags[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown namespace %q", name)
+		}
 		conditional = append(conditional, seccomp.NameWithConditions{
 			Name:       "clone",
-			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: flag}},
+			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: uint64(flag)}},
 		})
 	}
-	for _, family := range deniedSocketFamilies {
+	for _, name := range policy.DeniedSocketFamilies {
+		family, ok := socketFamilies[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown socket family %q", name)
+		}
 		for _, call := range []string{"socket", "socketpair"} {
 			conditional = append(conditional, seccomp.NameWithConditions{
 				Name:       call,
@@ -60,17 +46,17 @@ func seccompProgram() ([]bpf.Instruction, error) {
 			})
 		}
 	}
-	policy := seccomp.Policy{
+	filter := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: deniedSyscalls},
+			{Action: seccomp.ActionErrno, Names: policy.DeniedSyscalls},
 			// clone3 passes its flags in memory a filter cannot read; ENOSYS
 			// makes the C library fall back to clone, whose flags it can.
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 			{Action: seccomp.ActionErrno, NamesWithCondtions: conditional},
 		},
 	}
-	body, err := policy.Assemble()
+	body, err := filter.Assemble()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ const (
 )
 
 func TestParseConfigDefaults(t *testing.T) {
-	c, err := ParseConfig(Env{})
+	c, err := Parse(Env{}, All)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,13 @@ func TestParseConfigValues(t *testing.T) {
 		check func(Config) bool
 	}{
 		{"timeout ms", Env{"RUNBLOCK_TIMEOUT": "1500ms"}, func(c Config) bool { return c.Executor.Timeout == 1500*time.Millisecond }},
-		{"memory", Env{"RUNBLOCK_MEMORY_MB": "512"}, func(c Config) bool { return c.Executor.MemoryBytes == 512<<20 }},
+		{"memory", Env{"RUNBLOCK_MEMORY": "512MiB"}, func(c Config) bool { return c.Executor.MemoryBytes == 512<<20 }},
+		{"memory bare MiB", Env{"RUNBLOCK_MEMORY": "512"}, func(c Config) bool { return c.Executor.MemoryBytes == 512<<20 }},
+		{"memory old name", Env{"RUNBLOCK_MEMORY_MB": "512"}, func(c Config) bool { return c.Executor.MemoryBytes == 512<<20 }},
+		{"memory old name with unit", Env{"RUNBLOCK_MEMORY_MB": "1GiB"}, func(c Config) bool { return c.Executor.MemoryBytes == 1<<30 }},
+		{"memory new name wins", Env{"RUNBLOCK_MEMORY": "300MiB", "RUNBLOCK_MEMORY_MB": "512"}, func(c Config) bool { return c.Executor.MemoryBytes == 300<<20 }},
+		{"python on PATH", Env{"RUNBLOCK_PYTHON": "python3"}, func(c Config) bool { return c.Executor.Python == "python3" }},
+		{"pool capped by default", Env{"RUNBLOCK_CONCURRENCY": "500"}, func(c Config) bool { return c.Executor.Pool == MaxPool }},
 		{"output bytes plain", Env{"RUNBLOCK_MAX_OUTPUT_BYTES": "4096"}, func(c Config) bool { return c.Executor.MaxOutputBytes == 4096 }},
 		{"code bytes unit", Env{"RUNBLOCK_MAX_CODE_BYTES": "2MiB"}, func(c Config) bool { return c.Executor.MaxCodeBytes == 2<<20 }},
 		{"allow unisolated", Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, func(c Config) bool { return c.Executor.AllowUnisolated }},
@@ -94,6 +101,10 @@ func TestParseConfigValues(t *testing.T) {
 		{"slack channels", Env{"SLACK_CHANNELS": "C1, C2,,C3 "}, func(c Config) bool { return slices.Equal(c.Slack.Channels, []string{"C1", "C2", "C3"}) }},
 		{"slack reaction colons", Env{"SLACK_RUN_REACTION": ":rocket:"}, func(c Config) bool { return c.Slack.RunReaction == "rocket" }},
 		{"slack edit window off", Env{"SLACK_EDIT_WINDOW": "0s"}, func(c Config) bool { return c.Slack.EditWindow == 0 }},
+		{"discord edit window off", Env{"DISCORD_EDIT_WINDOW": "0s"}, func(c Config) bool { return c.Discord.EditWindow == 0 }},
+		{"discord.py's token name", Env{"DISCORD_TOKEN": testDiscord}, func(c Config) bool {
+			return c.Discord.Token == testDiscord && len(c.Warnings) == 0 && len(c.Notes) == 1 && strings.Contains(c.Notes[0], "DISCORD_BOT_TOKEN")
+		}},
 		{"discord", Env{"DISCORD_BOT_TOKEN": testDiscord, "DISCORD_GUILD_ID": "123456789012345678", "DISCORD_PREFIX": "?py"}, func(c Config) bool {
 			return c.DiscordEnabled() && c.Discord.GuildID == "123456789012345678" && c.Discord.Prefix == "?py"
 		}},
@@ -116,7 +127,7 @@ func TestParseConfigValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := ParseConfig(tt.env)
+			c, err := Parse(tt.env, All)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,10 +150,16 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duration negative", Env{"RUNBLOCK_TIMEOUT": "-1s"}, "RUNBLOCK_TIMEOUT", "positive"},
 		{"duration zero", Env{"RUNBLOCK_DRAIN_TIMEOUT": "0s"}, "RUNBLOCK_DRAIN_TIMEOUT", "positive"},
 		{"edit window negative", Env{"DISCORD_EDIT_WINDOW": "-5m"}, "DISCORD_EDIT_WINDOW", "positive"},
-		{"discord edit window zero", Env{"DISCORD_EDIT_WINDOW": "0s"}, "DISCORD_EDIT_WINDOW", "positive"},
-		{"memory negative", Env{"RUNBLOCK_MEMORY_MB": "-256"}, "RUNBLOCK_MEMORY_MB", "negative"},
-		{"memory zero", Env{"RUNBLOCK_MEMORY_MB": "0"}, "RUNBLOCK_MEMORY_MB", "at least 1"},
-		{"memory with unit", Env{"RUNBLOCK_MEMORY_MB": "256MiB"}, "RUNBLOCK_MEMORY_MB", "256"},
+		{"memory negative", Env{"RUNBLOCK_MEMORY_MB": "-256"}, "RUNBLOCK_MEMORY_MB", "64 MiB"},
+		{"memory zero", Env{"RUNBLOCK_MEMORY": "0"}, "RUNBLOCK_MEMORY", "64 MiB"},
+		{"memory too small to start python", Env{"RUNBLOCK_MEMORY_MB": "8"}, "RUNBLOCK_MEMORY_MB", "256MiB"},
+		{"memory bad unit", Env{"RUNBLOCK_MEMORY": "256 parsecs"}, "RUNBLOCK_MEMORY", "256MiB"},
+		{"python missing", Env{"RUNBLOCK_PYTHON": "/nonexistent/python3"}, "RUNBLOCK_PYTHON", "/usr/bin/python3"},
+		{"python not on PATH", Env{"RUNBLOCK_PYTHON": "python2.1-nowhere"}, "RUNBLOCK_PYTHON", "/usr/bin/python3"},
+		{"python a directory", Env{"RUNBLOCK_PYTHON": "/usr/bin"}, "RUNBLOCK_PYTHON", "executable"},
+		{"pool huge", Env{"RUNBLOCK_POOL": "100000"}, "RUNBLOCK_POOL", "at most 64"},
+		{"concurrency huge", Env{"RUNBLOCK_CONCURRENCY": "100000"}, "RUNBLOCK_CONCURRENCY", "at most"},
+		{"discord.py's token name checked", Env{"DISCORD_TOKEN": "SECRETnodots"}, "DISCORD_TOKEN", "developer portal"},
 		{"output bytes bad unit", Env{"RUNBLOCK_MAX_OUTPUT_BYTES": "1 parsec"}, "RUNBLOCK_MAX_OUTPUT_BYTES", "1MiB"},
 		{"code bytes negative", Env{"RUNBLOCK_MAX_CODE_BYTES": "-1"}, "RUNBLOCK_MAX_CODE_BYTES", "positive"},
 		{"bool", Env{"RUNBLOCK_ALLOW_UNISOLATED": "maybe"}, "RUNBLOCK_ALLOW_UNISOLATED", "1 or 0"},
@@ -173,10 +190,10 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseConfig(tt.env)
-			var ce *ConfigError
+			_, err := Parse(tt.env, All)
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("got %v, want a *ConfigError", err)
+				t.Fatalf("got %v, want a *Error", err)
 			}
 			msg := err.Error()
 			if ce.Var != tt.varName || !strings.HasPrefix(msg, tt.varName) {
@@ -198,14 +215,22 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 // TestEnvExampleDocumentsEveryVariable checks that .env.example lists
-// exactly the variables runblock reads, and that its values are the defaults.
+// exactly the variables runblock reads, each commented out (a copy used as
+// Docker's --env-file sets nothing) at its default value.
 func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
-	f, err := os.Open(".env.example")
+	b, err := os.ReadFile("../../.env.example")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	example, err := godotenv.Parse(f)
+	active, err := godotenv.UnmarshalBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 0 {
+		t.Errorf(".env.example sets %v; leave every setting commented out", active)
+	}
+	uncommented := regexp.MustCompile(`(?m)^#([A-Z][A-Z0-9_]*=)`).ReplaceAll(b, []byte("$1"))
+	example, err := godotenv.UnmarshalBytes(uncommented)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +244,11 @@ func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
 			t.Errorf(".env.example has %s, which runblock does not read", k)
 		}
 	}
-	fromExample, err := ParseConfig(Env(example))
+	fromExample, err := Parse(Env(example), All)
 	if err != nil {
 		t.Fatalf(".env.example does not parse: %v", err)
 	}
-	defaults, err := ParseConfig(Env{})
+	defaults, err := Parse(Env{}, All)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +295,9 @@ func TestParseSize(t *testing.T) {
 		{"MiB", 1, 0, false},
 	}
 	for _, tt := range tests {
-		got, err := parseSize(tt.in, tt.unit)
+		got, err := ParseSize(tt.in, tt.unit)
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseSize(%q, %d) = %d, %v; want %d, ok=%v", tt.in, tt.unit, got, err, tt.want, tt.ok)
+			t.Errorf("ParseSize(%q, %d) = %d, %v; want %d, ok=%v", tt.in, tt.unit, got, err, tt.want, tt.ok)
 		}
 	}
 }
@@ -282,16 +307,16 @@ func TestParseSize(t *testing.T) {
 func TestLogsNeverShowTokens(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			cfg, err := ParseConfig(Env{
+			cfg, err := Parse(Env{
 				"SLACK_BOT_TOKEN": testBotToken, "SLACK_APP_TOKEN": testAppToken,
 				"SLACK_SIGNING_SECRET": testSigning, "RUNBLOCK_HTTP_ADDR": ":0",
 				"DISCORD_BOT_TOKEN": testDiscord, "LOG_FORMAT": format, "LOG_LEVEL": "debug",
-			})
+			}, All)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			log := newLogger(&buf, cfg)
+			log := NewLogger(&buf, cfg)
 			log.Info("starting runblock", "config", cfg)
 			log.Error("connect failed", "err", errors.New("GET https://slack.test/api?token="+testBotToken+": 401"))
 			log.Debug("header "+testDiscord, "token", testAppToken, "list", []string{testSigning})
@@ -309,5 +334,72 @@ func TestLogsNeverShowTokens(t *testing.T) {
 				t.Errorf("Secrets() = %d values, want 4", len(cfg.Secrets()))
 			}
 		})
+	}
+}
+
+// TestLoadEnvMalformedFileHidesValues: a broken .env is reported by line,
+// never by content, which may hold a token.
+func TestLoadEnvMalformedFileHidesValues(t *testing.T) {
+	tests := []struct {
+		name, content, want string
+	}{
+		{"space instead of =", "LOG_LEVEL=debug\nSLACK_BOT_TOKEN " + testBotToken + "\n", "line 2 is not a setting"},
+		{"unterminated quote", "# tokens\nSLACK_BOT_TOKEN=\"" + testBotToken + "\nSLACK_APP_TOKEN=" + testAppToken + "\n", "quote opened on line 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), ".env")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadEnv(nil, path)
+			if err == nil {
+				t.Fatal("LoadEnv accepted a malformed file")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "KEY=value") {
+				t.Errorf("error %q does not say %q and the fix", msg, tt.want)
+			}
+			for _, secret := range []string{testBotToken, testAppToken, "SECRET"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("error %q quotes the file", msg)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONLogDurationsInMilliseconds: JSON logs carry durations as numbers
+// of milliseconds under a key that says so; text logs keep Go's form.
+func TestJSONLogDurationsInMilliseconds(t *testing.T) {
+	for format, want := range map[string]string{"json": `"took_ms":1500.25`, "text": "took=1.50025s"} {
+		cfg, err := Parse(Env{"LOG_FORMAT": format}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		NewLogger(&buf, cfg).Info("run", "took", 1500250*time.Microsecond)
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("%s log %q lacks %s", format, buf.String(), want)
+		}
+	}
+}
+
+// TestPartsValidateOnlyWhatACommandUses: exec and doctor read the sandbox
+// settings only, so a chat setting they never use cannot stop them.
+func TestPartsValidateOnlyWhatACommandUses(t *testing.T) {
+	env := Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_SIGNING_SECRET": testSigning, "RUNBLOCK_TIMEOUT": "2s"}
+	if _, err := Parse(env, All); err == nil {
+		t.Fatal("serve accepted a signing secret without RUNBLOCK_HTTP_ADDR")
+	}
+	c, err := Parse(env, Sandbox)
+	if err != nil {
+		t.Fatalf("the sandbox part refused a chat setting: %v", err)
+	}
+	if c.Executor.Timeout != 2*time.Second || c.SlackEnabled() {
+		t.Errorf("sandbox part: %+v", c)
+	}
+	if _, err := Parse(Env{"RUNBLOCK_TIMEOUT": "soon"}, Chat); err != nil {
+		t.Errorf("the chat part read a sandbox setting: %v", err)
 	}
 }

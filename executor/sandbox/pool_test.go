@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/runblock/runblock/executor"
 )
 
 func newPooled(t *testing.T, size int) *Executor {
@@ -25,9 +27,9 @@ func newPooled(t *testing.T, size int) *Executor {
 }
 
 // runPooled runs code in a sandbox taken from the pool, waiting for one.
-func runPooled(t *testing.T, e *Executor, code string) Result {
+func runPooled(t *testing.T, e *Executor, code string) executor.Result {
 	t.Helper()
-	res, err := (<-e.pool.idle).run(context.Background(), Request{Code: code})
+	res, err := (<-e.pool.idle).run(context.Background(), executor.Request{Code: code})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 	}
 	// Two sandboxes take a moment to start; take one to know one is ready.
 	sb := <-e.pool.idle
-	if _, err := sb.run(context.Background(), Request{Code: "pass"}); err != nil {
+	if _, err := sb.run(context.Background(), executor.Request{Code: "pass"}); err != nil {
 		t.Fatal(err)
 	}
 	before := children(t)
@@ -102,13 +104,13 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 	for fresh == nil {
 		fresh = <-e.pool.idle
 		if slices.Contains(before, fresh.cmd.Process.Pid) {
-			if _, err := fresh.run(context.Background(), Request{Code: "pass"}); err != errStale {
+			if _, err := fresh.run(context.Background(), executor.Request{Code: "pass"}); err != errStale {
 				t.Errorf("run on a killed sandbox: %v, want errStale", err)
 			}
 			fresh = nil
 		}
 	}
-	res, err := fresh.run(context.Background(), Request{Code: "print('still here')"})
+	res, err := fresh.run(context.Background(), executor.Request{Code: "print('still here')"})
 	if err != nil || res.Stdout != "still here\n" {
 		t.Fatalf("after the idle sandboxes died: %+v %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/runblock/runblock/executor"
 )
 
 //go:embed canary.py
@@ -16,9 +18,13 @@ var canarySource string
 
 // probe finds python and the strongest tier that works here.
 func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
+	if !mainCalled.Load() {
+		return nil, Report{Tier: TierNone}, executor.Errorf(executor.ErrInternal,
+			"sandbox.Main was not called first thing in main (or in TestMain): sandboxes re-execute this binary as their init")
+	}
 	py, err := findPython(ctx, cfg.Python)
 	if err != nil {
-		return nil, Report{Tier: TierNone}, &Error{Code: ErrUnavailable, Message: "no usable python", Err: err}
+		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python", Err: err}
 	}
 	report := Report{Python: fmt.Sprintf("%s (Python %s)", py.Executable, py.Version)}
 	var reasons []string
@@ -50,13 +56,13 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	}
 	if err != nil {
 		report.Tier = TierNone
-		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
+		return nil, report, &executor.Error{Code: executor.ErrUnavailable, Message: "no isolation tier works on this machine (" +
 			strings.Join(reasons, "; ") + ") and python does not run even without isolation", Err: err}
 	}
 	report.Layers = layers
 	if !cfg.AllowUnisolated {
 		report.Tier = TierNone
-		return nil, report, &Error{Code: ErrUnavailable, Message: "no isolation tier works on this machine (" +
+		return nil, report, &executor.Error{Code: executor.ErrUnavailable, Message: "no isolation tier works on this machine (" +
 			strings.Join(reasons, "; ") + "); set RUNBLOCK_ALLOW_UNISOLATED=1 to run snippets with the guard prelude alone (unsafe)"}
 	}
 	report.Tier = TierUnisolated
@@ -119,7 +125,7 @@ func canary(ctx context.Context, cfg Config, pl *plan) ([]Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.run(ctx, Request{Code: canarySource, Stdin: marker.Name()})
+	res, err := p.run(ctx, executor.Request{Code: canarySource, Stdin: marker.Name()})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +148,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		ok := own != "" && got != own && !strings.HasPrefix(got, "error")
 		return Layer{Name: name, Active: ns, Verified: ns && ok && extra, Detail: detail}
 	}
-	expectedRoot := map[string]bool{"dev": true, "proc": true, "tmp": true, "etc": true, strings.TrimPrefix(sandboxDir, "/"): true}
+	expectedRoot := map[string]bool{"dev": true, "proc": true, "tmp": true, "etc": true, strings.TrimPrefix(policy.WorkDir, "/"): true}
 	for _, p := range slices.Concat(pl.binds, pl.files, mapKeys(pl.symlinks)) {
 		expectedRoot[strings.Split(strings.TrimPrefix(p, "/"), "/")[0]] = true
 	}
@@ -157,7 +163,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		nsLayer("pid-namespace", "pid", c.PID < 64, "own PID namespace and /proc; killing its init ends every process"),
 		nsLayer("network-namespace", "net", onlyLoopback, "no network interfaces, loopback down"),
 		nsLayer("ipc-namespace", "ipc", true, ""),
-		nsLayer("uts-namespace", "uts", c.Hostname == "sandbox", ""),
+		nsLayer("uts-namespace", "uts", c.Hostname == policy.Hostname, ""),
 		nsLayer("cgroup-namespace", "cgroup", true, ""),
 	}
 
@@ -166,8 +172,8 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 	case pl.hostUID < 0:
 		uid.Detail = fmt.Sprintf("service is not root: the snippet runs as the service's uid %d (root of its own user namespace only)", os.Geteuid())
 	case ns:
-		uid.Verified = c.UID == sandboxID
-		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", sandboxID, pl.hostUID)
+		uid.Verified = c.UID == policy.UID
+		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", policy.UID, pl.hostUID)
 	default:
 		uid.Verified = c.UID == pl.hostUID
 		uid.Detail = fmt.Sprintf("host uid %d", pl.hostUID)
@@ -194,7 +200,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		Detail: memory + ", CPU, file size, open files, processes, no core dumps"})
 	envOK := true
 	for _, k := range c.Env {
-		envOK = envOK && slices.Contains([]string{"PATH", "LANG", "LC_ALL", "PYTHONIOENCODING", "OMP_NUM_THREADS", "HOME", "TMPDIR"}, k)
+		envOK = envOK && slices.ContainsFunc(env(""), func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 	}
 	layers = append(layers,
 		Layer{Name: "scrubbed-environment", Active: true, Verified: envOK},

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package executor
+package sandbox
 
 import (
 	"context"
@@ -12,6 +12,10 @@ import (
 // Without Linux there is no kernel isolation to try: only the guard-only
 // tier, which needs RUNBLOCK_ALLOW_UNISOLATED (see probe).
 var tiers []layerSet
+
+// Main only records that it was called: without Linux no sandbox stage
+// re-executes the binary. See the Linux Main.
+func Main() { mainCalled.Store(true) }
 
 // addressSpaceLimit: macOS refuses RLIMIT_AS, so memory is not bounded here.
 const addressSpaceLimit = false

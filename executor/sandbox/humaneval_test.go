@@ -1,4 +1,4 @@
-package executor
+package sandbox
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runblock/runblock/executor"
 )
 
 // TestHumanEval runs the 164 HumanEval programs with their canonical
@@ -34,7 +36,7 @@ func TestHumanEval(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for j := range jobs {
-				res, err := e.Run(context.Background(), Request{Code: j.code, Timeout: 20 * time.Second})
+				res, err := e.Run(context.Background(), executor.Request{Code: j.code, Timeout: 20 * time.Second})
 				switch {
 				case err != nil:
 					t.Errorf("%s: %v", j.name, err)
