@@ -31,8 +31,14 @@ var stack struct {
 
 // realRunner returns the shared scheduler in front of a real executor that
 // runs real Python.
+//
+// The end-to-end tests take turns, two at a time (the scheduler's
+// concurrency), so that each test's deadline starts when its runs can
+// start, not behind every other test's; the other tests run meanwhile.
 func realRunner(t testing.TB) discord.Runner {
 	t.Helper()
+	e2eTurns <- struct{}{}
+	t.Cleanup(func() { <-e2eTurns })
 	stack.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -46,6 +52,8 @@ func realRunner(t testing.TB) discord.Runner {
 	}
 	return stack.sched
 }
+
+var e2eTurns = make(chan struct{}, 2)
 
 func closeStack() {
 	if stack.sched == nil {

@@ -17,8 +17,13 @@ import (
 
 // python returns the real thing behind the adapter: a scheduler in front of
 // an executor running each snippet in a fresh Python subprocess.
+//
+// The Python tests take turns, two at a time, so that each test's deadline
+// starts when its runs can start; the other tests run meanwhile.
 func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	t.Helper()
+	pythonTurns <- struct{}{}
+	t.Cleanup(func() { <-pythonTurns })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 2 * time.Second, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
@@ -34,6 +39,8 @@ func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	})
 	return sched
 }
+
+var pythonTurns = make(chan struct{}, 2)
 
 func TestPythonMentionOKAndError(t *testing.T) {
 	t.Parallel()
