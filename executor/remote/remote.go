@@ -386,7 +386,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			if full != nil {
 				return executor.Result{}, full
 			}
-			return executor.Result{}, &executor.Error{Code: executor.ErrUnavailable, Message: "executor unavailable, try again", Err: last}
+			return executor.Result{}, r.unavailable(last)
 		}
 		tried[e.base] = true
 		res, out, err := r.attempt(ctx, e.base, body)
@@ -410,10 +410,16 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			deaths++
 			r.log.Warn("executor failed mid-run", "url", e.base, "err", err, "retrying", deaths == 1)
 			if deaths > 1 {
-				return executor.Result{}, &executor.Error{Code: executor.ErrUnavailable, Message: "executor unavailable, try again", Err: err}
+				return executor.Result{}, r.unavailable(err)
 			}
 		}
 	}
+}
+
+// unavailable is the error of a run no executor could take: worth trying
+// again once the next refresh has looked for executors.
+func (r *Runner) unavailable(err error) *executor.Error {
+	return &executor.Error{Code: executor.ErrUnavailable, Message: "executor unavailable, try again", RetryAfter: r.cfg.Refresh, Err: err}
 }
 
 func isBusy(err error) bool { return executor.ErrorCode(err) == executor.ErrBusy }

@@ -19,6 +19,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
@@ -210,6 +211,9 @@ func TestDeathMidRunRetriesOnce(t *testing.T) {
 	_, err = run(t, r2, "x")
 	if executor.ErrorCode(err) != executor.ErrUnavailable || !strings.Contains(err.Error(), "executor unavailable, try again") {
 		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if got := formatting.RenderError(formatting.Slack, err); !strings.Contains(got, "no executor could take the run; try again in") {
+		t.Errorf("the chat line is %q", got)
 	}
 	if n := d1.runs.Load() + d2.runs.Load() + d3.runs.Load(); n != 2 {
 		t.Errorf("%d attempts, want 2", n)
