@@ -475,8 +475,9 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte) (executo
 		return executor.Result{}, skipped, fmt.Errorf("%s: %s", base, msg)
 	case http.StatusRequestEntityTooLarge:
 		return executor.Result{}, refused, executor.Errorf(executor.ErrTooLarge, "%s", msg)
-	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		return executor.Result{}, died, fmt.Errorf("%s: %s", base, msg)
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		// The executor failed, not the request: worth the one retry.
+		return executor.Result{}, died, fmt.Errorf("%s: %d %s", base, resp.StatusCode, msg)
 	}
 	r.log.Error("executor refused the run", "url", base, "status", resp.StatusCode, "err", msg)
 	return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", resp.StatusCode, msg)}

@@ -205,6 +205,13 @@ func TestDeathMidRunRetriesOnce(t *testing.T) {
 		t.Errorf("the dead executor was tried again: %d runs, %v", dead.runs.Load(), err)
 	}
 
+	// An executor failing the run (500) costs the retry too.
+	broken := newFake(t, 8, status(http.StatusInternalServerError))
+	r3 := open(t, remote.Config{URLs: []string{broken.srv.URL, ok.srv.URL}})
+	if res, err := run(t, r3, "z"); err != nil || res.Stdout != "ok:z" || broken.runs.Load() != 1 {
+		t.Fatalf("run = %+v, %v; broken got %d runs", res, err, broken.runs.Load())
+	}
+
 	// Two deaths: one retry only, then a clear error.
 	d1, d2, d3 := newFake(t, 1, die), newFake(t, 1, die), newFake(t, 1, die)
 	r2 := open(t, remote.Config{URLs: []string{d1.srv.URL, d2.srv.URL, d3.srv.URL}})
