@@ -368,3 +368,21 @@ func TestCanaryFailureFailsOpen(t *testing.T) {
 		t.Fatalf("Open = %v, want a canary error", err)
 	}
 }
+
+// TestSnekboxFilesOut returns the files a run wrote as snekbox does: path,
+// size and base64 content.
+func TestSnekboxFilesOut(t *testing.T) {
+	r := canaryOK(func(context.Context, executor.Request) (executor.Result, error) {
+		return executor.Result{Success: true, Files: []executor.File{{Path: "plot.png", Size: 3, MIME: "image/png", Content: []byte("png")}}}, nil
+	})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{})
+	m := post(t, s.url+"/eval", `{"input":"1"}`).json(t)
+	files, _ := m["files"].([]any)
+	if len(files) != 1 {
+		t.Fatalf("files %v", m["files"])
+	}
+	f := files[0].(map[string]any)
+	if f["path"] != "plot.png" || f["size"] != 3.0 || f["content"] != b64("png") {
+		t.Errorf("file %v", f)
+	}
+}

@@ -88,11 +88,11 @@ func (h *Handler) snekbox(w http.ResponseWriter, r *http.Request, client string)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, snekboxResponse{
-		Stdout:     res.Stdout + res.Stderr,
-		Returncode: shellStatus(res),
-		Files:      []snekboxFile{},
-	})
+	out := snekboxResponse{Stdout: res.Stdout + res.Stderr, Returncode: shellStatus(res), Files: []snekboxFile{}}
+	for _, f := range res.Files {
+		out.Files = append(out.Files, snekboxFile{Path: f.Path, Size: len(f.Content), Content: base64.StdEncoding.EncodeToString(f.Content)})
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
