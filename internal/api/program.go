@@ -83,6 +83,13 @@ func (p program) request(lim limits) (executor.Request, error) {
 		return executor.Request{}, err
 	}
 	req.Code = launcher + "\n_runblock_launch(\"" + base64.StdEncoding.EncodeToString(spec) + "\")\n"
+	// A sandbox that places files and arguments itself gets them too: the
+	// launcher then finds the files in place and leaves them untouched, so
+	// they do not come back as files the run wrote.
+	req.Args = p.argv[1:]
+	for _, f := range p.files {
+		req.Files = append(req.Files, executor.File{Path: f.Path, Size: int64(len(f.Data)), Content: f.Data})
+	}
 	return req, nil
 }
 
