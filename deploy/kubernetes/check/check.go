@@ -48,13 +48,12 @@ type Manifests struct {
 	Budgets      []*policyv1.PodDisruptionBudget
 	Autoscalers  []*autoscalingv2.HorizontalPodAutoscaler
 	Kustomize    Kustomization
-	Dir          string
 	resourceByID map[string]string // kind/name -> file
 }
 
 // Load reads dir's kustomization.yaml and decodes every resource strictly.
 func Load(dir string) (*Manifests, error) {
-	m := &Manifests{Dir: dir, resourceByID: map[string]string{}}
+	m := &Manifests{resourceByID: map[string]string{}}
 	if err := decodeFile(filepath.Join(dir, "kustomization.yaml"), &m.Kustomize); err != nil {
 		return nil, err
 	}
