@@ -390,10 +390,12 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 		}
 		tried[e.base] = true
 		res, out, err := r.attempt(ctx, e.base, body)
-		r.done(e, out == skipped && !isBusy(err) || out == died)
 		if ctx.Err() != nil {
+			// The caller gave up: no word on the executor.
+			r.done(e, false)
 			return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
 		}
+		r.done(e, out == skipped && !isBusy(err) || out == died)
 		switch out {
 		case ran:
 			return res, nil

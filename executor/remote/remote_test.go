@@ -336,3 +336,32 @@ func TestForwardsArgsAndFiles(t *testing.T) {
 		t.Errorf("files %+v", req.Files)
 	}
 }
+
+// TestCancelKeepsTheExecutor: a run its caller cancels does not mark the
+// executor down.
+func TestCancelKeepsTheExecutor(t *testing.T) {
+	started := make(chan struct{})
+	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+		if req.Code == "slow" {
+			close(started)
+			<-r.Context().Done()
+			return
+		}
+		echo("f")(w, r, req)
+	})
+	r := open(t, remote.Config{URLs: []string{f.srv.URL}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(ctx, executor.Request{Code: "slow"})
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; executor.ErrorCode(err) != executor.ErrCanceled {
+		t.Fatalf("err = %v, want canceled", err)
+	}
+	if res, err := run(t, r, "next"); err != nil || res.Stdout != "f:next" {
+		t.Fatalf("after a cancel: %+v, %v", res, err)
+	}
+}
