@@ -357,6 +357,11 @@ func (m *Main) readiness() httpserver.Readiness {
 		r.Adapters[a.name] = ok
 		r.Ready = r.Ready && ok
 	}
+	if m.remote != nil {
+		// What the remote executors take, and the bot's own queue.
+		st := m.scheduler.Stats()
+		r.Load = &httpserver.Load{Capacity: m.remote.Capacity(), Running: st.Running, Queued: st.Queued, QueueSize: m.Config.Scheduler.QueueSize}
+	}
 	return r
 }
 

@@ -156,6 +156,9 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-console.Done()
+	if rd := console.readiness(); rd.Load == nil || rd.Load.Capacity != 6 || rd.Isolation != "remote" {
+		t.Errorf("the bot's readiness %+v does not report the executors' capacity", rd)
+	}
 	if err := console.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
