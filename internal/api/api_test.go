@@ -241,6 +241,9 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("POST %s %.60s: got %d %s, want %d with %q", tc.path, tc.body, resp.status, resp.body, tc.status, tc.message)
 		}
 	}
+	if m := post(t, s.url+"/v1/run", `{"code":1}`).json(t); m["code"] != "bad_request" {
+		t.Errorf("native error %v lacks code bad_request", m)
+	}
 	// Each endpoint answers errors in its anchor's format.
 	for path, field := range map[string]string{"/v1/run": "error", "/eval": "description", "/api/v2/execute": "message"} {
 		m := post(t, s.url+path, `{`).json(t)

@@ -39,9 +39,13 @@ type RunResponse struct {
 	TimeoutLimitMS int64 `json:"timeout_limit_ms"`
 }
 
-// ErrorResponse is the body of a native API error.
+// ErrorResponse is the body of a native API error, as `runblock exec
+// --json` prints a run that could not be made: a message and a code
+// ("bad_request", "unauthorized", "too_large", "busy", "unavailable",
+// "internal").
 type ErrorResponse struct {
 	Error string `json:"error"`
+	Code  string `json:"code"`
 }
 
 // Duration is a JSON number of seconds or a duration string.
@@ -77,7 +81,20 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 func nativeErrors(w http.ResponseWriter, status int, message string) {
-	writeJSON(w, status, ErrorResponse{Error: message})
+	code := "internal"
+	switch status {
+	case http.StatusBadRequest:
+		code = "bad_request"
+	case http.StatusUnauthorized:
+		code = "unauthorized"
+	case http.StatusRequestEntityTooLarge:
+		code = string(executor.ErrTooLarge)
+	case http.StatusTooManyRequests:
+		code = string(executor.ErrBusy)
+	case http.StatusServiceUnavailable:
+		code = string(executor.ErrUnavailable)
+	}
+	writeJSON(w, status, ErrorResponse{Error: message, Code: code})
 }
 
 func (h *Handler) native(w http.ResponseWriter, r *http.Request, client string) error {
