@@ -170,9 +170,19 @@ type Message struct {
 	BotID     string   `json:"bot_id,omitempty"`
 	SubType   string   `json:"subtype,omitempty"`
 	Text      string   `json:"text"`
-	Reactions []string `json:"-"`
+	// Metadata is the message metadata its app attached (chat.postMessage
+	// or chat.update "metadata"); conversations.history and .replies return
+	// it only with include_all_metadata.
+	Metadata  *Metadata `json:"metadata,omitempty"`
+	Reactions []string  `json:"-"`
 	// Edits counts chat.update calls on this message.
 	Edits int `json:"-"`
+}
+
+// Metadata is Slack's message metadata.
+type Metadata struct {
+	EventType    string         `json:"event_type"`
+	EventPayload map[string]any `json:"event_payload"`
 }
 
 // PutMessage stores a message the way Slack would have after a user (or
