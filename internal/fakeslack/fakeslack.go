@@ -163,13 +163,13 @@ func (s *Server) NewID(prefix string) string {
 
 // Message is a message in a channel.
 type Message struct {
-	Channel   string   `json:"-"`
-	TS        string   `json:"ts"`
-	ThreadTS  string   `json:"thread_ts,omitempty"`
-	User      string   `json:"user,omitempty"`
-	BotID     string   `json:"bot_id,omitempty"`
-	SubType   string   `json:"subtype,omitempty"`
-	Text      string   `json:"text"`
+	Channel  string `json:"-"`
+	TS       string `json:"ts"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	User     string `json:"user,omitempty"`
+	BotID    string `json:"bot_id,omitempty"`
+	SubType  string `json:"subtype,omitempty"`
+	Text     string `json:"text"`
 	// Metadata is the message metadata its app attached (chat.postMessage
 	// or chat.update "metadata"); conversations.history and .replies return
 	// it only with include_all_metadata.
