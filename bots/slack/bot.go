@@ -107,6 +107,7 @@ type Bot struct {
 	sources  *keyLock                    // one run per source message at a time
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
 	self     atomic.Pointer[who]         // set by Open
+	openedAt atomic.Int64                // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 
 	mu       sync.Mutex
 	opened   bool
@@ -179,6 +180,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
+	b.openedAt.Store(b.now().UnixNano())
 
 	auth, err := b.api.AuthTestContext(ctx)
 	if err != nil {

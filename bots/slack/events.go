@@ -116,7 +116,7 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent)
 	src := source{
 		what: "mention", team: team, user: ev.User, channel: ev.Channel,
 		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-		text: stripMention(self, ev.Text), triggered: true,
+		text: stripMention(self, ev.Text), triggered: true, first: true,
 	}
 	if !b.allowed(ev.Channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
@@ -139,7 +139,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
 		src := source{
 			what: "channel", team: team, user: ev.User, channel: ev.Channel,
 			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-			text: ev.Text, quiet: !dm,
+			text: ev.Text, quiet: !dm, first: true,
 		}
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
@@ -153,8 +153,12 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
 		if ts == "" && ev.PreviousMessage != nil {
 			ts = ev.PreviousMessage.Timestamp
 		}
+		thread := ts
+		if ev.PreviousMessage != nil && ev.PreviousMessage.ThreadTimestamp != "" {
+			thread = ev.PreviousMessage.ThreadTimestamp
+		}
 		if ts != "" {
-			b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, ev.Channel, ts) })
+			b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, ev.Channel, ts, thread) })
 		}
 	}
 }
@@ -197,13 +201,19 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 
 // tsAge is how long ago a Slack message timestamp ("1700000000.000100") was.
 func tsAge(ts string, now time.Time) (time.Duration, bool) {
+	at, ok := tsTime(ts)
+	return now.Sub(at), ok
+}
+
+// tsTime is the time of a Slack message timestamp.
+func tsTime(ts string) (time.Time, bool) {
 	sec, frac, _ := strings.Cut(ts, ".")
 	s, err := strconv.ParseInt(sec, 10, 64)
 	if err != nil {
-		return 0, false
+		return time.Time{}, false
 	}
 	us, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
-	return now.Sub(time.Unix(s, us*1000)), true
+	return time.Unix(s, us*1000), true
 }
 
 // onReaction runs a message a person reacted to with the run reaction,

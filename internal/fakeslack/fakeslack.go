@@ -140,10 +140,10 @@ func (s *Server) waitFor(ctx context.Context, what string, check func() bool) er
 	return nil
 }
 
-// newTSLocked returns a fresh message timestamp ("1700000000.000101"),
-// starting at the time the server started.
+// newTSLocked returns a fresh message timestamp ("1700000000.000101"):
+// the time now, or just after the last one.
 func (s *Server) newTSLocked() string {
-	s.nextTS++
+	s.nextTS = max(s.nextTS+1, time.Now().UnixMicro())
 	return fmt.Sprintf("%d.%06d", s.nextTS/1_000_000, s.nextTS%1_000_000)
 }
 
