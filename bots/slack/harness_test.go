@@ -128,7 +128,6 @@ func (h *harness) open() {
 	}
 }
 
-
 // channel returns a fresh public channel id.
 func (h *harness) channel() string { return h.fake.NewID("C") }
 
