@@ -134,6 +134,7 @@ type Bot struct {
 	sessions int // READY and RESUMED seen
 
 	ready      atomic.Bool
+	openedAt   atomic.Int64    // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
 	reconnect  chan struct{}
 	stop       chan struct{}
@@ -190,6 +191,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
+	b.openedAt.Store(b.now().UnixNano())
 	if strings.TrimSpace(b.cfg.Token) == "" {
 		return errors.New("discord: no bot token")
 	}

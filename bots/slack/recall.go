@@ -90,13 +90,15 @@ func (b *Bot) recall(ctx context.Context, log *slog.Logger, channel, ts, thread 
 
 // mayHaveAnswered reports whether a message the map does not know may still
 // have a reply: it was posted before this process started (a restart), or
-// so long ago that its entry may have expired.
+// so long ago that its entry may have expired, or the map is full and may
+// have dropped it.
 func (b *Bot) mayHaveAnswered(ts string) bool {
 	at, ok := tsTime(ts)
 	if !ok {
 		return false
 	}
-	return at.Before(time.Unix(0, b.openedAt.Load()).Add(clockSkew)) || b.now().Sub(at) > replyTTL
+	return at.Before(time.Unix(0, b.openedAt.Load()).Add(clockSkew)) || b.now().Sub(at) > replyTTL ||
+		b.replies.Len() >= maxReplies
 }
 
 // lookup finds the bot's reply to the message ts in channel in thread, by

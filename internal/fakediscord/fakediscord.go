@@ -70,7 +70,6 @@ func New(opts Options) *Server {
 		bots:         make(map[string]*Bot),
 		messages:     make(map[string]*discordgo.Message),
 		interactions: make(map[string]*interaction),
-		nextID:       1_000_000_000_000_000,
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -157,11 +156,16 @@ func (s *Server) waitFor(ctx context.Context, what string, check func() bool) er
 	return nil
 }
 
-// newIDLocked returns a fresh snowflake-like id; s.mu must be held.
+// newIDLocked returns a fresh snowflake: the milliseconds since Discord's
+// epoch in the top bits, as discordgo.SnowflakeTimestamp reads them, and
+// each one greater than the last; s.mu must be held.
 func (s *Server) newIDLocked() string {
-	s.nextID++
+	s.nextID = max(s.nextID+1, (time.Now().UnixMilli()-discordEpoch)<<22)
 	return strconv.FormatInt(s.nextID, 10)
 }
+
+// discordEpoch is the first millisecond of 2015, in Unix ms.
+const discordEpoch = 1420070400000
 
 // NewID returns a fresh snowflake-like id, for channels, users and messages
 // that a test invents.
