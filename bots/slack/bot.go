@@ -88,7 +88,11 @@ type Config struct {
 	Channels    []string
 	RunReaction string        // SLACK_RUN_REACTION, default "arrow_forward"
 	EditWindow  time.Duration // SLACK_EDIT_WINDOW: edits within it re-run; 0 = never
-	APIURL      string        // test hook: slack.OptionAPIURL, must end in "/"
+	// APIURL (SLACK_API_URL), when set, replaces "https://slack.com/api/"
+	// as the Web API's base, ending in "/": GovSlack's
+	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
+	// Socket Mode follows: its URL comes from apps.connections.open.
+	APIURL string
 	Render      formatting.RenderOptions
 	Metrics     Metrics // nil: none counted
 }
