@@ -92,9 +92,9 @@ type Config struct {
 	// as the Web API's base, ending in "/": GovSlack's
 	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
 	// Socket Mode follows: its URL comes from apps.connections.open.
-	APIURL string
-	Render      formatting.RenderOptions
-	Metrics     Metrics // nil: none counted
+	APIURL  string
+	Render  formatting.RenderOptions
+	Metrics Metrics // nil: none counted
 }
 
 // Bot owns the Slack connection.
