@@ -4,7 +4,8 @@
 // decoded JSON (also out of multipart payload_json) and files, so tests can
 // wait for "the reply in channel X" and inspect exactly what went over the
 // wire. The gateway sends HELLO, checks IDENTIFY (token and the privileged
-// Message Content intent), answers READY, heartbeats and RESUME, and lets a
+// Message Content intent, and the shard array of a sharded account),
+// answers READY, heartbeats and RESUME, and lets a
 // test dispatch events, ask for a reconnect (op 7), invalidate the session
 // (op 9) or drop the socket. REST responses can be scripted to 429.
 //
