@@ -19,7 +19,9 @@
 // the result is edited into the response; hints and rejections are
 // ephemeral. Editing an answered message within the edit window re-runs it
 // into the same reply; deleting it deletes the reply; the mapping is an LRU
-// bounded by Config.MaxAnswers.
+// bounded by Config.MaxAnswers, and what it does not know (after a restart,
+// or once forgotten) is found on Discord by the reply's message_reference
+// (recall.go). With Config.ShardCount the session is one shard of several.
 //
 // discordgo honours Discord's 429s (the reply waits, it is not lost) and
 // resumes the session; the Bot's supervisor reopens the gateway after op 7,

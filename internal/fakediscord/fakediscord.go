@@ -3,11 +3,11 @@
 // for an unmodified discordgo client. Every REST request is recorded with its
 // decoded JSON (also out of multipart payload_json) and files, so tests can
 // wait for "the reply in channel X" and inspect exactly what went over the
-// wire. The gateway sends HELLO, checks IDENTIFY (token and the privileged
-// Message Content intent, and the shard array of a sharded account),
-// answers READY, heartbeats and RESUME, and lets a
-// test dispatch events, ask for a reconnect (op 7), invalidate the session
-// (op 9) or drop the socket. REST responses can be scripted to 429.
+// wire. The gateway sends HELLO, checks IDENTIFY (token, the privileged
+// Message Content intent, the shard array of a sharded account), answers
+// READY, heartbeats and RESUME, and lets a test dispatch events (to the
+// guild's shard), ask for a reconnect (op 7), invalidate the session (op 9)
+// or drop the socket. REST responses can be scripted to 429.
 //
 // discordgo builds its URLs from package variables: a session reaches the
 // fake through an http.Client whose transport rewrites the host (Client, or
