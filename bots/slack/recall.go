@@ -65,15 +65,15 @@ func metadata(src source, t tag) slack.MsgOption {
 }
 
 // recall returns the record of the reply to the message ts in channel
-// (whose replies go to thread): from memory, else, when the message may
-// have been answered before this process knew of it, from Slack. Nil means
-// not answered, or not found (which is logged).
-func (b *Bot) recall(ctx context.Context, log *slog.Logger, channel, ts, thread string) *record {
+// (whose replies go to thread): from memory, else, when look is set and the
+// message may have been answered before this process knew of it, from
+// Slack. Nil means not answered, or not found (which is logged).
+func (b *Bot) recall(ctx context.Context, log *slog.Logger, channel, ts, thread string, look bool) *record {
 	key := channel + "/" + ts
 	if rec, ok := b.replies.Get(key); ok {
 		return rec
 	}
-	if !b.mayHaveAnswered(ts) {
+	if !look || !b.mayHaveAnswered(ts) {
 		return nil
 	}
 	rec, err := b.lookup(ctx, channel, ts, thread)

@@ -195,3 +195,17 @@ func TestEditAfterRestartOfAnUnansweredMessageAnswers(t *testing.T) {
 		t.Fatalf("%d lookups, want 1", n)
 	}
 }
+
+// A new message costs no lookup, even in the first minutes of a process
+// (when its ts may be older than the process by the clocks' skew): only a
+// delivery Slack marks as a retry can have been answered before.
+func TestNewMessageRightAfterStartNeedsNoLookup(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, echo, true)
+	m := h.mention(h.channel(), h.user(), "```print(1)```")
+	h.reply(m, "ran print(1)")
+	h.settle()
+	if n := len(h.lookups()); n != 0 {
+		t.Fatalf("%d conversations.replies calls for a new message, want 0", n)
+	}
+}

@@ -32,8 +32,10 @@ type source struct {
 	// channel), so finding no code is no reason to answer.
 	quiet bool
 	// first: the message's first delivery (not an edit, a reaction or a
-	// shortcut); if it already has a reply, it is a redelivery.
-	first bool
+	// shortcut); if it already has a reply, it is a redelivery. retry:
+	// Slack says it delivers it again; only then may an earlier process
+	// have answered it.
+	first, retry bool
 	// responseURL, for /run and the shortcut, takes ephemeral notices.
 	responseURL string
 	// only, when set, is the notice to send instead of running.
@@ -77,7 +79,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if key != "" {
 		unlock := b.sources.lock(key)
 		defer unlock()
-		rec = b.recall(ctx, log, src.channel, src.ts, src.thread)
+		rec = b.recall(ctx, log, src.channel, src.ts, src.thread, !src.first || src.retry)
 		if rec != nil && src.first {
 			log.Info("already answered; a redelivered event is not run again", "reply", rec.ts)
 			return
@@ -301,7 +303,7 @@ func (b *Bot) deleteReply(ctx context.Context, channel, ts, thread string) {
 	unlock := b.sources.lock(key)
 	defer unlock()
 	log := b.log.With("channel", channel, "ts", ts)
-	rec := b.recall(ctx, log, channel, ts, thread)
+	rec := b.recall(ctx, log, channel, ts, thread, true)
 	if rec == nil {
 		return
 	}
