@@ -125,9 +125,6 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 		return
 	}
 	if !b.spawn("message", func(ctx context.Context) {
-		if b.recalled(ctx, s, src) {
-			return // a replayed event of a message answered before a restart
-		}
 		b.metricReceived()
 		if !ex.Found {
 			b.answerNotice(ctx, s, src, notice(ex))

@@ -12,8 +12,10 @@ import (
 // (Bot.answers) forgets on a restart or a deploy: the bot finds its reply
 // among the messages posted after the source (GET
 // /channels/{id}/messages?after=), and an edit of an earlier-answered
-// message updates that reply, a delete removes it, and a run reaction or a
-// replayed event does not answer twice.
+// message updates that reply, a delete removes it, and a run reaction does
+// not answer twice. (MESSAGE_CREATE needs no lookup: a new session never
+// replays an earlier one's events, and this session's replays are in the
+// map.)
 
 // Bounds of a lookup.
 const (
