@@ -136,3 +136,17 @@ func TestReactionAfterRestartDoesNotAnswerAgain(t *testing.T) {
 		t.Fatalf("%d jobs, want 1", n)
 	}
 }
+
+// The map keeps answers for the edit window only; deleting an older
+// message still deletes its reply, found on Discord.
+func TestDeleteAfterTheMapForgotDeletesTheReply(t *testing.T) {
+	t.Parallel()
+	e, clk := restartable(t, &fakerunner.Runner{})
+	m := e.say("!run " + block)
+	reply := replyID(t, e.replyTo(e.channel, m.ID))
+	clk.offset.Add(int64(discord.DefaultEditWindow + 6*time.Minute)) // past the window, by the adapter's clock
+	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply)); err != nil {
+		t.Fatal(err)
+	}
+}
