@@ -41,6 +41,9 @@ const maxErrorLine = 300
 type RenderOptions struct {
 	MaxLines int // default 15
 	MaxChars int // default 1500
+	// Skipped are the attachments of the message that did not go into the
+	// run, named in the reply with the files the run left out.
+	Skipped []executor.OmittedFile
 }
 
 func (o RenderOptions) withDefaults() RenderOptions {
@@ -95,7 +98,7 @@ func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
 // says which statements printed something other than the transcript shows.
 func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptions) Reply {
 	opts = opts.withDefaults()
-	r := result{p: p, res: res}
+	r := result{p: p, res: res, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
 	if ext.Transcript != nil {
 		var c TranscriptCheck
 		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
@@ -136,6 +139,7 @@ type result struct {
 	// outChars and errChars count the code points of stdout and stderr.
 	outChars, errChars int
 	check              string // the transcript check note, or ""
+	files              string // the FilesNote, or ""
 }
 
 // render renders the reply with the given budget for the output shown, and
@@ -182,6 +186,9 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 	if r.res.OutputTruncated && !r.res.OutputLimit {
 		kept := int64(len(r.res.Stdout) + len(r.res.Stderr))
 		r.line(&b, r.note(fmt.Sprintf("the runner kept only %s of the %s written", bytesText(kept), bytesText(r.res.StdoutBytes+r.res.StderrBytes))))
+	}
+	if r.files != "" {
+		r.line(&b, r.files)
 	}
 	return b.String(), out.cut() || errs.cut()
 }

@@ -70,6 +70,13 @@ var renderCases = []struct {
 	{"error_line_with_markup", executor.Result{Error: "ValueError: `x` is @everyone <@1> " + strings.Repeat("long ", 100), Stderr: "ValueError: bad\n", ExitCode: 1}, RenderOptions{}},
 	{"terminal_output", executor.Result{Success: true, Duration: time.Millisecond, Stdout: "\x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07\n10%\r50%\r100%\nab\bc\x00\x07\x7f\u009b31mz\ncrlf\r\n\xff\xfe bad \xed\xa0\x80 surrogate\n\u202eevil\u202c\u2028sep\n"}, RenderOptions{}},
 	{"escape_heavy", executor.Result{Success: true, Duration: time.Millisecond, Stdout: strings.Repeat("<&>", 500) + "\n" + strings.Repeat("`", 1000) + "\n"}, RenderOptions{}},
+	{"files_omitted", executor.Result{Success: true, Stdout: "saved\n", Duration: time.Second, FilesOmitted: []executor.OmittedFile{
+		{Path: "big.csv", Size: 12 << 20, Reason: "over the total size limit"}, {Path: "link`@everyone", Reason: "symbolic link, not followed"},
+	}}, RenderOptions{Skipped: []executor.OmittedFile{{Path: "huge.bin", Size: 20 << 20, Reason: "over the 8 MiB total"}}}},
+	{"files_omitted_many", executor.Result{Success: true, Duration: time.Second, FilesOmitted: []executor.OmittedFile{
+		{Path: "a", Size: 1, Reason: "over the file count limit"}, {Path: "b", Size: 2, Reason: "over the file count limit"}, {Path: "c", Reason: "over the file count limit"},
+		{Path: "d", Reason: "over the file count limit"}, {Path: "e", Reason: "over the file count limit"}, {Path: "f", Reason: "over the file count limit"}, {Path: "g", Reason: "over the file count limit"},
+	}}, RenderOptions{}},
 	{"custom_limits", executor.Result{Success: true, Stdout: lines(8, "row %d"), Duration: time.Millisecond}, RenderOptions{MaxLines: 3, MaxChars: 1000}},
 }
 

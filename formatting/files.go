@@ -1,0 +1,58 @@
+package formatting
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// maxFilesNamed bounds the file names a files note spells out.
+const maxFilesNamed = 5
+
+// FilesNote is the line that names the files a run left out, one line per
+// direction: "2 files not attached: `big.csv` (12 MiB, over the total size
+// limit), …" for what the snippet wrote (res.FilesOmitted), "1 file not
+// given to the snippet: …" for the attachments of the message that could not
+// go in. It is "" when nothing was left out.
+func FilesNote(p Platform, in, out []executor.OmittedFile) string {
+	r := result{p: p}
+	var lines []string
+	if s := r.filesLine(in, "not given to the snippet"); s != "" {
+		lines = append(lines, s)
+	}
+	if s := r.filesLine(out, "not attached"); s != "" {
+		lines = append(lines, s)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (r result) filesLine(files []executor.OmittedFile, what string) string {
+	if len(files) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(plural(len(files), "file"))
+	b.WriteString(" " + what + ": ")
+	for i, f := range files {
+		if i == maxFilesNamed {
+			b.WriteString(", and " + strconv.Itoa(len(files)-i) + " more")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(r.code(f.Path))
+		var why []string
+		if f.Size > 0 {
+			why = append(why, bytesText(f.Size))
+		}
+		if f.Reason != "" {
+			why = append(why, f.Reason)
+		}
+		if len(why) > 0 {
+			b.WriteString(" (" + strings.Join(why, ", ") + ")")
+		}
+	}
+	return r.note(b.String())
+}
