@@ -22,6 +22,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/executor"
@@ -92,7 +93,10 @@ type Config struct {
 	// as the Web API's base, ending in "/": GovSlack's
 	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
 	// Socket Mode follows: its URL comes from apps.connections.open.
-	APIURL  string
+	APIURL string
+	// Files caps the attachments of a message that go into its run
+	// (RUNBLOCK_MAX_FILES, RUNBLOCK_MAX_FILES_BYTES).
+	Files   attach.Limits
 	Render  formatting.RenderOptions
 	Metrics Metrics // nil: none counted
 }

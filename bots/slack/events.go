@@ -117,7 +117,7 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent,
 	src := source{
 		what: "mention", team: team, user: ev.User, channel: ev.Channel,
 		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-		text: stripMention(self, ev.Text), triggered: true, first: true, retry: retry,
+		text: stripMention(self, ev.Text), files: ev.Files, triggered: true, first: true, retry: retry,
 	}
 	if !b.allowed(ev.Channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
@@ -141,6 +141,9 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 			what: "channel", team: team, user: ev.User, channel: ev.Channel,
 			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
 			text: ev.Text, quiet: !dm, first: true, retry: retry,
+		}
+		if ev.Message != nil {
+			src.files = ev.Message.Files
 		}
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
@@ -184,7 +187,7 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 	src := source{
 		what: "edit", team: team, user: msg.User, channel: ev.Channel,
 		ts: msg.Timestamp, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
-		text: msg.Text, triggered: mention, quiet: !dm && !mention,
+		text: msg.Text, files: msg.Files, triggered: mention, quiet: !dm && !mention,
 	}
 	if mention {
 		src.text = stripMention(self, msg.Text)
@@ -237,7 +240,7 @@ func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEv
 		src := source{
 			what: "reaction", team: team, user: user, channel: channel,
 			ts: ts, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
-			text: msg.Text,
+			text: msg.Text, files: msg.Files,
 		}
 		if !b.allowed(channel) {
 			src = src.notice(formatting.NoticeChannelNotAllowed)

@@ -1,13 +1,19 @@
 package slack
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/progress"
 	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
@@ -26,6 +32,8 @@ type source struct {
 	// thread is where replies go; "" posts at the top level.
 	thread string
 	text   string
+	// files are the message's attachments, which go into the run.
+	files []slack.File
 	// triggered and raw are the formatting.ExtractOptions.
 	triggered, raw bool
 	// quiet: a message that was not addressed to the bot (a listed
@@ -90,6 +98,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		text := formatting.RenderNotice(formatting.Slack, ext.Notice())
 		switch {
 		case rec != nil: // edited into something that does not run: say so in place
+			b.deleteFiles(ctx, log, rec)
 			if _, err := b.reply(ctx, src, rec.ts, text, tag{}.of(rec)); err != nil {
 				log.Error("updating the reply", "err", err)
 			}
@@ -120,9 +129,10 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Slack, pr) },
 	}, replyTS == "")
 	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
+	in, skipped := b.inputs(ctx, log, src.files)
 	res, err := b.runner.Submit(ctx, executor.Job{
 		User:     "slack:" + src.team + ":" + src.user,
-		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin},
+		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin, Files: in},
 		Progress: prog.Update,
 	})
 	if ts := prog.Stop(); ts != "" {
@@ -134,7 +144,9 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		return
 	}
 
-	rep := formatting.RenderRun(formatting.Slack, ext, res, b.cfg.Render)
+	opts := b.cfg.Render
+	opts.Skipped = skipped
+	rep := formatting.RenderRun(formatting.Slack, ext, res, opts)
 	done := tag{reaction: rep.Reaction(formatting.Slack)}
 	ts, err := b.reply(ctx, src, replyTS, rep.Text, done) // the earlier files go below
 	if err != nil && src.responseURL != "" && replyTS == "" {
@@ -156,29 +168,15 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if rec == nil {
 		rec = &record{channel: src.channel, ts: ts, created: b.now()}
 	}
-	for _, id := range rec.files {
-		if err := b.api.DeleteFileContext(ctx, id); err != nil {
-			log.Warn("deleting the earlier output file", "file", id, "err", err)
-		}
+	hadFiles := len(rec.files) > 0
+	b.deleteFiles(ctx, log, rec)
+	thread := src.thread
+	if thread == "" {
+		thread = ts
 	}
-	rec.files = nil
-	if rep.Full != "" {
-		thread := src.thread
-		if thread == "" {
-			thread = ts
-		}
-		f, err := b.api.UploadFileContext(ctx, slack.UploadFileParameters{
-			Filename: "output.txt", Title: "Full output", Content: rep.Full, FileSize: len(rep.Full),
-			Channel: src.channel, ThreadTimestamp: thread,
-		})
-		if err != nil {
-			log.Error("uploading the full output", "err", err)
-		} else {
-			rec.files = append(rec.files, f.ID)
-		}
-	}
-	if len(rec.files) > 0 && key != "" {
-		// The reply's metadata names the file too, for a later process.
+	b.upload(ctx, log, rec, src.channel, thread, outputs(rep.Full, res.Files))
+	if (hadFiles || len(rec.files) > 0) && key != "" {
+		// The reply's metadata names the files too, for a later process.
 		if _, err := b.reply(ctx, src, ts, rep.Text, done.of(rec)); err != nil {
 			log.Warn("tagging the reply with its output file", "err", err)
 		}
@@ -188,6 +186,88 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if key != "" {
 		b.replies.Put(key, rec)
 	}
+}
+
+// outputs are the files of a reply: the whole output when the text had to
+// be cut, then the run's files in the order the snippet made them.
+func outputs(full string, files []executor.File) []executor.File {
+	var out []executor.File
+	if full != "" {
+		out = append(out, executor.File{Path: "output.txt", Size: int64(len(full)), MIME: "text/plain", Content: []byte(full)})
+	}
+	return append(out, files...)
+}
+
+// upload shares files in the thread (files upload v2), images with alt
+// text so that they show inline, and records their ids in rec.
+func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel, thread string, files []executor.File) {
+	for _, f := range files {
+		if len(f.Content) == 0 {
+			log.Info("an empty output file is not uploaded (Slack refuses empty files)", "file", f.Path)
+			continue
+		}
+		p := slack.UploadFileParameters{
+			Filename: path.Base(f.Path), Title: f.Path, Reader: bytes.NewReader(f.Content), FileSize: len(f.Content),
+			Channel: channel, ThreadTimestamp: thread,
+		}
+		switch {
+		case f.Path == "output.txt" && f.MIME == "text/plain":
+			p.Title = "Full output"
+		case strings.HasPrefix(f.MIME, "image/"):
+			p.AltTxt = "Image " + f.Path + " made by the snippet"
+		}
+		up, err := b.api.UploadFileContext(ctx, p)
+		if err != nil {
+			log.Error("uploading an output file", "file", f.Path, "err", err)
+			continue
+		}
+		rec.files = append(rec.files, up.ID)
+	}
+}
+
+// deleteFiles deletes the files uploaded for rec's earlier run.
+func (b *Bot) deleteFiles(ctx context.Context, log *slog.Logger, rec *record) {
+	for _, id := range rec.files {
+		if err := b.api.DeleteFileContext(ctx, id); err != nil && err.Error() != "file_not_found" {
+			log.Warn("deleting an earlier output file", "file", id, "err", err)
+		}
+	}
+	rec.files = nil
+}
+
+// inputs downloads the files attached to the message, with the bot token,
+// for the run; files:read in the manifest allows it.
+func (b *Bot) inputs(ctx context.Context, log *slog.Logger, files []slack.File) ([]executor.File, []executor.OmittedFile) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	srcs := make([]attach.Source, len(files))
+	for i, f := range files {
+		srcs[i] = attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload}
+		if f.Name == "" {
+			srcs[i].Name = f.Title
+		}
+	}
+	return attach.Fetcher{
+		Header:  http.Header{"Authorization": {"Bearer " + b.cfg.BotToken}},
+		Trusted: b.slackHost,
+		Limits:  b.cfg.Files,
+		Log:     log,
+	}.Fetch(ctx, srcs)
+}
+
+// slackHost reports whether u is on the Web API's host or beneath it
+// (files.slack.com for slack.com): the bot token goes nowhere else.
+func (b *Bot) slackHost(u *url.URL) bool {
+	api := "https://slack.com/api/"
+	if b.cfg.APIURL != "" {
+		api = b.cfg.APIURL
+	}
+	a, err := url.Parse(api)
+	if err != nil || a.Host == "" {
+		return false
+	}
+	return u.Scheme == a.Scheme && (u.Host == a.Host || strings.HasSuffix(u.Hostname(), "."+a.Hostname()))
 }
 
 // rejected answers a run the scheduler did not take or could not finish:
@@ -311,9 +391,5 @@ func (b *Bot) deleteReply(ctx context.Context, channel, ts, thread string) {
 	if _, _, err := b.api.DeleteMessageContext(ctx, rec.channel, rec.ts); err != nil {
 		log.Warn("deleting the reply to a deleted message", "err", err)
 	}
-	for _, id := range rec.files {
-		if err := b.api.DeleteFileContext(ctx, id); err != nil {
-			log.Warn("deleting the output file of a deleted message", "file", id, "err", err)
-		}
-	}
+	b.deleteFiles(ctx, log, rec)
 }

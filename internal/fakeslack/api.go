@@ -239,7 +239,7 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 			return http.StatusOK, failed("invalid_arguments")
 		}
 		id := s.newIDLocked("F")
-		s.files[id] = &File{ID: id, Filename: c.Get("filename"), Length: n}
+		s.files[id] = &File{ID: id, Filename: c.Get("filename"), AltText: c.Get("alt_txt"), Length: n}
 		return http.StatusOK, map[string]any{"ok": true, "upload_url": s.http.URL + "/upload/" + id, "file_id": id}
 	case "files.completeUploadExternal":
 		return s.completeUploadLocked(c)
@@ -396,7 +396,11 @@ func (s *Server) completeUploadLocked(c Call) (int, map[string]any) {
 		if f == nil || f.Content == nil {
 			return http.StatusOK, failed("file_not_found")
 		}
-		f.Title, f.Channel, f.ThreadTS, f.Comment = sum.Title, c.Get("channel_id"), c.Get("thread_ts"), c.Get("initial_comment")
+		if len(f.Content) != f.Length {
+			return http.StatusOK, failed("invalid_upload")
+		}
+		s.shared++
+		f.Title, f.Channel, f.ThreadTS, f.Comment, f.seq = sum.Title, c.Get("channel_id"), c.Get("thread_ts"), c.Get("initial_comment"), s.shared
 		out = append(out, map[string]any{"id": f.ID, "title": f.Title})
 	}
 	return http.StatusOK, map[string]any{"ok": true, "files": out}

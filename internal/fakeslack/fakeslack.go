@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,16 +58,18 @@ type Server struct {
 	opts Options
 	http *httptest.Server
 
-	mu       sync.Mutex
-	changes  watch.Changes // wakes waiters whenever state changes
-	calls    []Call
-	scripts  map[string][]Response
-	channels map[string][]*Message // by channel id, in ts order
-	files    map[string]*File      // by file id
-	posted   []Posted              // response_url posts
-	nextTS   int64
-	nextID   int64
-	closed   bool
+	mu        sync.Mutex
+	changes   watch.Changes // wakes waiters whenever state changes
+	calls     []Call
+	scripts   map[string][]Response
+	channels  map[string][]*Message // by channel id, in ts order
+	files     map[string]*File      // by file id
+	shared    int64                 // files shared so far, for their order
+	userFiles map[string]UserFile   // files users attached, by id
+	posted    []Posted              // response_url posts
+	nextTS    int64
+	nextID    int64
+	closed    bool
 
 	// Socket Mode.
 	conn      *sockConn            // the live connection, if any
@@ -89,6 +93,7 @@ func New(opts Options) *Server {
 		scripts:   make(map[string][]Response),
 		channels:  make(map[string][]*Message),
 		files:     make(map[string]*File),
+		userFiles: make(map[string]UserFile),
 		nextTS:    time.Now().UnixMicro(),
 		events:    make(map[string]*envelope),
 		unacked:   make(map[string]*envelope),
@@ -99,6 +104,7 @@ func New(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("POST /upload/{id}", s.serveUpload)
+	mux.HandleFunc("GET /files-pri/{id}/{name}", s.serveUserFile)
 	mux.HandleFunc("POST /response/{id}", s.serveResponseURL)
 	mux.HandleFunc("/socket", s.serveSocket)
 	s.http = httptest.NewServer(mux)
@@ -170,6 +176,8 @@ type Message struct {
 	BotID    string `json:"bot_id,omitempty"`
 	SubType  string `json:"subtype,omitempty"`
 	Text     string `json:"text"`
+	// Files are the files a user attached (UserFile.Object).
+	Files []map[string]any `json:"files,omitempty"`
 	// Metadata is the message metadata its app attached (chat.postMessage
 	// or chat.update "metadata"); conversations.history and .replies return
 	// it only with include_all_metadata.
@@ -310,14 +318,77 @@ type File struct {
 	ID       string
 	Filename string
 	Title    string
-	Length   int // as announced in files.getUploadURLExternal
+	AltText  string // alt_txt of files.getUploadURLExternal
+	Length   int    // as announced in files.getUploadURLExternal
 	Content  []byte
 	Channel  string // set by files.completeUploadExternal
 	ThreadTS string
 	Comment  string
+	seq      int64 // order of sharing
 }
 
-// Files returns the files shared into the thread of threadTS in channel.
+// UserFile is a file a user attached to a message, served at its
+// url_private_download to the bot token only (anything else gets Slack's
+// HTML sign-in page, with status 200, as Slack does).
+type UserFile struct {
+	ID, Name, Mimetype string
+	Content            []byte
+	// Size is what the file object announces; -1 announces len(Content).
+	Size int64
+	// Downloads counts the authorized downloads.
+	Downloads int
+}
+
+// AddUserFile stores f (a fresh id when it has none) and returns the file
+// object to put into a message's "files" (Message.Files and its events).
+func (s *Server) AddUserFile(f UserFile) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.ID == "" {
+		f.ID = s.newIDLocked("F")
+	}
+	if f.Size < 0 {
+		f.Size = int64(len(f.Content))
+	}
+	s.userFiles[f.ID] = f
+	u := s.http.URL + "/files-pri/" + f.ID + "/" + url.PathEscape(f.Name)
+	return map[string]any{
+		"id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.Mimetype, "filetype": strings.TrimPrefix(path.Ext(f.Name), "."),
+		"size": f.Size, "mode": "hosted", "is_external": false, "url_private": u, "url_private_download": u + "?download=1",
+	}
+}
+
+// UserFileDownloads returns how often the user file id was downloaded.
+func (s *Server) UserFileDownloads(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.userFiles[id].Downloads
+}
+
+func (s *Server) serveUserFile(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	f, ok := s.userFiles[r.PathValue("id")]
+	authorized := r.Header.Get("Authorization") == "Bearer "+BotToken
+	if ok && authorized {
+		f.Downloads++
+		s.userFiles[f.ID] = f
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		http.NotFound(w, r)
+	case !authorized:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to your workspace</body></html>")
+	default:
+		w.Header().Set("Content-Type", f.Mimetype)
+		w.Header().Set("Content-Length", strconv.Itoa(len(f.Content)))
+		_, _ = w.Write(f.Content)
+	}
+}
+
+// Files returns the files shared into the thread of threadTS in channel,
+// in the order they were shared.
 func (s *Server) Files(channel, threadTS string) []File {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -327,7 +398,7 @@ func (s *Server) Files(channel, threadTS string) []File {
 			out = append(out, *f)
 		}
 	}
-	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b File) int { return int(a.seq - b.seq) })
 	return out
 }
 

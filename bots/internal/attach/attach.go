@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"path"
@@ -105,7 +106,7 @@ func (f Fetcher) Fetch(ctx context.Context, srcs []Source) ([]executor.File, []e
 			skip(ReasonUnavailable)
 			continue
 		}
-		content, over, err := f.download(ctx, src.URL, lim.Bytes-total)
+		content, over, err := f.download(ctx, src, lim.Bytes-total)
 		switch {
 		case over:
 			skip(ReasonSize)
@@ -130,9 +131,10 @@ func (f Fetcher) Fetch(ctx context.Context, srcs []Source) ([]executor.File, []e
 
 var errUntrusted = fmt.Errorf("attachment url on an untrusted host")
 
-// download gets rawURL, reading at most limit bytes; over reports that
-// there was more.
-func (f Fetcher) download(ctx context.Context, rawURL string, limit int64) (content []byte, over bool, err error) {
+// download gets src, reading at most limit bytes; over reports that there
+// was more.
+func (f Fetcher) download(ctx context.Context, src Source, limit int64) (content []byte, over bool, err error) {
+	rawURL := src.URL
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, false, fmt.Errorf("attachment url %q is not http(s)", rawURL)
@@ -162,6 +164,11 @@ func (f Fetcher) download(ctx context.Context, rawURL string, limit int64) (cont
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, false, fmt.Errorf("attachment download: %s", resp.Status)
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/html" && !strings.HasPrefix(src.MIME, "text/html") {
+		// Slack answers a download it does not authorize (no files:read)
+		// with its sign-in page, and a 200.
+		return nil, false, fmt.Errorf("attachment download answered with a web page, not the file (is the token allowed to read files?)")
 	}
 	if resp.ContentLength > limit {
 		return nil, true, nil
