@@ -392,6 +392,21 @@ func (s *Server) serveUserFile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Files(channel, threadTS string) []File {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.filesLocked(channel, threadTS)
+}
+
+// WaitFiles waits until the files in the thread of threadTS satisfy ok and
+// returns them.
+func (s *Server) WaitFiles(ctx context.Context, channel, threadTS string, ok func([]File) bool) ([]File, error) {
+	var out []File
+	err := s.waitFor(ctx, "files in "+threadTS, func() bool {
+		out = s.filesLocked(channel, threadTS)
+		return ok(out)
+	})
+	return out, err
+}
+
+func (s *Server) filesLocked(channel, threadTS string) []File {
 	var out []File
 	for _, f := range s.files {
 		if f.Channel == channel && f.ThreadTS == threadTS {
