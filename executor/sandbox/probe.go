@@ -27,6 +27,18 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python", Err: err}
 	}
 	report := Report{Python: fmt.Sprintf("%s (Python %s)", py.Executable, py.Version)}
+	fontCache, err := buildFontCache(ctx, py)
+	if err != nil {
+		cfg.Logger.Warn("no prebuilt matplotlib font cache: each run importing pyplot builds its own", "err", err)
+	}
+	newPlan := func(py python, set layerSet) (*plan, error) {
+		pl, err := newPlan(py, set)
+		if err == nil {
+			pl.fontCache = fontCache
+			pl.caps = collectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
+		}
+		return pl, err
+	}
 	var reasons []string
 	for i, set := range tiers {
 		pl, err := newPlan(py, set)
@@ -40,6 +52,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 			}
 		}
 		if err != nil {
+			cfg.Logger.Debug("isolation tier does not work here", "layers", set.String(), "err", err)
 			reasons = append(reasons, fmt.Sprintf("[%s] %v", set, err))
 			continue
 		}
