@@ -283,6 +283,25 @@ def _runblock_report(exc, tb, source):
     import sys
     import traceback
 
+    # Leave the guard's own frames (a refused function) out of tracebacks.
+    def strip(t):
+        frames = []
+        while t is not None:
+            if t.tb_frame.f_code.co_filename != "<runblock>":
+                frames.append(t)
+            t = t.tb_next
+        for a, b in zip(frames, frames[1:] + [None]):
+            a.tb_next = b
+        return frames[0] if frames else None
+
+    tb = strip(tb)
+    seen = {id(exc)}
+    chained = exc.__cause__ or exc.__context__
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        chained.__traceback__ = strip(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
+
     lines = source.decode("utf-8", "replace").splitlines(True)
     linecache.cache["<snippet>"] = (len(source), None, lines, "<snippet>")
     try:

@@ -61,7 +61,8 @@ func findPython(ctx context.Context, name string) (python, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	const probe = `import json, marshal, platform, site, sys
-guard = marshal.dumps(compile(sys.stdin.read(), "<string>", "exec")).hex()
+guard = marshal.dumps(compile(sys.stdin.read(), "<runblock>", "exec")).hex()
+site.venv(None)  # -S leaves a virtualenv's prefix and packages to site
 print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
     "venv": sys.prefix != sys.base_prefix,
     "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -140,15 +141,20 @@ func buildRoot(spec stageSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	// The font cache may live under the staging root's mount point: hold
-	// it open before that is covered, and bind it through its fd.
-	fontCache := -1
-	if spec.FontCache != "" {
-		var err error
-		if fontCache, err = unix.Open(spec.FontCache, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-			return fmt.Errorf("open font cache: %w", err)
+	// What is bound may live under the staging root's mount point (a
+	// virtualenv or the font cache in /tmp): hold every source open before
+	// that is covered, and bind it through its fd.
+	src := map[string]string{}
+	for _, path := range slices.Concat(spec.Binds, spec.Files, []string{spec.FontCache}) {
+		if path == "" {
+			continue
 		}
-		defer unix.Close(fontCache)
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		src[path] = fmt.Sprintf("/proc/self/fd/%d", fd)
 	}
 	r := stagingRoot
 	if err := unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, policy.RootTmpfs); err != nil {
@@ -158,15 +164,15 @@ func buildRoot(spec stageSpec) error {
 		if err := os.MkdirAll(r+dir, 0o755); err != nil {
 			return err
 		}
-		if err := bindReadOnly(dir, r+dir, unix.MS_REC); err != nil {
+		if err := bindReadOnly(src[dir], r+dir, unix.MS_REC); err != nil {
 			return err
 		}
 	}
-	if fontCache >= 0 {
+	if spec.FontCache != "" {
 		if err := os.MkdirAll(r+policy.FontCacheDir, 0o755); err != nil {
 			return err
 		}
-		if err := bindReadOnly(fmt.Sprintf("/proc/self/fd/%d", fontCache), r+policy.FontCacheDir, 0); err != nil {
+		if err := bindReadOnly(src[spec.FontCache], r+policy.FontCacheDir, 0); err != nil {
 			return err
 		}
 	}
@@ -174,7 +180,7 @@ func buildRoot(spec stageSpec) error {
 		if err := touch(r + file); err != nil {
 			return err
 		}
-		if err := bindReadOnly(file, r+file, 0); err != nil {
+		if err := bindReadOnly(src[file], r+file, 0); err != nil {
 			return err
 		}
 	}
@@ -286,11 +292,11 @@ func touch(path string) error {
 // atime) are carried over from the source mount.
 func bindReadOnly(src, dst string, flags uintptr) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND|flags, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", src, err)
+		return fmt.Errorf("bind %s: %w", strings.TrimPrefix(dst, stagingRoot), err)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(src, &st); err != nil {
-		return fmt.Errorf("statfs %s: %w", src, err)
+		return fmt.Errorf("statfs %s: %w", strings.TrimPrefix(dst, stagingRoot), err)
 	}
 	remount := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID)
 	for stFlag, msFlag := range map[int64]uintptr{
