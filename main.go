@@ -589,6 +589,15 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 		}
 		fmt.Fprintln(stdout, line)
 	}
+	if len(rep.Packages) > 0 {
+		fmt.Fprintln(stdout, "packages:")
+		for _, p := range rep.Packages {
+			fmt.Fprintf(stdout, "  %-20s %s\n", p.Name, p.Version)
+		}
+	}
+	if rep.FontCache != "" {
+		fmt.Fprintf(stdout, "matplotlib font cache: %s\n", rep.FontCache)
+	}
 	return status
 }
 

@@ -198,6 +198,16 @@ type Report struct {
 	Tier   string  `json:"tier"` // "full", "reduced", "unisolated"
 	Python string  `json:"python"`
 	Layers []Layer `json:"layers"`
+	// Packages are the notable packages a snippet can import (Doctor only).
+	Packages []Package `json:"packages,omitempty"`
+	// FontCache is matplotlib's prebuilt font cache, "" without matplotlib.
+	FontCache string `json:"font_cache,omitempty"`
+}
+
+// Package is an importable distribution and its version.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 func (r Report) off() []string {
@@ -221,7 +231,13 @@ type Layer struct {
 // Doctor probes every isolation layer with canary runs and reports them,
 // with the python found, without starting an executor. The tier is the one
 // New would pick ("unavailable" when none is allowed); err says why.
+// It also lists the notable packages importable in a sandbox.
 func Doctor(ctx context.Context, cfg Config) (Report, error) {
-	_, report, err := probe(ctx, cfg.withDefaults())
+	cfg = cfg.withDefaults()
+	pl, report, err := probe(ctx, cfg)
+	if err != nil {
+		return report, err
+	}
+	report.Packages, err = packages(ctx, cfg, pl)
 	return report, err
 }

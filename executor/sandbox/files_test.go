@@ -228,3 +228,23 @@ func TestVirtualenv(t *testing.T) {
 		t.Fatalf("stdout %q, stderr %q", res.Stdout, res.Stderr)
 	}
 }
+
+func TestDoctorListsPackages(t *testing.T) {
+	requireModules(t, "numpy", "matplotlib")
+	rep, err := sandbox.Doctor(context.Background(), sandbox.Config{Python: debianPython})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range rep.Packages {
+		got[p.Name] = p.Version
+	}
+	for _, name := range []string{"numpy", "matplotlib"} {
+		if got[name] == "" || got[name] == "?" {
+			t.Errorf("package %s: version %q, want one (all: %v)", name, got[name], rep.Packages)
+		}
+	}
+	if rep.FontCache == "" {
+		t.Error("no matplotlib font cache")
+	}
+}
