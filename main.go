@@ -614,6 +614,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&opts.SharedDir, "shared", "", "directory with reference/ and data/ (default ../shared)")
 	fs.BoolVar(&opts.SkipOriginal, "skip-original", false, "do not run the original seed_bench.py")
 	fs.BoolVar(&opts.SkipFlood, "skip-flood", false, "do not measure memory under an output flood")
+	fs.BoolVar(&opts.SkipPlot, "skip-plot", false, "do not measure the numpy and matplotlib plot snippet")
+	fs.IntVar(&opts.PlotRuns, "plot-runs", 0, "runs of the plot snippet per row (default 10)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

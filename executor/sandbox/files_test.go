@@ -248,3 +248,27 @@ func TestDoctorListsPackages(t *testing.T) {
 		t.Error("no matplotlib font cache")
 	}
 }
+
+// TestPreload: a pooled sandbox with RUNBLOCK_PRELOAD has the modules
+// imported before the hand-over, and plots still come back.
+func TestPreload(t *testing.T) {
+	requireModules(t, "numpy", "matplotlib")
+	e := newExecutor(t, sandbox.Config{Python: debianPython, Pool: 1, Preload: []string{"numpy", "matplotlib.pyplot"}, Timeout: 30 * time.Second,
+		// 512 MiB until RLIMIT_AS becomes a loose backstop (issue 11): at 256 MiB
+		// of address space zlib cannot allocate for the PNG in a preloaded sandbox.
+		MemoryBytes: 512 << 20})
+	requireFull(t, e)
+	code := "import sys\nprint('numpy' in sys.modules)\nimport numpy as np\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 2 * np.pi, 100)\nplt.plot(x, np.sin(x))\nplt.title('sin')\nplt.show()"
+	var res executor.Result
+	// The first runs may find the pool still filling and run cold.
+	for range 20 {
+		res = run(t, e, executor.Request{Code: code})
+		if res.Stdout == "True\n" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if res.Stdout != "True\n" || len(res.Files) != 1 || res.Files[0].MIME != "image/png" {
+		t.Fatalf("stdout %q, stderr %q, files %v: want a preloaded numpy and one PNG", res.Stdout, res.Stderr, fileNames(res.Files))
+	}
+}
