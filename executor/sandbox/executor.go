@@ -117,6 +117,11 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 			"python", report.Python, "off", report.off())
 	}
 	if cfg.Pool > 0 {
+		if len(cfg.Preload) > 0 {
+			if missing, err := missingModules(ctx, cfg, pl, cfg.Preload); err != nil || len(missing) > 0 {
+				e.log.Warn("RUNBLOCK_PRELOAD names modules a snippet cannot import; they are skipped", "missing", missing, "err", err)
+			}
+		}
 		e.pool = newPool(e, cfg.Pool)
 	}
 	return e, nil

@@ -3,10 +3,13 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +274,27 @@ func TestPreload(t *testing.T) {
 	if res.Stdout != "True\n" || len(res.Files) != 1 || res.Files[0].MIME != "image/png" {
 		t.Fatalf("stdout %q, stderr %q, files %v: want a preloaded numpy and one PNG", res.Stdout, res.Stderr, fileNames(res.Files))
 	}
+}
+
+func TestPreloadMissingModuleIsLogged(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	h := slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)
+	newExecutor(t, sandbox.Config{Pool: 1, Preload: []string{"json", "nosuch_module_xyz.sub"}, Logger: slog.New(h)})
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "RUNBLOCK_PRELOAD") || !strings.Contains(logs.String(), "nosuch_module_xyz.sub") || strings.Contains(logs.String(), "missing=\"[json") {
+		t.Fatalf("logs %q: want a warning naming only the missing module", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -179,7 +179,7 @@ def _runblock_run():
         try:
             __import__(name)
         except Exception:
-            pass  # the snippet's own import says why; the service logs it at start
+            pass  # the snippet's own import says why; the service warned at start
 
     write(4, b"ready\n")
     chunks = []

@@ -276,3 +276,29 @@ func mapKeys(m map[string]string) []string {
 	}
 	return keys
 }
+
+// missingModules returns those of modules whose top-level package a
+// snippet of pl cannot find (found without importing them).
+func missingModules(ctx context.Context, cfg Config, pl *plan, modules []string) ([]string, error) {
+	names, err := json.Marshal(modules)
+	if err != nil {
+		return nil, err
+	}
+	code := "import importlib.util, json\nprint(json.dumps([m for m in json.loads(input()) if importlib.util.find_spec(m.split('.')[0]) is None]))"
+	p, err := spawn(ctx, pl, limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}, 1<<20, 4<<20)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.run(ctx, executor.Request{Code: code, Stdin: string(names) + "\n"})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Success {
+		return nil, fmt.Errorf("check preload: %s", res.Error)
+	}
+	var missing []string
+	if err := json.Unmarshal([]byte(res.Stdout), &missing); err != nil {
+		return nil, fmt.Errorf("check preload: %w", err)
+	}
+	return missing, nil
+}
