@@ -40,6 +40,13 @@ type Config struct {
 	LogFormat    string // "text" or "json"
 	Render       formatting.RenderOptions
 	DrainTimeout time.Duration // RUNBLOCK_DRAIN_TIMEOUT
+	// ExecutorURLs are the remote executors `runblock serve` sends runs to
+	// (RUNBLOCK_EXECUTOR_URL); none: its own sandbox.
+	ExecutorURLs []string
+	// APITokens are the bearer tokens of the execute API (RUNBLOCK_API_TOKEN,
+	// a comma list): `runblock executor` accepts each, `runblock serve`
+	// sends the first to its remote executors.
+	APITokens []string
 	// Warnings are unknown variables with a runblock prefix (likely typos).
 	Warnings []string
 	// Notes are remarks on settings that were read, for the log.
@@ -58,6 +65,7 @@ var Variables = []string{
 	"DISCORD_BOT_TOKEN", "DISCORD_CHANNELS", "DISCORD_PREFIX", "DISCORD_GUILD_ID", "DISCORD_RUN_REACTION", "DISCORD_EDIT_WINDOW",
 	"DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT", "DISCORD_API_URL",
 	"RUNBLOCK_HTTP_ADDR", "RUNBLOCK_DRAIN_TIMEOUT",
+	"RUNBLOCK_EXECUTOR_URL", "RUNBLOCK_API_TOKEN",
 	"LOG_LEVEL", "LOG_FORMAT",
 	"RUNBLOCK_REPLY_LINES", "RUNBLOCK_REPLY_CHARS",
 }
@@ -67,7 +75,7 @@ var Variables = []string{
 var aliases = []string{"RUNBLOCK_MEMORY_MB", "DISCORD_TOKEN"}
 
 // secretVariables hold credentials: their values are never printed.
-var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN", "DISCORD_TOKEN"}
+var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN", "DISCORD_TOKEN", "RUNBLOCK_API_TOKEN"}
 
 // Error is a bad setting. Its message is one line naming the variable
 // and the fix; it never holds the value of a secret.
@@ -157,7 +165,8 @@ const (
 	Scheduler                  // concurrency, queue and per-user limits
 	Chat                       // Slack, Discord and the reply's shape
 	HTTP                       // the HTTP listener and the drain
-	All       = Sandbox | Scheduler | Chat | HTTP
+	Remote                     // the execute API's tokens and the remote executors
+	All       = Sandbox | Scheduler | Chat | HTTP | Remote
 )
 
 // Defaults that belong to no package but this one.
@@ -241,6 +250,10 @@ func Parse(env Env, parts Part) (Config, error) {
 		c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
 		c.DrainTimeout = p.duration("RUNBLOCK_DRAIN_TIMEOUT", DefaultDrainTimeout, true)
 	}
+	if parts&Remote != 0 {
+		c.ExecutorURLs = p.urls("RUNBLOCK_EXECUTOR_URL")
+		c.APITokens = p.tokens("RUNBLOCK_API_TOKEN")
+	}
 	c.LogLevel = p.level("LOG_LEVEL")
 	_, c.LogLevelSet = p.get("LOG_LEVEL")
 	c.LogFormat = p.oneOf("LOG_FORMAT", "text", "text", "json")
@@ -272,7 +285,7 @@ func (c Config) DiscordEnabled() bool { return c.Discord.Token != "" }
 // Secrets returns the credentials in c, for redaction.
 func (c Config) Secrets() []string {
 	var s []string
-	for _, v := range []string{c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret, c.Discord.Token} {
+	for _, v := range append([]string{c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret, c.Discord.Token}, c.APITokens...) {
 		if v != "" {
 			s = append(s, v)
 		}
@@ -317,6 +330,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("discord_shard_count", c.Discord.ShardCount),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.Duration("drain_timeout", c.DrainTimeout),
+		slog.Any("executor_urls", c.ExecutorURLs),
+		slog.Int("api_tokens", len(c.APITokens)),
 	)
 }
 
@@ -586,6 +601,31 @@ func (p *parser) modules(name string) []string {
 }
 
 var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// urls reads a comma list of http(s) base URLs.
+func (p *parser) urls(name string) []string {
+	list := p.list(name)
+	for _, v := range list {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			p.fail(name, v, "not a base URL", "use http://host:port, such as http://runblock-executor:8080, or a comma list of them")
+			return nil
+		}
+	}
+	return list
+}
+
+// tokens reads a comma list of secrets.
+func (p *parser) tokens(name string) []string {
+	list := p.list(name)
+	for _, v := range list {
+		if strings.ContainsAny(v, " \t\r\n") || len(v) < 16 {
+			p.fail(name, "", "holds a token that is too short or contains whitespace", "use random tokens of at least 16 characters, such as the output of `openssl rand -hex 32`, comma-separated")
+			return nil
+		}
+	}
+	return list
+}
 
 func (p *parser) secret(name string) string {
 	v, ok := p.get(name)

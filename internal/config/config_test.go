@@ -437,3 +437,36 @@ func TestPartsValidateOnlyWhatACommandUses(t *testing.T) {
 		t.Errorf("the chat part read a sandbox setting: %v", err)
 	}
 }
+
+func TestRemoteSettings(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	c, err := Parse(Env{"RUNBLOCK_EXECUTOR_URL": "http://a:8080, http://b:8080/", "RUNBLOCK_API_TOKEN": tok + ",second-token-123456"}, All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ExecutorURLs) != 2 || c.ExecutorURLs[0] != "http://a:8080" || len(c.APITokens) != 2 || c.APITokens[0] != tok {
+		t.Errorf("parsed %q and %d tokens", c.ExecutorURLs, len(c.APITokens))
+	}
+	if !slices.Contains(c.Secrets(), tok) {
+		t.Error("the API token is not among the secrets to redact")
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"RUNBLOCK_EXECUTOR_URL", "runblock-executor:8080", "not a base URL"},
+		{"RUNBLOCK_EXECUTOR_URL", "http://a:8080/v1/run", "not a base URL"},
+		{"RUNBLOCK_API_TOKEN", "tok3n", "too short"},
+		{"RUNBLOCK_API_TOKEN", "a-token-long-enough but spaced", "too short or contains whitespace"},
+	} {
+		_, err := Parse(Env{tc.name: tc.value}, All)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: %v, want %q", tc.name, tc.value, err, tc.want)
+			continue
+		}
+		if tc.name == "RUNBLOCK_API_TOKEN" && strings.Contains(err.Error(), tc.value) {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
+	// Commands that do not use them do not read them.
+	if _, err := Parse(Env{"RUNBLOCK_API_TOKEN": "short"}, Sandbox); err != nil {
+		t.Errorf("exec's settings refused over RUNBLOCK_API_TOKEN: %v", err)
+	}
+}
