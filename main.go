@@ -280,6 +280,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.SlackEnabled() {
 		c := cfg.Slack
 		c.Metrics = m.metrics
+		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		slackBot = slack.New(c, m.scheduler, m.Logger.With("adapter", "slack"))
 		m.adapters = append(m.adapters, namedAdapter{"slack", slackBot})
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/executor"
@@ -94,11 +93,14 @@ type Config struct {
 	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
 	// Socket Mode follows: its URL comes from apps.connections.open.
 	APIURL string
-	// Files caps the attachments of a message that go into its run
-	// (RUNBLOCK_MAX_FILES, RUNBLOCK_MAX_FILES_BYTES).
-	Files   attach.Limits
-	Render  formatting.RenderOptions
-	Metrics Metrics // nil: none counted
+	// MaxFiles and MaxFilesBytes cap the attachments of a message that go
+	// into its run, as the executor caps files (RUNBLOCK_MAX_FILES,
+	// RUNBLOCK_MAX_FILES_BYTES); 0 takes the defaults, a negative MaxFiles
+	// lets none in.
+	MaxFiles      int
+	MaxFilesBytes int64
+	Render        formatting.RenderOptions
+	Metrics       Metrics // nil: none counted
 }
 
 // Bot owns the Slack connection.

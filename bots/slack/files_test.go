@@ -101,7 +101,7 @@ func TestFilesOutAndRerun(t *testing.T) {
 func TestFilesIn(t *testing.T) {
 	t.Parallel()
 	r := &fakerunner.Runner{}
-	h := start(t, Config{Files: attach.Limits{Files: 2, Bytes: 1000}}, r, true)
+	h := start(t, Config{MaxFiles: 2, MaxFilesBytes: 1000}, r, true)
 	csv := []byte("x,y\n1,2\n")
 	data := h.fake.AddUserFile(fakeslack.UserFile{Name: "data.csv", Mimetype: "text/csv", Content: csv, Size: -1})
 	evil := h.fake.AddUserFile(fakeslack.UserFile{Name: "../../data.csv", Mimetype: "text/csv", Content: []byte("z\n"), Size: -1})

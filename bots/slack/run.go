@@ -251,7 +251,7 @@ func (b *Bot) inputs(ctx context.Context, log *slog.Logger, files []slack.File) 
 	return attach.Fetcher{
 		Header:  http.Header{"Authorization": {"Bearer " + b.cfg.BotToken}},
 		Trusted: b.slackHost,
-		Limits:  b.cfg.Files,
+		Limits:  attach.Limits{Files: b.cfg.MaxFiles, Bytes: b.cfg.MaxFilesBytes},
 		Log:     log,
 	}.Fetch(ctx, srcs)
 }
