@@ -287,6 +287,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.DiscordEnabled() {
 		c := cfg.Discord
 		c.Metrics = m.metrics
+		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, m.scheduler, m.Logger.With("adapter", "discord"))})
 	}
 	if len(m.adapters) == 0 {

@@ -106,8 +106,14 @@ type Config struct {
 	// messages to shard 0. ShardCount 0 or 1 is one session for everything.
 	ShardID    int
 	ShardCount int
-	Render     formatting.RenderOptions
-	Metrics    Metrics // nil: none counted
+	// MaxFiles and MaxFilesBytes cap the attachments of a message that go
+	// into its run, as the executor caps files (RUNBLOCK_MAX_FILES,
+	// RUNBLOCK_MAX_FILES_BYTES); 0 takes the defaults, a negative MaxFiles
+	// lets none in.
+	MaxFiles      int
+	MaxFilesBytes int64
+	Render        formatting.RenderOptions
+	Metrics       Metrics // nil: none counted
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -137,6 +143,7 @@ type Bot struct {
 	log     *slog.Logger
 	now     func() time.Time
 	answers *replycache.Cache[answer] // by message id: what the Bot answered, for edits and deletes
+	files   *http.Client              // downloads attachments (Discord's CDN, not the API)
 
 	mu       sync.Mutex
 	session  *discordgo.Session
@@ -185,6 +192,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		log:        logger,
 		now:        now,
 		answers:    replycache.New[answer](cfg.MaxAnswers, cfg.EditWindow, now),
+		files:      &http.Client{Timeout: 30 * time.Second},
 		handlers:   handlers.New(maxInFlight, logger),
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),

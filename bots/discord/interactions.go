@@ -128,7 +128,7 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
 	}, true)
 	defer prog.Stop()
-	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex, prog.Update)
+	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex, nil, prog.Update)
 	prog.Stop()
 	if !out.ran {
 		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {
@@ -145,7 +145,7 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 	}
 	content := out.text
 	if _, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
-		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out.full),
+		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out),
 	}, discordgo.WithContext(ctx)); err != nil {
 		b.log.Error("sending an interaction result", "err", err)
 		return

@@ -120,7 +120,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if !ex.Found && tr.quiet {
 		return
 	}
-	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content}
+	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content, attachments: m.Attachments}
 	if !b.reserve(src) {
 		return
 	}
@@ -205,6 +205,7 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 			return
 		}
 		b.answers.Update(r.MessageID, func(a *answer) { a.content = m.Content })
+		src.attachments = m.Attachments
 		if b.recalled(ctx, s, src) {
 			return // answered before a restart: an edit re-runs it
 		}

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/progress"
 	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
@@ -38,14 +40,17 @@ type source struct {
 	user      string
 	explicit  bool
 	content   string
+	// attachments are the message's files, which go into the run.
+	attachments []*discordgo.MessageAttachment
 }
 
 // outcome is a reply ready to send.
 type outcome struct {
-	text string
-	full string // the whole output for output.txt, or ""
-	ok   bool
-	ran  bool // a run's result (✅/❌), not a rejection or a notice
+	text  string
+	full  string          // the whole output for output.txt, or ""
+	files []executor.File // the run's files, attached after output.txt
+	ok    bool
+	ran   bool // a run's result (✅/❌), not a rejection or a notice
 }
 
 // noMentions allows no mention at all. Parse must be an empty list, not nil:
@@ -54,24 +59,79 @@ func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
-func outputFiles(full string) []*discordgo.File {
-	if full == "" {
-		return nil
+// maxAttachments is Discord's limit of files on one message.
+const maxAttachments = 10
+
+// omitOverAttachments is why a file that did not fit on the message was left out.
+const omitOverAttachments = "over Discord's 10 attachments a message"
+
+// outputFiles are the attachments of a reply: output.txt when the text had
+// to be cut, then the run's files in the order the snippet made them (an
+// image renders inline).
+func outputFiles(out outcome) []*discordgo.File {
+	var files []*discordgo.File
+	if out.full != "" {
+		files = append(files, &discordgo.File{Name: outputName, ContentType: "text/plain; charset=utf-8", Reader: strings.NewReader(out.full)})
 	}
-	return []*discordgo.File{{Name: outputName, ContentType: "text/plain; charset=utf-8", Reader: strings.NewReader(full)}}
+	for _, f := range out.files {
+		files = append(files, &discordgo.File{Name: attachmentName(f.Path), ContentType: f.MIME, Reader: bytes.NewReader(f.Content)})
+	}
+	return files
 }
 
-// execute runs ex for user and renders the result for Discord; runerror
-// decides what of a failure is logged and the friendly line shown instead.
-// progress, when not nil, gets the run's place in the queue.
-func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction, progress func(executor.Progress)) outcome {
-	res, err := b.runner.Submit(ctx, executor.Job{User: user, Request: executor.Request{Code: ex.Code, Stdin: ex.Stdin}, Progress: progress})
+// attachmentName is a file's name on Discord, which has no directories.
+func attachmentName(p string) string {
+	return strings.ReplaceAll(p, "/", "_")
+}
+
+// execute runs ex, with the attachments of its message, for user and
+// renders the result for Discord; runerror decides what of a failure is
+// logged and the friendly line shown instead. progress, when not nil, gets
+// the run's place in the queue.
+func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction, atts []*discordgo.MessageAttachment, progress func(executor.Progress)) outcome {
+	in, skipped := b.inputs(ctx, atts)
+	res, err := b.runner.Submit(ctx, executor.Job{User: user, Request: executor.Request{Code: ex.Code, Stdin: ex.Stdin, Files: in}, Progress: progress})
 	if err != nil {
 		text, _ := runerror.Report(ctx, b.log.With("user", user), formatting.Discord, err)
 		return outcome{text: text}
 	}
-	r := formatting.RenderRun(formatting.Discord, ex, res, b.cfg.Render)
-	return outcome{text: r.Text, full: r.Full, ok: r.OK, ran: true}
+	opts := b.cfg.Render
+	opts.Skipped = skipped
+	r := formatting.RenderRun(formatting.Discord, ex, res, opts)
+	if room := maxAttachments - len(res.Files); r.Full != "" && room < 1 || room < 0 {
+		// More files than one message takes: the last ones are named instead.
+		keep := min(len(res.Files), maxAttachments)
+		if r.Full != "" {
+			keep--
+		}
+		var over []executor.OmittedFile
+		for _, f := range res.Files[keep:] {
+			over = append(over, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: omitOverAttachments})
+		}
+		res.Files, res.FilesOmitted = res.Files[:keep], append(over, res.FilesOmitted...)
+		r = formatting.RenderRun(formatting.Discord, ex, res, opts)
+	}
+	return outcome{text: r.Text, full: r.Full, files: res.Files, ok: r.OK, ran: true}
+}
+
+// inputs downloads the attachments of the message for the run, within the
+// executor's caps. Discord's attachment URLs are signed: no token goes with them.
+func (b *Bot) inputs(ctx context.Context, atts []*discordgo.MessageAttachment) ([]executor.File, []executor.OmittedFile) {
+	if len(atts) == 0 {
+		return nil, nil
+	}
+	srcs := make([]attach.Source, 0, len(atts))
+	for _, a := range atts {
+		if a == nil {
+			continue
+		}
+		srcs = append(srcs, attach.Source{Name: a.Filename, Size: int64(a.Size), MIME: a.ContentType, URL: a.URL})
+	}
+	return attach.Fetcher{
+		Client: b.files,
+		Limits: attach.Limits{Files: b.cfg.MaxFiles, Bytes: b.cfg.MaxFilesBytes},
+		Log:    b.log,
+	}.Fetch(ctx, srcs)
 }
 
 // reserve records that src is being answered; false means it already is.
@@ -100,7 +160,7 @@ func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src sourc
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
 	}, true)
 	defer prog.Stop()
-	out := b.execute(ctx, src.user, ex, prog.Update)
+	out := b.execute(ctx, src.user, ex, src.attachments, prog.Update)
 	replyID := prog.Stop()
 	ind.stop()
 	var err error
@@ -186,7 +246,7 @@ func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Mess
 	if ex.Found {
 		ind := b.indicate(ctx, s, a.channelID, m.ID)
 		defer ind.stop() // also when the run panics
-		out = b.execute(ctx, a.user, ex, nil)
+		out = b.execute(ctx, a.user, ex, m.Attachments, nil)
 		ind.stop()
 		ind.wait()
 		b.react(ctx, s, a.channelID, m.ID, reactionRunning, false)
@@ -236,7 +296,7 @@ func (b *Bot) send(ctx context.Context, s *discordgo.Session, channelID, message
 		Content:         out.text,
 		AllowedMentions: noMentions(),
 		Reference:       &discordgo.MessageReference{MessageID: messageID, ChannelID: channelID, GuildID: guildID, FailIfNotExists: &failIfMissing},
-		Files:           outputFiles(out.full),
+		Files:           outputFiles(out),
 	}, discordgo.WithContext(ctx))
 	if err != nil {
 		b.logSendError(channelID, err)
@@ -245,7 +305,8 @@ func (b *Bot) send(ctx context.Context, s *discordgo.Session, channelID, message
 	return m, nil
 }
 
-// edit replaces the reply replyID with out, dropping an earlier output.txt.
+// edit replaces the reply replyID with out: an empty attachments list drops
+// the earlier run's files, the new ones are attached.
 func (b *Bot) edit(ctx context.Context, s *discordgo.Session, channelID, replyID string, out outcome) error {
 	content := out.text
 	_, err := s.ChannelMessageEditComplex(&discordgo.MessageEdit{
@@ -254,7 +315,7 @@ func (b *Bot) edit(ctx context.Context, s *discordgo.Session, channelID, replyID
 		Content:         &content,
 		AllowedMentions: noMentions(),
 		Attachments:     &[]*discordgo.MessageAttachment{},
-		Files:           outputFiles(out.full),
+		Files:           outputFiles(out),
 	}, discordgo.WithContext(ctx))
 	return err
 }

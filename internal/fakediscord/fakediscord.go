@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,8 @@ type Server struct {
 	limits       []*rateLimit
 	messages     map[string]*discordgo.Message // by message id
 	interactions map[string]*interaction       // by interaction token
+	files        map[string][]byte             // attachment contents, by attachment id
+	downloads    map[string]int                // attachment downloads, by attachment id
 	nextID       int64
 	closed       bool
 
@@ -71,13 +74,82 @@ func New(opts Options) *Server {
 		bots:         make(map[string]*Bot),
 		messages:     make(map[string]*discordgo.Message),
 		interactions: make(map[string]*interaction),
+		files:        make(map[string][]byte),
+		downloads:    make(map[string]int),
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v"+discordgo.APIVersion+"/", s.serveREST)
 	mux.HandleFunc("/ws/", s.serveGateway)
+	mux.HandleFunc("GET /attachments/{id}/{name}", s.serveAttachment)
 	s.http = httptest.NewServer(mux)
 	return s
+}
+
+// Attachment stores a file a user attaches to a message and returns the
+// attachment to put into the message (MessageCreate); its URL serves data,
+// as Discord's CDN does. size, when >= 0, is the size the attachment
+// announces instead of len(data).
+func (s *Server) Attachment(name, contentType string, data []byte, size int) *discordgo.MessageAttachment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.storeLocked(name, contentType, data)
+	if size >= 0 {
+		a.Size = size
+	}
+	return a
+}
+
+// AttachmentData returns the content of the attachment at url (one the
+// fake stored), and whether there is one.
+func (s *Server) AttachmentData(rawURL string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.attachmentIDLocked(rawURL)
+	if !ok {
+		return nil, false
+	}
+	return s.files[id], true
+}
+
+// Downloads returns how often the attachment at url was downloaded.
+func (s *Server) Downloads(rawURL string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, _ := s.attachmentIDLocked(rawURL)
+	return s.downloads[id]
+}
+
+func (s *Server) attachmentIDLocked(rawURL string) (string, bool) {
+	rest, ok := strings.CutPrefix(rawURL, s.http.URL+"/attachments/")
+	if !ok {
+		return "", false
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	_, ok = s.files[id]
+	return id, ok
+}
+
+func (s *Server) storeLocked(name, contentType string, data []byte) *discordgo.MessageAttachment {
+	id := s.newIDLocked()
+	s.files[id] = data
+	u := s.http.URL + "/attachments/" + id + "/" + url.PathEscape(name)
+	return &discordgo.MessageAttachment{ID: id, Filename: name, ContentType: contentType, Size: len(data), URL: u, ProxyURL: u}
+}
+
+func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	data, ok := s.files[r.PathValue("id")]
+	if ok {
+		s.downloads[r.PathValue("id")]++
+	}
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, _ = w.Write(data)
 }
 
 // URL is the base URL of the fake, to use instead of "https://discord.com/"

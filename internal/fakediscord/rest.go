@@ -438,11 +438,7 @@ type payload struct {
 func (s *Server) attachmentsLocked(files []File) []*discordgo.MessageAttachment {
 	var out []*discordgo.MessageAttachment
 	for _, f := range files {
-		id := s.newIDLocked()
-		out = append(out, &discordgo.MessageAttachment{
-			ID: id, Filename: f.Name, ContentType: f.ContentType, Size: len(f.Data),
-			URL: s.http.URL + "/attachments/" + id + "/" + f.Name,
-		})
+		out = append(out, s.storeLocked(f.Name, f.ContentType, f.Data))
 	}
 	return out
 }
