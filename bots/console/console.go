@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,8 +54,12 @@ type Config struct {
 	User string
 	// MaxMessageBytes bounds one message; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	Render          formatting.RenderOptions
-	Metrics         Metrics // nil: none counted
+	// FilesDir is where the files of the runs are saved, each run's in a
+	// directory of its own (run-1, run-2, …); "" makes a fresh temporary
+	// directory at the first run with files. The reply names the paths.
+	FilesDir string
+	Render   formatting.RenderOptions
+	Metrics  Metrics // nil: none counted
 }
 
 // Bot reads messages from Config.In, one at a time: a message is answered
@@ -74,6 +81,11 @@ type Bot struct {
 
 	ready atomic.Bool
 	done  chan struct{}
+
+	// runs counts the runs with files; filesDir is Config.FilesDir or the
+	// temporary directory made for the session. Only the handler uses them.
+	runs     int
+	filesDir string
 }
 
 // New returns a console Bot; it reads nothing until Open.
@@ -282,7 +294,62 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
-	return formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render).Text
+	text := formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render).Text
+	if len(res.Files) > 0 {
+		saved, err := b.save(res.Files)
+		if err != nil {
+			b.log.Error("saving the files of a run", "err", err)
+			return text + "\nthe files of this run could not be saved: " + err.Error()
+		}
+		text += "\n" + saved
+	}
+	return text
+}
+
+// save writes files into a fresh directory of this run and lists their paths.
+func (b *Bot) save(files []executor.File) (string, error) {
+	if b.filesDir == "" {
+		dir := b.cfg.FilesDir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "runblock-console-")
+			if err != nil {
+				return "", err
+			}
+			dir = d
+		}
+		b.filesDir = dir
+	}
+	b.runs++
+	dir := filepath.Join(b.filesDir, "run-"+strconv.Itoa(b.runs))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s saved in %s:", plural(len(files), "file"), dir)
+	for _, f := range files {
+		if d := filepath.Dir(filepath.FromSlash(f.Path)); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return "", err
+			}
+		}
+		if err := root.WriteFile(filepath.FromSlash(f.Path), f.Content, 0o644); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&s, "\n  %s (%s, %d bytes)", filepath.Join(dir, filepath.FromSlash(f.Path)), f.MIME, len(f.Content))
+	}
+	return s.String(), nil
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }
 
 func (b *Bot) reply(text string) {

@@ -1,0 +1,64 @@
+package console_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runblock/runblock/bots/console"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
+)
+
+func TestFilesAreSavedAndTheirPathsPrinted(t *testing.T) {
+	dir := t.TempDir()
+	r := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "done\n",
+			Files: []executor.File{
+				{Path: "figure-1.png", Size: 4, MIME: "image/png", Content: []byte("\x89PNG")},
+				{Path: "out/summary.csv", Size: 4, MIME: "text/csv", Content: []byte("a,b\n")},
+			},
+			FilesOmitted: []executor.OmittedFile{{Path: "big.csv", Size: 9 << 20, Reason: "over the total size limit"}},
+		}, nil
+	}}
+	in := "```python\nplot()\n```\n\n```python\nplot()\n```\n\n"
+	b, out := open(t, strings.NewReader(in), r, func(c *console.Config) { c.FilesDir = dir })
+	waitDone(t, b)
+	got := out.String()
+	for _, run := range []string{"run-1", "run-2"} {
+		for _, f := range []struct{ path, content string }{{"figure-1.png", "\x89PNG"}, {"out/summary.csv", "a,b\n"}} {
+			p := filepath.Join(dir, run, f.path)
+			data, err := os.ReadFile(p)
+			if err != nil || string(data) != f.content {
+				t.Errorf("%s: %q, %v", p, data, err)
+			}
+			if !strings.Contains(got, p+" (") {
+				t.Errorf("output does not name %s:\n%s", p, got)
+			}
+		}
+	}
+	for _, want := range []string{"2 files saved in " + filepath.Join(dir, "run-1") + ":", "1 file not attached: big.csv (9 MiB, over the total size limit)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestFilesGoToAFreshTempDir(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	r := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Files: []executor.File{{Path: "a.txt", Size: 1, MIME: "text/plain", Content: []byte("a")}}}, nil
+	}}
+	b, out := open(t, strings.NewReader("```python\nx()\n```\n\n"), r, nil)
+	waitDone(t, b)
+	_, after, ok := strings.Cut(out.String(), "1 file saved in ")
+	dir, _, _ := strings.Cut(after, ":")
+	if !ok || !strings.HasPrefix(dir, os.Getenv("TMPDIR")) {
+		t.Fatalf("no fresh directory named:\n%s", out.String())
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(data) != "a" {
+		t.Errorf("a.txt: %q, %v", data, err)
+	}
+}
