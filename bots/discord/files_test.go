@@ -152,3 +152,22 @@ func TestFilesInSizeFromTheDownload(t *testing.T) {
 		t.Errorf("request files: %+v", files)
 	}
 }
+
+func TestFilesTooLargeForDiscordAreNamed(t *testing.T) {
+	t.Parallel()
+	big := make([]byte, fakediscord.MaxUploadBytes+1)
+	e := start(t, fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "made it\n", Files: []executor.File{{Path: "huge.bin", Size: int64(len(big)), MIME: "application/octet-stream", Content: big}}}, nil
+	}), func(c *discord.Config) { c.MaxFilesBytes = 64 << 20 })
+	m := e.say("!run ```py\nopen('huge.bin', 'wb').write(bytes(11 << 20))\n```")
+	r, reply := e.storedReply(m.ID)
+	if !strings.Contains(r.Content(), "1 file not attached: `huge.bin` (10 MiB, over Discord's upload size limit)") {
+		t.Errorf("reply does not name the file Discord refused: %q", r.Content())
+	}
+	if len(reply.Attachments) != 0 {
+		t.Errorf("attachments %+v", reply.Attachments)
+	}
+	if n := len(fake.Requests(func(r fakediscord.Request) bool { return r.Status == 413 })); n != 1 {
+		t.Errorf("%d refused uploads, want 1", n)
+	}
+}

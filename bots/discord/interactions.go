@@ -144,9 +144,16 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		return
 	}
 	content := out.text
-	if _, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
+	_, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
 		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out),
-	}, discordgo.WithContext(ctx)); err != nil {
+	}, discordgo.WithContext(ctx))
+	if err != nil && out.noFiles != nil && tooLarge(err) {
+		content = out.noFiles.text
+		_, err = s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
+			Content: &content, AllowedMentions: noMentions(), Files: outputFiles(*out.noFiles),
+		}, discordgo.WithContext(ctx))
+	}
+	if err != nil {
 		b.log.Error("sending an interaction result", "err", err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,9 @@ type outcome struct {
 	text  string
 	full  string          // the whole output for output.txt, or ""
 	files []executor.File // the run's files, attached after output.txt
+	// noFiles is the reply without the run's files, which it names
+	// instead: for when Discord refuses them as too large.
+	noFiles *outcome
 	ok    bool
 	ran   bool // a run's result (✅/❌), not a rejection or a notice
 }
@@ -62,8 +66,18 @@ func noMentions() *discordgo.MessageAllowedMentions {
 // maxAttachments is Discord's limit of files on one message.
 const maxAttachments = 10
 
-// omitOverAttachments is why a file that did not fit on the message was left out.
-const omitOverAttachments = "over Discord's 10 attachments a message"
+// Why a file that did not fit on the message was left out.
+const (
+	omitOverAttachments = "over Discord's 10 attachments a message"
+	omitUploadSize      = "over Discord's upload size limit"
+)
+
+// tooLarge reports whether Discord refused an upload as too large.
+func tooLarge(err error) bool {
+	var re *discordgo.RESTError
+	return errors.As(err, &re) && (restCode(err) == discordgo.ErrCodeRequestEntityTooLarge ||
+		re.Response != nil && re.Response.StatusCode == http.StatusRequestEntityTooLarge)
+}
 
 // outputFiles are the attachments of a reply: output.txt when the text had
 // to be cut, then the run's files in the order the snippet made them (an
@@ -111,7 +125,17 @@ func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction
 		res.Files, res.FilesOmitted = res.Files[:keep], append(over, res.FilesOmitted...)
 		r = formatting.RenderRun(formatting.Discord, ex, res, opts)
 	}
-	return outcome{text: r.Text, full: r.Full, files: res.Files, ok: r.OK, ran: true}
+	out := outcome{text: r.Text, full: r.Full, files: res.Files, ok: r.OK, ran: true}
+	if len(res.Files) > 0 {
+		over := make([]executor.OmittedFile, 0, len(res.Files)+len(res.FilesOmitted))
+		for _, f := range res.Files {
+			over = append(over, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: omitUploadSize})
+		}
+		res.Files, res.FilesOmitted = nil, append(over, res.FilesOmitted...)
+		r = formatting.RenderRun(formatting.Discord, ex, res, opts)
+		out.noFiles = &outcome{text: r.Text, full: r.Full, ok: r.OK, ran: true}
+	}
+	return out
 }
 
 // inputs downloads the attachments of the message for the run, within the
@@ -298,6 +322,10 @@ func (b *Bot) send(ctx context.Context, s *discordgo.Session, channelID, message
 		Reference:       &discordgo.MessageReference{MessageID: messageID, ChannelID: channelID, GuildID: guildID, FailIfNotExists: &failIfMissing},
 		Files:           outputFiles(out),
 	}, discordgo.WithContext(ctx))
+	if err != nil && out.noFiles != nil && tooLarge(err) {
+		b.log.Info("Discord refused the run's files as too large; the reply names them instead", "channel", channelID, "err", err)
+		return b.send(ctx, s, channelID, messageID, guildID, *out.noFiles)
+	}
 	if err != nil {
 		b.logSendError(channelID, err)
 		return nil, err
@@ -317,6 +345,10 @@ func (b *Bot) edit(ctx context.Context, s *discordgo.Session, channelID, replyID
 		Attachments:     &[]*discordgo.MessageAttachment{},
 		Files:           outputFiles(out),
 	}, discordgo.WithContext(ctx))
+	if err != nil && out.noFiles != nil && tooLarge(err) {
+		b.log.Info("Discord refused the run's files as too large; the reply names them instead", "channel", channelID, "err", err)
+		return b.edit(ctx, s, channelID, replyID, *out.noFiles)
+	}
 	return err
 }
 

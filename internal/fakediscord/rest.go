@@ -341,6 +341,9 @@ func (s *Server) channelLocked(bot *Bot, req *Request, channelID string, rest []
 	case len(rest) == 1 && rest[0] == "typing" && req.Method == "POST":
 		return 204, nil, nil
 	case len(rest) == 1 && rest[0] == "messages" && req.Method == "POST":
+		if status, body := uploadLimits(req); status != 0 {
+			return status, body, nil
+		}
 		m, err := s.newMessageLocked(req, channelID, bot.user())
 		if err != nil {
 			return 400, apiError{Message: "Invalid Form Body: " + err.Error(), Code: 50035}, nil
@@ -425,6 +428,29 @@ func cmpID(a, b string) int {
 		return len(a) - len(b)
 	}
 	return strings.Compare(a, b)
+}
+
+// Discord's limits on the files of one message: 10 files, and 10 MiB in
+// all in a guild without boosts.
+const (
+	MaxFiles       = 10
+	MaxUploadBytes = 10 << 20
+)
+
+// uploadLimits answers a request over Discord's limits on files as Discord
+// does (status 0 when within them).
+func uploadLimits(req *Request) (int, any) {
+	if len(req.Files) > MaxFiles {
+		return 400, apiError{Message: "Invalid Form Body: files: Must be 10 or fewer in length.", Code: 50035}
+	}
+	total := 0
+	for _, f := range req.Files {
+		total += len(f.Data)
+	}
+	if total > MaxUploadBytes {
+		return 413, apiError{Message: "Request entity too large", Code: 40005}
+	}
+	return 0, nil
 }
 
 // payload is what the fake reads of a message create or edit.
@@ -559,6 +585,9 @@ func (s *Server) messageLocked(m *discordgo.Message, req *Request) (int, any, ht
 	case "GET":
 		return 200, m, nil
 	case "PATCH":
+		if status, body := uploadLimits(req); status != 0 {
+			return status, body, nil
+		}
 		if err := s.editMessageLocked(m, req); err != nil {
 			return 400, apiError{Message: "Invalid Form Body: " + err.Error(), Code: 50035}, nil
 		}
