@@ -143,3 +143,18 @@ func TestFilesInNoToken(t *testing.T) {
 		t.Errorf("request files: %+v", files)
 	}
 }
+
+func TestFilesThatCouldNotBeUploadedAreNamed(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "made\n", Files: []executor.File{
+			{Path: "a.png", Size: 3, MIME: "image/png", Content: []byte("png")},
+			{Path: "empty.txt", MIME: "text/plain"},
+			{Path: "b.csv", Size: 2, MIME: "text/csv", Content: []byte("b\n")},
+		}}, nil
+	}), true)
+	h.fake.Script("files.getUploadURLExternal", fakeslack.Response{Error: "internal_error"})
+	m := h.mention(h.channel(), h.user(), "```python\nmake()\n```")
+	h.reply(m, "2 files not attached: `a.png` (3 B, the upload failed), `empty.txt` (empty: Slack takes no empty files)")
+	waitFiles(t, h, m.Channel, m.TS, "b.csv")
+}

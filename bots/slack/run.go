@@ -174,10 +174,14 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if thread == "" {
 		thread = ts
 	}
-	b.upload(ctx, log, rec, src.channel, thread, outputs(rep.Full, res.Files))
-	if (hadFiles || len(rec.files) > 0) && key != "" {
+	failed := b.upload(ctx, log, rec, src.channel, thread, outputs(rep.Full, res.Files))
+	text := rep.Text
+	if len(failed) > 0 {
+		text += "\n" + formatting.FilesNote(formatting.Slack, nil, failed)
+	}
+	if len(failed) > 0 || (hadFiles || len(rec.files) > 0) && key != "" {
 		// The reply's metadata names the files too, for a later process.
-		if _, err := b.reply(ctx, src, ts, rep.Text, done.of(rec)); err != nil {
+		if _, err := b.reply(ctx, src, ts, text, done.of(rec)); err != nil {
 			log.Warn("tagging the reply with its output file", "err", err)
 		}
 	}
@@ -198,12 +202,20 @@ func outputs(full string, files []executor.File) []executor.File {
 	return append(out, files...)
 }
 
+// Why a file of the run is not in the thread.
+const (
+	omitEmpty  = "empty: Slack takes no empty files"
+	omitUpload = "the upload failed"
+)
+
 // upload shares files in the thread (files upload v2), images with alt
-// text so that they show inline, and records their ids in rec.
-func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel, thread string, files []executor.File) {
+// text so that they show inline, and records their ids in rec. It returns
+// the files that could not be shared, to name in the reply.
+func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel, thread string, files []executor.File) []executor.OmittedFile {
+	var failed []executor.OmittedFile
 	for _, f := range files {
 		if len(f.Content) == 0 {
-			log.Info("an empty output file is not uploaded (Slack refuses empty files)", "file", f.Path)
+			failed = append(failed, executor.OmittedFile{Path: f.Path, Reason: omitEmpty})
 			continue
 		}
 		p := slack.UploadFileParameters{
@@ -219,10 +231,12 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel
 		up, err := b.api.UploadFileContext(ctx, p)
 		if err != nil {
 			log.Error("uploading an output file", "file", f.Path, "err", err)
+			failed = append(failed, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: omitUpload})
 			continue
 		}
 		rec.files = append(rec.files, up.ID)
 	}
+	return failed
 }
 
 // deleteFiles deletes the files uploaded for rec's earlier run.
