@@ -53,8 +53,8 @@ type outcome struct {
 	// noFiles is the reply without the run's files, which it names
 	// instead: for when Discord refuses them as too large.
 	noFiles *outcome
-	ok    bool
-	ran   bool // a run's result (✅/❌), not a rejection or a notice
+	ok      bool
+	ran     bool // a run's result (✅/❌), not a rejection or a notice
 }
 
 // noMentions allows no mention at all. Parse must be an empty list, not nil:
