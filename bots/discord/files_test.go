@@ -171,3 +171,30 @@ func TestFilesTooLargeForDiscordAreNamed(t *testing.T) {
 		t.Errorf("%d refused uploads, want 1", n)
 	}
 }
+
+func TestRunCodeContextMenuTakesTheMessagesFilesAndAttachesTheRunsFiles(t *testing.T) {
+	t.Parallel()
+	runner := &fakerunner.Runner{Func: func(_ context.Context, job executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "ok\n", Files: []executor.File{{Path: "figure-1.png", Size: int64(len(png)), MIME: "image/png", Content: png}}}, nil
+	}}
+	e := start(t, runner, nil)
+	data := fake.Attachment("data.csv", "text/csv", []byte("a\n1\n"), -1)
+	target := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: &discordgo.User{ID: "9", Bot: true},
+		Content: "```py\nprint('menu')\n```", Attachments: []*discordgo.MessageAttachment{data}})
+	in := e.fbot.InteractionCreate(map[string]any{
+		"type": discordgo.InteractionApplicationCommand, "channel_id": e.channel, "guild_id": e.guild,
+		"member": map[string]any{"user": e.user},
+		"data": map[string]any{
+			"id": "2", "name": "Run code", "type": discordgo.MessageApplicationCommand, "target_id": target.ID,
+			"resolved": map[string]any{"messages": map[string]any{target.ID: target}},
+		},
+	})
+	e.callback(in)
+	r := e.original(in)
+	if len(r.Files) != 1 || r.Files[0].Name != "figure-1.png" || !bytes.Equal(r.Files[0].Data, png) {
+		t.Errorf("files of the response: %+v", r.Files)
+	}
+	if files := runner.Jobs()[0].Request.Files; len(files) != 1 || files[0].Path != "data.csv" || string(files[0].Content) != "a\n1\n" {
+		t.Errorf("request files: %+v", files)
+	}
+}

@@ -34,11 +34,12 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 		switch {
 		case d.CommandType == discordgo.MessageApplicationCommand && d.Name == CommandRunCode:
 			var content string
+			var atts []*discordgo.MessageAttachment
 			if d.Resolved != nil && d.Resolved.Messages[d.TargetID] != nil {
-				content = d.Resolved.Messages[d.TargetID].Content
+				content, atts = d.Resolved.Messages[d.TargetID].Content, d.Resolved.Messages[d.TargetID].Attachments
 			}
 			ex := formatting.Extract(content, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true})
-			b.runInteraction(ctx, s, i, ex)
+			b.runInteraction(ctx, s, i, ex, atts)
 		case d.Name == CommandRun:
 			var code string
 			if o := d.GetOption(optionCode); o != nil && o.Type == discordgo.ApplicationCommandOptionString {
@@ -51,7 +52,7 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 				return
 			}
 			ex := formatting.Extract(code, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true, Raw: true})
-			b.runInteraction(ctx, s, i, ex)
+			b.runInteraction(ctx, s, i, ex, nil)
 		}
 	case discordgo.InteractionModalSubmit:
 		d := i.ModalSubmitData()
@@ -63,7 +64,7 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 		if in := values[inputStdin]; in != "" {
 			ex.Stdin = in
 		}
-		b.runInteraction(ctx, s, i, ex)
+		b.runInteraction(ctx, s, i, ex, nil)
 	}
 }
 
@@ -106,7 +107,8 @@ func interactionUser(i *discordgo.Interaction) string {
 // runInteraction answers a /run, modal or "Run code" interaction: a
 // deferred response at once (Discord wants one within 3 s), then the result
 // edited into it. Notices and rejections go to the user alone (ephemeral).
-func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, ex formatting.Extraction) {
+// atts are the files of the message "Run code" runs, which go into the run.
+func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, ex formatting.Extraction, atts []*discordgo.MessageAttachment) {
 	b.metricReceived()
 	if !ex.Found {
 		b.ephemeral(ctx, s, i, notice(ex))
@@ -128,7 +130,7 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
 	}, true)
 	defer prog.Stop()
-	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex, nil, prog.Update)
+	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex, atts, prog.Update)
 	prog.Stop()
 	if !out.ran {
 		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {
