@@ -244,6 +244,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}()
 
 	sc := cfg.Scheduler
+	sc.RunTimeout = cfg.Executor.Timeout
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
 	m.scheduler = executor.NewScheduler(runner, sc)
