@@ -44,6 +44,7 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -135,6 +136,7 @@ type Bot struct {
 
 	ready      atomic.Bool
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
+	turns      *turns.Turns    // each user's runs in the order of their messages
 	reconnect  chan struct{}
 	stop       chan struct{}
 	supervised chan struct{}
@@ -171,6 +173,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		now:        now,
 		answers:    replycache.New[answer](cfg.MaxAnswers, cfg.EditWindow, now),
 		handlers:   handlers.New(maxInFlight, logger),
+		turns:      turns.New(),
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),

@@ -124,6 +124,9 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if !b.reserve(src) {
 		return
 	}
+	if ex.Found {
+		src.turn = b.turns.Take(src.user)
+	}
 	if !b.spawn("message", func(ctx context.Context) {
 		b.metricReceived()
 		if !ex.Found {
@@ -132,6 +135,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 		}
 		b.answerMessage(ctx, s, src, ex)
 	}) {
+		src.turn.Done()
 		b.answers.Remove(src.messageID)
 	}
 }

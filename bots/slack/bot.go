@@ -24,6 +24,7 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -106,6 +107,7 @@ type Bot struct {
 	seen     *replycache.Cache[struct{}] // event ids handled
 	sources  *keyLock                    // one run per source message at a time
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
+	turns    *turns.Turns                // each user's runs in the order of their events
 	self     atomic.Pointer[who]         // set by Open
 
 	mu       sync.Mutex
@@ -162,6 +164,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		now:      time.Now,
 		sources:  newKeyLock(),
 		handlers: handlers.New(maxInFlight, logger),
+		turns:    turns.New(),
 	}
 	b.replies = replycache.New[*record](maxReplies, replyTTL, func() time.Time { return b.now() })
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/progress"
 	"github.com/runblock/runblock/bots/internal/runerror"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -35,7 +36,14 @@ type source struct {
 	responseURL string
 	// only, when set, is the notice to send instead of running.
 	only *formatting.Notice
+	// turn keeps the user's runs in the order their events came; nil
+	// for a source not taken from the event loop in order (a reaction,
+	// after fetching the message).
+	turn *turns.Turn
 }
+
+// userKey is the scheduler's key for the user.
+func (s source) userKey() string { return "slack:" + s.team + ":" + s.user }
 
 func (s source) key() string {
 	if s.ts == "" {
@@ -57,14 +65,22 @@ type record struct {
 	created     time.Time
 }
 
+// start answers src in a handler, in its turn among the user's events.
 func (b *Bot) start(src source) {
-	b.spawn(src.what, func(ctx context.Context) { b.handle(ctx, src) })
+	src.turn = b.turns.Take(src.userKey())
+	if !b.spawn(src.what, func(ctx context.Context) { b.handle(ctx, src) }) {
+		src.turn.Done()
+	}
 }
 
 // handle runs src's code and answers: one reply per source message, updated
 // in place on re-runs; ⏳ on the message while it waits, then ✅ or ❌.
 func (b *Bot) handle(ctx context.Context, src source) {
 	log := b.log.With("trigger", src.what, "channel", src.channel, "ts", src.ts, "user", src.user)
+	// The turn comes before anything that may block (the message's lock,
+	// Slack calls), and passes on once the scheduler has the job.
+	defer src.turn.Done()
+	src.turn.Wait(ctx)
 	if src.only != nil {
 		b.notify(ctx, log, src, formatting.RenderNotice(formatting.Slack, *src.only))
 		return
@@ -111,8 +127,8 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Slack, pr) },
 	}, replyTS == "")
 	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
-	res, err := b.runner.Submit(ctx, executor.Job{
-		User:     "slack:" + src.team + ":" + src.user,
+	res, err := src.turn.Submit(ctx, b.runner, executor.Job{
+		User:     src.userKey(),
 		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin},
 		Progress: prog.Update,
 	})
