@@ -36,19 +36,19 @@ type Runner interface {
 
 // Config bounds the scheduler.
 type Config struct {
-	Concurrency int              // RUNBLOCK_CONCURRENCY, default NumCPU
-	QueueSize   int              // RUNBLOCK_QUEUE, default DefaultQueueSize
-	UserRate    float64          // runs per second per user (RUNBLOCK_USER_RATE "5/min" -> 5/60); <= 0 is unlimited
-	UserBurst   int              // RUNBLOCK_USER_BURST, at least 1 when UserRate is set
-	MaxPerUser  int              // queued-or-running jobs per user, default 1
+	Concurrency int     // RUNBLOCK_CONCURRENCY, default NumCPU
+	QueueSize   int     // RUNBLOCK_QUEUE, default DefaultQueueSize
+	UserRate    float64 // runs per second per user (RUNBLOCK_USER_RATE "5/min" -> 5/60); <= 0 is unlimited
+	UserBurst   int     // RUNBLOCK_USER_BURST, at least 1 when UserRate is set
+	MaxPerUser  int     // queued-or-running jobs per user, default 1
 	// RunTimeout is the longest a run lasts unless its Request sets a
 	// Timeout (the executor's timeout); a user refused for MaxPerUser is
 	// told to retry when their first job will have ended. 0: estimated
 	// from the runs measured.
 	RunTimeout time.Duration
-	Clock       func() time.Time // nil = time.Now
-	Logger      *slog.Logger     // nil = discard
-	Metrics     Metrics          // nil = none
+	Clock      func() time.Time // nil = time.Now
+	Logger     *slog.Logger     // nil = discard
+	Metrics    Metrics          // nil = none
 }
 
 // Metrics receives the scheduler's observations. QueueDepth is called

@@ -9,14 +9,16 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
 )
 
 // runFunc is an executor.Runner whose Run is a func.
 type runFunc func(ctx context.Context, req executor.Request) (executor.Result, error)
 
-func (f runFunc) Run(ctx context.Context, req executor.Request) (executor.Result, error) { return f(ctx, req) }
+func (f runFunc) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
+	return f(ctx, req)
+}
 
 // TestBurstRunsTheFirstMessage: ten quick messages from one user run the
 // first; the rest are refused with a retry time, whatever the timing of the

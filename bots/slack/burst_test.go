@@ -18,7 +18,9 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // runFunc is an executor.Runner whose Run is a func.
 type runFunc func(ctx context.Context, req executor.Request) (executor.Result, error)
 
-func (f runFunc) Run(ctx context.Context, req executor.Request) (executor.Result, error) { return f(ctx, req) }
+func (f runFunc) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
+	return f(ctx, req)
+}
 
 // TestBurstRunsTheFirstMessage: ten quick messages from one user run the
 // first; the rest are refused with a retry time, whatever the timing of the
