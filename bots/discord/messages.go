@@ -142,7 +142,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 
 func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate) {
 	m := mu.Message
-	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) {
+	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) || b.cfg.EditWindow <= 0 {
 		return
 	}
 	queued, same := false, false

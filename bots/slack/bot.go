@@ -23,6 +23,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/runblock/runblock/bots/internal/handlers"
+	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
@@ -90,8 +91,17 @@ type Config struct {
 	RunReaction string        // SLACK_RUN_REACTION, default "arrow_forward"
 	EditWindow  time.Duration // SLACK_EDIT_WINDOW: edits within it re-run; 0 = never
 	APIURL      string        // test hook: slack.OptionAPIURL, must end in "/"
-	Render      formatting.RenderOptions
-	Metrics     Metrics // nil: none counted
+	// Retry paces Open's tries while Slack cannot be reached (no network
+	// yet); the zero value is netretry's default, about a minute.
+	Retry   netretry.Backoff
+	Render  formatting.RenderOptions
+	Metrics Metrics // nil: none counted
+}
+
+// badToken holds the auth.test errors that mean the token itself is wrong.
+var badToken = map[string]bool{
+	"invalid_auth": true, "not_authed": true, "account_inactive": true,
+	"token_revoked": true, "token_expired": true, "not_allowed_token_type": true,
 }
 
 // Bot owns the Slack connection.
@@ -183,8 +193,20 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.opened = true
 	b.mu.Unlock()
 
-	auth, err := b.api.AuthTestContext(ctx)
-	if err != nil {
+	var auth *slack.AuthTestResponse
+	err := b.cfg.Retry.Do(ctx, b.log, "Slack", func(ctx context.Context) error {
+		var err error
+		auth, err = b.api.AuthTestContext(ctx)
+		return err
+	})
+	var unreachable *netretry.Error
+	var answer slack.SlackErrorResponse
+	switch {
+	case errors.As(err, &unreachable):
+		return fmt.Errorf("slack: %w", err)
+	case errors.As(err, &answer) && badToken[answer.Err]:
+		return fmt.Errorf("slack: SLACK_BOT_TOKEN was rejected (auth.test): %w", err)
+	case err != nil:
 		return fmt.Errorf("slack: checking SLACK_BOT_TOKEN (auth.test): %w", err)
 	}
 	b.self.Store(&who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID})

@@ -82,8 +82,9 @@ func (t *Turn) Done() {
 }
 
 // Submit waits for t, submits job to r and passes the turn on as soon as
-// the scheduler has taken the job (its first progress report) or refused
-// it (Submit returned).
+// the scheduler has taken the job (its first progress report: the
+// scheduler reports a job queued or running once it has admitted it) or
+// refused it (Submit returned).
 func (t *Turn) Submit(ctx context.Context, r Runner, job executor.Job) (executor.Result, error) {
 	if t == nil {
 		return r.Submit(ctx, job)
