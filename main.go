@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,8 +26,10 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -65,8 +68,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "", "run every configured chat adapter (the console when no token is set)", config.All, runServe},
-		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] FILE|-", "run one snippet and print its whole output", config.Sandbox, runExec},
+		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] [--file PATH]... [--out DIR] FILE|-", "run one snippet, print its whole output and save the files it made", config.Sandbox, runExec},
 		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
+		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", config.Sandbox | config.Scheduler | config.HTTP | config.Remote, runExecutor},
 		{"bench", "[--json]", "measure bare python, the original and the executor side by side", config.Sandbox, runBench},
 		{"manifest", "slack", "print the Slack app manifest, ready to paste", 0, runManifest},
 		{"version", "", "print the version", 0, runVersion},
@@ -206,6 +210,7 @@ type Main struct {
 	Runner executor.Runner
 
 	exec      *sandbox.Executor
+	remote    *remote.Runner
 	isolation string
 	metrics   *metrics.Registry
 	scheduler *executor.Scheduler
@@ -227,7 +232,28 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	runner := m.Runner
 	m.isolation = "none (test runner)"
-	if runner == nil {
+	sc := cfg.Scheduler
+	switch {
+	case runner != nil:
+	case len(cfg.ExecutorURLs) > 0:
+		rc := remote.Config{URLs: cfg.ExecutorURLs, Logger: m.Logger.With("component", "remote")}
+		if len(cfg.APITokens) > 0 {
+			rc.Token = cfg.APITokens[0]
+		}
+		rr, err := remote.New(ctx, rc)
+		if err != nil {
+			return err
+		}
+		m.remote, runner = rr, rr
+		m.isolation = "remote"
+		// The executors queue and run; the bot keeps its users' order and
+		// limits, and runs as many at once as the executors take.
+		if n := rr.Capacity(); n > 0 {
+			sc.Concurrency = n
+		} else {
+			m.Logger.Warn("no remote executor ready yet; runs wait for one", "concurrency", sc.Concurrency, "urls", cfg.ExecutorURLs)
+		}
+	default:
 		ec := cfg.Executor
 		ec.Logger = m.Logger.With("component", "executor")
 		ex, err := sandbox.New(ctx, ec)
@@ -243,11 +269,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	sc := cfg.Scheduler
 	sc.RunTimeout = cfg.Executor.Timeout
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
 	m.scheduler = executor.NewScheduler(runner, sc)
+	if m.remote != nil {
+		m.remote.OnCapacity(m.scheduler.SetConcurrency)
+	}
 
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {
@@ -331,6 +359,11 @@ func (m *Main) readiness() httpserver.Readiness {
 		r.Adapters[a.name] = ok
 		r.Ready = r.Ready && ok
 	}
+	if m.remote != nil {
+		// What the remote executors take, and the bot's own queue.
+		st := m.scheduler.Stats()
+		r.Load = &httpserver.Load{Capacity: m.remote.Capacity(), Running: st.Running, Queued: st.Queued, QueueSize: m.Config.Scheduler.QueueSize}
+	}
 	return r
 }
 
@@ -367,6 +400,11 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("executor: %w", err))
 		}
 	}
+	if m.remote != nil {
+		if err := m.remote.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("remote executors: %w", err))
+		}
+	}
 	if m.http != nil {
 		if err := m.http.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -386,6 +424,12 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	timeout := fs.Duration("timeout", 0, "time limit such as 5s (default RUNBLOCK_TIMEOUT)")
 	memory := fs.String("memory", "", "memory limit such as 256MiB; a bare number is MiB (default RUNBLOCK_MEMORY)")
 	stdinFile := fs.String("stdin", "", "file whose content is the snippet's standard input")
+	var inputs []string
+	fs.Func("file", "put this file into the snippet's work dir under its base name (repeatable)", func(p string) error {
+		inputs = append(inputs, p)
+		return nil
+	})
+	outDir := fs.String("out", "", "save the files the snippet made here (default: a fresh directory, named on output)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -422,6 +466,17 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 			return fail(1, "input", err)
 		}
 	}
+	for _, p := range inputs {
+		content, err := readLimited(p, c.stdin, c.cfg.Executor.MaxFilesBytes)
+		if err != nil {
+			return fail(1, "input", err)
+		}
+		name, err := executor.CleanPath(filepath.Base(p))
+		if err != nil {
+			return fail(1, executor.ErrorCode(err), err)
+		}
+		req.Files = append(req.Files, executor.File{Path: name, Size: int64(len(content)), Content: []byte(content)})
+	}
 
 	ec := c.cfg.Executor
 	ec.Pool = 0
@@ -448,7 +503,51 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	}
 	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
 	fmt.Fprintln(c.stdout, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
+	if err := saveFiles(c.stdout, *outDir, res); err != nil {
+		fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+		return 1
+	}
 	return 0
+}
+
+// saveFiles writes the run's files under dir (a fresh directory when "")
+// and lists them, with those that did not come back.
+func saveFiles(w io.Writer, dir string, res executor.Result) error {
+	if len(res.Files) == 0 && len(res.FilesOmitted) == 0 {
+		return nil
+	}
+	if len(res.Files) > 0 {
+		var err error
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "runblock-files-")
+		} else {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return err
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		fmt.Fprintf(w, "files saved in %s:\n", dir)
+		for _, f := range res.Files {
+			if d := filepath.Dir(f.Path); d != "." {
+				if err := root.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := root.WriteFile(f.Path, f.Content, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  %s (%s, %d bytes)\n", f.Path, f.MIME, f.Size)
+		}
+	}
+	for _, f := range res.FilesOmitted {
+		fmt.Fprintf(w, "  not returned: %s (%s)\n", f.Path, f.Reason)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -487,6 +586,85 @@ func readLimited(path string, r io.Reader, max int64) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return string(b), nil
+}
+
+// DefaultExecutorAddr is where `runblock executor` listens without
+// RUNBLOCK_HTTP_ADDR: loopback, where it needs no token.
+const DefaultExecutorAddr = "127.0.0.1:8080"
+
+// runExecutor is `runblock executor`: the sandbox and its scheduler behind
+// the execute API, until a signal; then it drains (not ready, new runs
+// refused with 503) and finishes the runs it accepted.
+func runExecutor(ctx context.Context, c *cli, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: executor takes no arguments\n\n%s", usage())
+		return 2
+	}
+	cfg, logger := c.cfg, c.logger
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = DefaultExecutorAddr
+	}
+	if err := api.CheckListener(addr, cfg.APITokens); err != nil {
+		fmt.Fprintf(c.stderr, "runblock executor: %v\n", err)
+		return 2
+	}
+	logger.Info("starting runblock executor", "version", version, "config", cfg)
+	ec := cfg.Executor
+	ec.Logger = logger.With("component", "executor")
+	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
+	// files and argv travel to the sandbox inside a launcher too, in base64.
+	ec.MaxCodeBytes = 3*cfg.Executor.MaxCodeBytes + 64<<10
+	ex, err := sandbox.New(ctx, ec)
+	if err != nil {
+		logger.Error("start-up failed", "err", err)
+		return 1
+	}
+	defer ex.Close()
+	reg := metrics.New()
+	sc := cfg.Scheduler
+	// Clients are the users of the fairness order; a bot is one client
+	// sending many runs at once, and keeps its own per-user limits.
+	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
+	sc.UserRate = 0
+	sc.Logger = logger.With("component", "scheduler")
+	sc.Metrics = reg
+	sched := executor.NewScheduler(ex, sc)
+	svc := api.NewService(api.ServiceConfig{
+		Addr:      addr,
+		Runner:    ex,
+		Scheduler: sched,
+		Load: func() httpserver.Load {
+			st := sched.Stats()
+			return httpserver.Load{Capacity: sc.Concurrency, Running: st.Running, Queued: st.Queued, QueueSize: sc.QueueSize}
+		},
+		API: api.Config{
+			Tokens:       cfg.APITokens,
+			Timeout:      cfg.Executor.Timeout,
+			MemoryBytes:  cfg.Executor.MemoryBytes,
+			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
+		},
+		Isolation: ex.Isolation().Tier,
+		Metrics:   reg.Handler(),
+		Logger:    logger.With("component", "api"),
+	})
+	if err := svc.Open(ctx); err != nil {
+		logger.Error("start-up failed", "err", err)
+		_ = sched.Close(context.Background())
+		return 1
+	}
+	<-ctx.Done()
+	logger.Info("signal received: draining")
+	svc.Drain()
+	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := sched.Close(drain); err != nil {
+		logger.Error("shutdown incomplete", "err", err)
+	}
+	if err := svc.Close(drain); err != nil {
+		logger.Error("shutdown incomplete", "err", err)
+	}
+	return 0
 }
 
 // runDoctor is `runblock doctor`: which isolation layers work here.
@@ -528,6 +706,15 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 		}
 		fmt.Fprintln(stdout, line)
 	}
+	if len(rep.Packages) > 0 {
+		fmt.Fprintln(stdout, "packages:")
+		for _, p := range rep.Packages {
+			fmt.Fprintf(stdout, "  %-20s %s\n", p.Name, p.Version)
+		}
+	}
+	if rep.FontCache != "" {
+		fmt.Fprintf(stdout, "matplotlib font cache: %s\n", rep.FontCache)
+	}
 	return status
 }
 
@@ -544,6 +731,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&opts.SharedDir, "shared", "", "directory with reference/ and data/ (default ../shared)")
 	fs.BoolVar(&opts.SkipOriginal, "skip-original", false, "do not run the original seed_bench.py")
 	fs.BoolVar(&opts.SkipFlood, "skip-flood", false, "do not measure memory under an output flood")
+	fs.BoolVar(&opts.SkipPlot, "skip-plot", false, "do not measure the numpy and matplotlib plot snippet")
+	fs.IntVar(&opts.PlotRuns, "plot-runs", 0, "runs of the plot snippet per row (default 10)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

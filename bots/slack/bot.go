@@ -90,7 +90,11 @@ type Config struct {
 	Channels    []string
 	RunReaction string        // SLACK_RUN_REACTION, default "arrow_forward"
 	EditWindow  time.Duration // SLACK_EDIT_WINDOW: edits within it re-run; 0 = never
-	APIURL      string        // test hook: slack.OptionAPIURL, must end in "/"
+	// APIURL (SLACK_API_URL), when set, replaces "https://slack.com/api/"
+	// as the Web API's base, ending in "/": GovSlack's
+	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
+	// Socket Mode follows: its URL comes from apps.connections.open.
+	APIURL string
 	// Retry paces Open's tries while Slack cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry   netretry.Backoff
@@ -119,6 +123,7 @@ type Bot struct {
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
 	turns    *turns.Turns                // each user's runs in the order of their events
 	self     atomic.Pointer[who]         // set by Open
+	openedAt atomic.Int64                // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 
 	mu       sync.Mutex
 	opened   bool
@@ -192,6 +197,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
+	b.openedAt.Store(b.now().UnixNano())
 
 	var auth *slack.AuthTestResponse
 	err := b.cfg.Retry.Do(ctx, b.log, "Slack", func(ctx context.Context) error {
