@@ -1,9 +1,14 @@
 package slack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -157,7 +162,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
 		log.Info("posting the reply through the response_url", "err", err)
-		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(rep.Text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeInChannel))...)
+		err = postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, rep.Text)
 		if err == nil {
 			b.replied()
 			return
@@ -250,6 +255,39 @@ func msgOptions(text string) []slack.MsgOption {
 	}
 }
 
+// postResponseURL posts text to a response_url with the options of
+// msgOptions, which slack-go's response_url path leaves out: nothing is
+// parsed or linked (so nothing pings), nothing unfurls.
+func postResponseURL(ctx context.Context, url, responseType, text string) error {
+	body, err := json.Marshal(map[string]any{
+		"text": text, "response_type": responseType, "replace_original": false,
+		"parse": "none", "link_names": false, "unfurl_links": false, "unfurl_media": false,
+	})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := responseURLClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("response_url: %s", resp.Status)
+	}
+	return nil
+}
+
+// responseURLClient bounds each post to a response_url.
+var responseURLClient = &http.Client{Timeout: 30 * time.Second}
+
 // reply updates the reply ts in place, or posts a new one in src's thread,
 // and returns the reply's ts. A reply to a message carries metadata naming
 // it, with t.
@@ -275,7 +313,7 @@ func (b *Bot) notify(ctx context.Context, log *slog.Logger, src source, text str
 	var err error
 	switch {
 	case src.responseURL != "":
-		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeEphemeral))...)
+		err = postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, text)
 	case src.user != "":
 		opts := msgOptions(text)
 		if src.thread != "" {

@@ -161,7 +161,8 @@ func TestSlashCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Body["response_type"] != "in_channel" || !strings.Contains(fmt.Sprint(p.Body["text"]), "ran print(6)") {
+	if p.Body["response_type"] != "in_channel" || !strings.Contains(fmt.Sprint(p.Body["text"]), "ran print(6)") ||
+		p.Body["parse"] != "none" || p.Body["link_names"] != false {
 		t.Fatalf("response_url post: %v", p.Body)
 	}
 
@@ -172,7 +173,8 @@ func TestSlashCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Body["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(p.Body["text"]), "Not in this channel") {
+	if p.Body["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(p.Body["text"]), "Not in this channel") ||
+		p.Body["parse"] != "none" || p.Body["link_names"] != false {
 		t.Fatalf("response_url post: %v", p.Body)
 	}
 }
