@@ -72,6 +72,11 @@ type Bot struct {
 	// run, and Close drains it, then cancels.
 	handlers *handlers.Group
 
+	run struct { // the run in flight, for Interrupt
+		sync.Mutex
+		cancel context.CancelFunc // nil: none
+	}
+
 	ready atomic.Bool
 	done  chan struct{}
 }
@@ -145,6 +150,19 @@ func (b *Bot) Close(ctx context.Context) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
+}
+
+// Interrupt cancels the run in flight (a Ctrl-C at the terminal); its reply
+// says so and shows the output so far. It reports whether a run was in
+// flight.
+func (b *Bot) Interrupt() bool {
+	b.run.Lock()
+	defer b.run.Unlock()
+	if b.run.cancel == nil {
+		return false
+	}
+	b.run.cancel()
+	return true
 }
 
 // noMetrics is the Metrics of a Config without one.
@@ -295,10 +313,23 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		}
 	}
 	b.log.Debug("run submitted", "code_bytes", len(ext.Code), "stdin_bytes", len(ext.Stdin))
-	res, err := b.runner.Submit(ctx, job)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.run.Lock()
+	b.run.cancel = cancel
+	b.run.Unlock()
+	res, err := b.runner.Submit(runCtx, job)
+	b.run.Lock()
+	b.run.cancel = nil
+	b.run.Unlock()
 	finished.Store(true)
 	if err != nil {
 		text, _ := runerror.Report(ctx, b.log, formatting.Console, err)
+		if ctx.Err() == nil && runCtx.Err() != nil { // interrupted: show what it printed
+			if out := strings.TrimRight(res.Stdout+res.Stderr, "\n"); out != "" {
+				text += "\n" + out
+			}
+		}
 		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
