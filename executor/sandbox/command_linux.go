@@ -50,7 +50,9 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 		return nil, err
 	}
 	var cmd *exec.Cmd
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Setpgid: a sandbox never shares the service's process group, so a
+	// Ctrl-C at the terminal (SIGINT to the foreground group) spares it.
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	switch {
 	case p.layers.Namespaces:
 		cmd = exec.CommandContext(ctx, "/proc/self/exe")
@@ -77,7 +79,6 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
 			cmd.Args[0] = spec.Python
 		}
-		attr.Setpgid = true
 		if p.hostUID >= 0 {
 			attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
 		}
