@@ -12,6 +12,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakediscord"
@@ -54,7 +55,7 @@ var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
 func TestE2EPlotAttachedAndEditReplacesIt(t *testing.T) {
 	t.Parallel()
-	e := start(t, sciRunner(t, "matplotlib"), nil)
+	e := start(t, sciRunner(t, "matplotlib"), func(c *discord.Config) { c.EditWindow = 10 * time.Minute })
 	m := e.say("!run ```py\nimport matplotlib.pyplot as plt\nplt.plot([1,2,3])\nplt.show()\n```")
 	r, reply := e.storedReply(m.ID)
 	if !strings.Contains(r.Content(), "OK") {

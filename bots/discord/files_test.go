@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -58,7 +59,8 @@ func TestFilesOutAndRerun(t *testing.T) {
 		FilesOmitted: []executor.OmittedFile{{Path: "big.csv", Size: 12 << 20, Reason: "over the total size limit"}},
 	}
 	runs <- executor.Result{Success: true, Stdout: "second\n", Files: []executor.File{{Path: "figure-1.png", Size: 3, MIME: "image/png", Content: []byte("two")}}}
-	e := start(t, fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) { return <-runs, nil }), nil)
+	e := start(t, fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) { return <-runs, nil }),
+		func(c *discord.Config) { c.EditWindow = 10 * time.Minute })
 	m := e.say("!run ```py\nplt.plot([1, 2, 3]); plt.show()\n```")
 	r, reply := e.storedReply(m.ID)
 	if !strings.Contains(r.Content(), "1 file not attached: `big.csv` (12 MiB, over the total size limit)") {
@@ -167,7 +169,7 @@ func TestFilesTooLargeForDiscordAreNamed(t *testing.T) {
 	if len(reply.Attachments) != 0 {
 		t.Errorf("attachments %+v", reply.Attachments)
 	}
-	if n := len(fake.Requests(func(r fakediscord.Request) bool { return r.Status == 413 })); n != 1 {
+	if n := len(fake.Requests(func(r fakediscord.Request) bool { return r.Status == 413 && strings.Contains(r.Path, e.channel) })); n != 1 {
 		t.Errorf("%d refused uploads, want 1", n)
 	}
 }
