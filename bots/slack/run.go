@@ -211,14 +211,23 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	}
 }
 
+// output is a file of a reply, with its title in Slack.
+type output struct {
+	executor.File
+	title string
+}
+
 // outputs are the files of a reply: the whole output when the text had to
 // be cut, then the run's files in the order the snippet made them.
-func outputs(full string, files []executor.File) []executor.File {
-	var out []executor.File
+func outputs(full string, files []executor.File) []output {
+	var out []output
 	if full != "" {
-		out = append(out, executor.File{Path: "output.txt", Size: int64(len(full)), MIME: "text/plain", Content: []byte(full)})
+		out = append(out, output{executor.File{Path: "output.txt", Size: int64(len(full)), MIME: "text/plain", Content: []byte(full)}, "Full output"})
 	}
-	return append(out, files...)
+	for _, f := range files {
+		out = append(out, output{f, f.Path})
+	}
+	return out
 }
 
 // Why a file of the run is not in the thread.
@@ -230,7 +239,7 @@ const (
 // upload shares files in the thread (files upload v2), images with alt
 // text so that they show inline, and records their ids in rec. It returns
 // the files that could not be shared, to name in the reply.
-func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel, thread string, files []executor.File) []executor.OmittedFile {
+func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel, thread string, files []output) []executor.OmittedFile {
 	var failed []executor.OmittedFile
 	for _, f := range files {
 		if len(f.Content) == 0 {
@@ -238,13 +247,10 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel
 			continue
 		}
 		p := slack.UploadFileParameters{
-			Filename: path.Base(f.Path), Title: f.Path, Reader: bytes.NewReader(f.Content), FileSize: len(f.Content),
+			Filename: path.Base(f.Path), Title: f.title, Reader: bytes.NewReader(f.Content), FileSize: len(f.Content),
 			Channel: channel, ThreadTimestamp: thread,
 		}
-		switch {
-		case f.Path == "output.txt" && f.MIME == "text/plain":
-			p.Title = "Full output"
-		case strings.HasPrefix(f.MIME, "image/"):
+		if strings.HasPrefix(f.MIME, "image/") {
 			p.AltTxt = "Image " + f.Path + " made by the snippet"
 		}
 		up, err := b.api.UploadFileContext(ctx, p)

@@ -7,6 +7,7 @@ package attach
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,7 +117,7 @@ func (f Fetcher) Fetch(ctx context.Context, srcs []Source) ([]executor.File, []e
 				f.Log.Warn("downloading an attached file", "file", name, "err", err)
 			}
 			reason := ReasonFailed
-			if err == errUntrusted {
+			if errors.Is(err, errUntrusted) {
 				reason = ReasonUntrustedURL
 			}
 			skip(reason)
@@ -129,7 +130,7 @@ func (f Fetcher) Fetch(ctx context.Context, srcs []Source) ([]executor.File, []e
 	return files, omitted
 }
 
-var errUntrusted = fmt.Errorf("attachment url on an untrusted host")
+var errUntrusted = errors.New("attachment url on an untrusted host")
 
 // download gets src, reading at most limit bytes; over reports that there
 // was more.
