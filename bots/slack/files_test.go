@@ -158,3 +158,22 @@ func TestFilesThatCouldNotBeUploadedAreNamed(t *testing.T) {
 	h.reply(m, "2 files not attached: `a.png` (3 B, the upload failed), `empty.txt` (empty: Slack takes no empty files)")
 	waitFiles(t, h, m.Channel, m.TS, "b.csv")
 }
+
+func TestFilesGoWhenTheRerunFails(t *testing.T) {
+	t.Parallel()
+	runs := make(chan func() (executor.Result, error), 2)
+	runs <- func() (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "first\n", Files: []executor.File{{Path: "figure-1.png", Size: 3, MIME: "image/png", Content: []byte("png")}}}, nil
+	}
+	runs <- func() (executor.Result, error) { return executor.Result{}, &executor.Error{Code: executor.ErrShutdown} }
+	var clk clock
+	h := start(t, Config{EditWindow: time.Minute}, fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
+		return (<-runs)()
+	}), true, clk.install())
+	m := h.mention(h.channel(), h.user(), "```python\nplot()\n```")
+	h.reply(m, "first")
+	waitFiles(t, h, m.Channel, m.TS, "figure-1.png")
+	h.reaction(m, "white_check_mark")
+	m = h.edit(m, "<@"+fakeslack.BotUserID+"> ```python\nplot(2)\n```")
+	waitFiles(t, h, m.Channel, m.TS)
+}

@@ -322,6 +322,9 @@ func (b *Bot) rejected(ctx context.Context, log *slog.Logger, src source, key st
 		b.notify(ctx, log, src, text)
 		return
 	}
+	if rec != nil {
+		b.deleteFiles(ctx, log, rec) // the earlier run's: the reply no longer shows it
+	}
 	ts, perr := b.reply(ctx, src, replyTS, text, tag{}.of(rec))
 	if perr != nil {
 		log.Error("posting the reply", "err", perr)
