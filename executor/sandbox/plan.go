@@ -5,11 +5,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,7 +84,9 @@ type plan struct {
 	layers   layerSet
 	seccomp  []byte // see seccompFilter
 	py       python
-	hostUID  int // uid the snippet runs as on the host, -1: the service's own
+	hostUID  int // first host uid (and gid) of the snippets, -1: the service's own
+	uidSlots int // the snippets' host uids are hostUID + [0, uidSlots)
+	uidSeq   atomic.Uint64
 	mapRoot  bool
 	binds    []string
 	files    []string
@@ -98,11 +102,11 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 		}
 	}
 	if os.Geteuid() == 0 {
-		p.mapRoot = true
+		base, n := hostIDs(idMap("uid_map"), idMap("gid_map"))
 		// Without a mount namespace the snippet sees the host's tree, so it
 		// can only drop to another uid when that uid can reach python.
-		if layers.Namespaces || othersCanReach(py.Executable) {
-			p.hostUID = policy.HostUID
+		if n > 0 && (layers.Namespaces || othersCanReach(py.Executable)) {
+			p.mapRoot, p.hostUID, p.uidSlots = layers.Namespaces, base, n
 		}
 	}
 	for _, dir := range policy.SystemDirs {
@@ -130,6 +134,58 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 	return p, nil
 }
 
+// hostIDs picks the host ids of a root service's snippets from its user
+// namespace's uid_map and gid_map: policy.HostUID and the HostUIDs after
+// it where both map them (the initial namespace maps every id), else the
+// largest other range both map (rootless Podman, Docker userns-remap);
+// n = 0 when they map no id but root's (unshare --map-root-user).
+func hostIDs(uidMap, gidMap string) (base, n int) {
+	type idRange struct{ lo, hi int64 } // ids [lo, hi) of this namespace
+	parse := func(m string) []idRange {
+		var rs []idRange
+		for _, line := range strings.Split(m, "\n") {
+			var inside, outside, count int64
+			if _, err := fmt.Sscan(line, &inside, &outside, &count); err == nil {
+				rs = append(rs, idRange{inside, inside + count})
+			}
+		}
+		return rs
+	}
+	var best idRange
+	for _, u := range parse(uidMap) {
+		for _, g := range parse(gidMap) {
+			r := idRange{max(u.lo, g.lo, 1), min(u.hi, g.hi)}
+			if r.lo <= int64(policy.HostUID) && int64(policy.HostUID+policy.HostUIDs) <= r.hi {
+				return policy.HostUID, policy.HostUIDs
+			}
+			if r.hi-r.lo > best.hi-best.lo {
+				best = r
+			}
+		}
+	}
+	return int(best.lo), int(min(best.hi-best.lo, int64(policy.HostUIDs), math.MaxInt32-best.lo))
+}
+
+// idMap reads /proc/self/uid_map or gid_map; without /proc (not Linux),
+// every id is the host's.
+func idMap(name string) string {
+	b, err := os.ReadFile("/proc/self/" + name)
+	if err != nil {
+		return "0 0 4294967295"
+	}
+	return string(b)
+}
+
+// runUID is the host uid of the next sandbox's snippet (-1: the
+// service's own): one of the plan's slots in turn, so concurrent sandboxes
+// have distinct uids.
+func (p *plan) runUID() int {
+	if p.hostUID < 0 {
+		return -1
+	}
+	return p.hostUID + int(p.uidSeq.Add(1)%uint64(p.uidSlots))
+}
+
 // othersCanReach reports whether any uid may traverse to and run path.
 func othersCanReach(path string) bool {
 	for dir := path; ; dir = filepath.Dir(dir) {
@@ -152,8 +208,12 @@ func (p *plan) covered(dir string) bool {
 	return false
 }
 
+// accounted: the init bounds the run's memory as a whole.
+func (p *plan) accounted() bool { return p.layers.Namespaces }
+
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
+	lim.Accounted = p.accounted()
 	spec := stageSpec{
 		Python:  p.py.Executable,
 		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, p.py.Guard, rlimitArg(lim)}, p.py.Site),
@@ -163,7 +223,8 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	}
 	if p.layers.Namespaces {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
-		spec.WorkBytes = policy.WorkBytes
+		spec.WorkBytes = min(policy.WorkBytes, lim.Memory)
+		spec.MemoryBytes = lim.Memory
 		spec.SetGroups = p.mapRoot
 		if p.mapRoot {
 			spec.UID, spec.GID = policy.UID, policy.UID
@@ -203,7 +264,7 @@ type rlimit struct {
 }
 
 // rlimits are the policy's limits of a sandbox for lim (without RLIMIT_AS
-// where the OS refuses it).
+// where the OS refuses it). lim.Accounted must be set.
 func rlimits(lim limits) []rlimit {
 	var rls []rlimit
 	for _, r := range policy.Rlimits {

@@ -173,10 +173,10 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		uid.Detail = fmt.Sprintf("service is not root: the snippet runs as the service's uid %d (root of its own user namespace only)", os.Geteuid())
 	case ns:
 		uid.Verified = c.UID == policy.UID
-		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", policy.UID, pl.hostUID)
+		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d + a slot below %d per sandbox", policy.UID, pl.hostUID, pl.uidSlots)
 	default:
-		uid.Verified = c.UID == pl.hostUID
-		uid.Detail = fmt.Sprintf("host uid %d", pl.hostUID)
+		uid.Verified = c.UID >= pl.hostUID && c.UID < pl.hostUID+pl.uidSlots
+		uid.Detail = fmt.Sprintf("host uid %d + a slot below %d per sandbox", pl.hostUID, pl.uidSlots)
 	}
 	layers = append(layers, uid)
 
@@ -188,6 +188,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
 	)
 	rlOK := true
+	lim.Accounted = pl.accounted()
 	for _, rl := range rlimits(lim) {
 		got, ok := c.Rlimits[rl.name]
 		rlOK = rlOK && ok && got == rl.value

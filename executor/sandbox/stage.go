@@ -13,11 +13,15 @@ const (
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
 )
 
-// File descriptors shared by the stages and the guard (see guard.py).
+// File descriptors shared by the stages and the guard (see guard.py). The
+// stages mark every other descriptor close-on-exec; python gets 0 to 4, and
+// the guard closes 3 and 4 before the snippet runs. Nothing the snippet can
+// write decides its verdict: that comes from the wait status (the init's
+// report, which python never holds, or the sandbox process's own).
 const (
 	fdRequest    = 3 // read end: the snippet's source
-	fdStatus     = 4 // write end: guard's "ready", "started", "memory"; the locker's "error: ..."
-	fdInitStatus = 5 // write end: stage 1's setup error or python's exit status (JSON)
+	fdStatus     = 4 // write end: guard's "ready", "started"; the locker's "error: ..."
+	fdInitStatus = 5 // write end: stage 1's setup error or python's end (JSON); never python's
 )
 
 // stageSpec is everything the stages need, passed from the service.
@@ -32,6 +36,8 @@ type stageSpec struct {
 	Files     []string          `json:"files,omitempty"`    // read-only file binds at the same path
 	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
 	WorkBytes int64             `json:"work_bytes,omitempty"`
+	// MemoryBytes bounds the whole run, accounted by the init (0: not).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	UID       int               `json:"uid"`
 	GID       int               `json:"gid"`
 	SetGroups bool              `json:"set_groups"`
@@ -55,4 +61,8 @@ type initStatus struct {
 	Exited   bool   `json:"exited"`
 	ExitCode int    `json:"exit_code"`
 	Signal   int    `json:"signal"`
+	// Memory: the init killed the run past its memory limit. Peak is the
+	// most it accounted.
+	Memory bool  `json:"memory,omitempty"`
+	Peak   int64 `json:"peak,omitempty"`
 }
