@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -689,7 +690,7 @@ func TestSchedulerPassesRunnerResults(t *testing.T) {
 			}}
 			s := newScheduler(t, r, executor.Config{Clock: clock.Now, Metrics: m})
 			res, err := s.Submit(context.Background(), executor.Job{User: "a"})
-			if err != tt.err || res != tt.res {
+			if !errors.Is(err, tt.err) || !reflect.DeepEqual(res, tt.res) {
 				t.Fatalf("got %+v, %v; want %+v, %v", res, err, tt.res, tt.err)
 			}
 			want := []finished{{tt.outcome, 1500 * time.Millisecond}}

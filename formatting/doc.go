@@ -4,26 +4,62 @@
 //
 // # Extraction
 //
-// Extract finds fenced code blocks: a run of three or more backticks anywhere
-// in the message (as Slack and Discord render them, also mid-line and closed
-// mid-line), or a line starting with ~~~. The block ends at the next run of at
-// least as many backticks (tildes: at the next line starting with at least as
-// many tildes); a fence that is never closed takes the rest of the message.
-// CRLF and lone CR line ends are read as LF. A fence opened inside a block
-// quote ("> ```py", Slack: "&gt; ```py") takes the quote markers off its
-// lines.
+// Extract finds fenced code blocks: a run of three or more backticks
+// anywhere in the message (as Slack and Discord render them, also mid-line
+// and closed mid-line), or a line starting with ~~~ after up to three spaces
+// (as inside a list). The block ends at the next run of at least as many
+// backticks (tildes: at the next line starting, after up to three spaces,
+// with at least as many tildes); a fence that is never closed takes the
+// rest of the message. No fence opens inside inline code: as in CommonMark,
+// a run of one or two backticks opens a span closed by the next run of the
+// same length within the paragraph (a blank line or a line starting with a
+// fence ends it), and backticks inside the span are text ("wrap code in
+// “ ``` “ fences"). CRLF and lone CR line ends are read as LF. A fence
+// opened inside a block quote ("> ```py", Slack: "&gt; ```py") takes the
+// quote markers off its lines.
 //
-// The language tag is the first line of the block when that line is a single
-// known language name (case-insensitive): "python", "py", "python3", "py3"
-// and "ipython" are Python; "stdin" and "input" mark standard input; about a
-// hundred other names (js, bash, json, text, output, ...) mark other
-// languages. Any other first line is code, so a Slack block typed as
-// ```print(1)``` runs. A one-line block ("```py print(1)```") takes its first
-// word as the tag when the word is a known name and the rest does not start
-// with an operator ("```c = 1```" is code).
+// The first line of a block is its info string, never code, when it is:
+//   - a single language name (case-insensitive): "python", "py", "python3",
+//     "py3", "ipython" and the REPL names "pycon", "python-repl", "pyrepl"
+//     are Python, and so are versioned names (python3.12, py3.11) and
+//     one-letter typos of python (pyhton, pyton) that name no other
+//     language; "stdin" and "input" mark standard input; about a hundred
+//     other names (js, bash, json, text, output, ...) mark other languages;
+//   - a language name followed by attributes: the first word up to a space,
+//     ':' or '{' (```python title="fib.py", ```python:src/app.py,
+//     ```py {linenos=true}, ```python showLineNumbers), unless the line
+//     reads as Python (c = 1, c: int = 1, d [0]); when code rather than
+//     attributes follows the name (```py print(1)), that code runs, as in
+//     a one-line block;
+//   - on Discord, any line made only of letters, digits and _ + - . #:
+//     Discord takes it as the language and hides it, so ```pass is a
+//     language (not Python: the hint), not a line of code.
+//
+// Any other first line is code, so a Slack block typed as ```print(1)```
+// runs, and on Slack ```pass\nprint(1)``` runs both lines. A one-line block
+// ("```py print(1)```") takes its first word as the tag when the word is a
+// known name and the rest does not start with an operator ("```c = 1```" is
+// code). A language word alone on the line of the trigger ("!run js", "<@bot>
+// py" then an untagged block) tags the untagged blocks; an inline span whose
+// first line is a lone language name (`py\nx = 4`) is tagged the same way.
+//
+// An untagged block right after a line labelling output ("Output:",
+// "Result:", "Expected output:", "You should see:", "This prints:", ...,
+// case-insensitive, ending with a colon, or a heading that is only the
+// label: "**Output**", "### Expected output") is output and never runs.
+//
+// A Python or untagged block whose first line (after a pasted interpreter
+// banner) is a ">>> " prompt is a REPL transcript: the statements (">>> "
+// and "... " lines, prompts stripped) run as the interactive interpreter
+// runs them (each compiled in 'single' mode, so an expression echoes its
+// repr; an exception prints its traceback and the next statement runs), and
+// the other lines are the output the transcript claims. Extraction.Transcript
+// lists the statements; RenderRun compares each statement's real output with
+// the claimed one and says which differ (a transcript with no output line
+// claims nothing and is only run). A transcript is Python even untagged.
 //
 // Which blocks run:
-//   - Blocks tagged Python run. When there is at least one, untagged blocks do
+//   - Blocks tagged Python (and transcripts) run. When there is at least one, untagged blocks do
 //     not run: in a message that tags its code, an untagged block is usually
 //     output or prose (an LLM answer with "Output:" below the code).
 //   - Otherwise untagged blocks run as Python.
@@ -80,6 +116,18 @@
 // the standard library the code called into stay. "(no output)" says so
 // when both streams are empty.
 //
+// RenderRun renders the run of an extraction. For a REPL transcript it takes
+// the markers framing each statement's output out of stdout (the reply shows
+// the output as the statements printed it) and adds a transcript check
+// after the output: how many statements printed something other than the
+// transcript shows and, in a code block, each such statement with the
+// output claimed and the output got ("expected: 0.3", "got:
+// 0.30000000000000004"). Outputs are compared line by line without trailing
+// blanks, memory addresses (object at 0x7f…) are equal, and a traceback is
+// compared by its last line, the exception. The check is bounded (two lines
+// a side, 50 characters a line, about 700 units in all, then "… N more
+// differences") so the reply still fits the platform.
+//
 // The inline view of the output is cut to RenderOptions.MaxLines lines and
 // MaxChars characters (code points, line breaks not counted; defaults 15 and
 // 1500). Stdout keeps its head ("… N more lines"), stderr keeps its tail;
@@ -103,13 +151,15 @@
 // sequences and control characters other than newline and tab are removed,
 // carriage returns and backspaces overwrite the line as a terminal would,
 // bidirectional overrides are removed and Unicode line separators become
-// newlines. For Discord a zero-width space is put after the @ of @everyone
-// and @here and after the < of <@…> and <#…>; for Slack &, < and > are
-// escaped (so <!channel>, <!here>, <@U…>, <!subteam^…> are inert) and
-// @channel, @here and @everyone get a zero-width space too. On both, a
-// zero-width space is put between any two adjacent backticks, so output can
-// never close its code block, and the error line in the status line is shown
-// with backticks replaced by ˋ (U+02CB). The renderer does not rely on the
-// adapters' allowed-mentions settings. Reply.Full is only made valid and free
-// of control characters: a file does not ping.
+// newlines. Inside code blocks a zero-width space breaks every run of three
+// or more backticks ("“\u200b`"), so output can never close its code
+// block, and on Slack &, < and > are escaped (so <!channel>, <!here>,
+// <@U…>, <!subteam^…> are text); nothing else is changed, so output copied
+// out of a reply is what the program printed. The error line in the status
+// line is shown with backticks replaced by ˋ (U+02CB). Mentions are left as
+// they are: the adapters send every message with mentions disabled (Discord:
+// allowed_mentions with "parse": [] on every send and edit, interactions and
+// webhooks included; Slack: parse=none and link_names=false), and their
+// tests check that no payload lets a mention ping. Reply.Full is only made
+// valid and free of control characters: a file does not ping.
 package formatting

@@ -48,6 +48,12 @@ type Extraction struct {
 	OtherLanguages []string
 	// Blocks counts the pieces of code joined into Code.
 	Blocks int
+	// Transcript holds the statements of the REPL transcripts (">>> "
+	// lines) in Code, nil when there are none. Code runs them as the
+	// interactive interpreter does and frames each one's output with
+	// markers: pass the extraction to RenderRun, which takes them out and
+	// checks the outputs the transcript shows.
+	Transcript *Transcript
 }
 
 // Notice returns the notice to send when nothing was found:
@@ -69,7 +75,8 @@ const (
 	kindOther
 )
 
-var pythonTags = map[string]bool{"python": true, "py": true, "python3": true, "py3": true, "ipython": true}
+// pythonTags are the names of Python, and of Python REPL transcripts.
+var pythonTags = map[string]bool{"python": true, "py": true, "python3": true, "py3": true, "ipython": true, "pycon": true, "python-repl": true, "pyrepl": true}
 
 var stdinTags = map[string]bool{"stdin": true, "input": true}
 
@@ -88,7 +95,7 @@ var otherTags = func() map[string]bool {
 		exs erlang erl clojure clj lisp scheme racket elm nim zig d vb vbnet vba
 		pascal delphi fortran cobol ada asm nasm x86asm wasm wat solidity sol vue svelte
 		dockerfile docker makefile make cmake nginx apache diff patch csv tsv http
-		proto protobuf terraform hcl tf nix pycon pytb cython jinja django handlebars
+		proto protobuf terraform hcl tf nix pytb cython jinja django handlebars
 		twig regex awk sed vim coffeescript coffee crystal cr haxe prolog smalltalk tcl
 		verilog vhdl glsl hlsl mermaid plantuml dot graphviz`) {
 		m[t] = true
@@ -100,7 +107,7 @@ func classify(tag string) blockKind {
 	switch {
 	case tag == "":
 		return kindUntagged
-	case pythonTags[tag]:
+	case pythonish(tag):
 		return kindPython
 	case stdinTags[tag]:
 		return kindStdin
@@ -114,12 +121,13 @@ func knownTag(tag string) bool {
 }
 
 type fenced struct {
-	tag  string // lower case, "" when untagged
-	body string
+	tag    string // lower case, "" when untagged
+	body   string
+	output bool // the line before the block labels it as output ("Output:")
 }
 
 // scan splits text into fenced blocks and the text outside them.
-func scan(text string) (blocks []fenced, outside []string) {
+func scan(text string, p Platform) (blocks []fenced, outside []string) {
 	pos := 0
 	o := openers{text: text}
 	for pos < len(text) {
@@ -143,19 +151,24 @@ func scan(text string) (blocks []fenced, outside []string) {
 		if marker, ok := quoteMarker(text, start); ok {
 			content = unquote(content, marker)
 		}
-		blocks = append(blocks, parseBlock(content))
+		b := parseBlock(content, p == Discord && !tilde)
+		b.output = labelsOutput(outside[len(outside)-1])
+		blocks = append(blocks, b)
 	}
 	return blocks, outside
 }
 
 // openers finds fences in order: a run of three or more backticks
-// anywhere, or of tildes at the start of a line. It remembers the next
-// fence of each kind, so a scan stays linear in the length of the text;
-// the positions asked for only grow.
+// anywhere outside inline code spans, or of tildes at the start of a line
+// (after up to three spaces). It remembers the next fence of each kind and
+// the next run of one and two backticks, so a scan stays linear in the
+// length of the text; the positions asked for only grow.
 type openers struct {
 	text     string
 	backtick search
 	tilde    search
+	exact    [3]search // the next run of exactly 1 or 2 backticks
+	breaks   search    // the next paragraph break: a blank line or a fence line
 }
 
 // search is the remembered result of looking for a fence.
@@ -165,19 +178,14 @@ type search struct {
 }
 
 func (o *openers) next(pos int) (start, n int, tilde bool) {
-	bt := o.backtick.find(pos, func(from int) int {
-		if i := strings.Index(o.text[from:], "```"); i >= 0 {
-			return from + i
-		}
-		return -1
-	})
+	bt := o.backtick.find(pos, o.backtickFence)
 	td := o.tilde.find(pos, func(from int) int {
 		for i := from; i < len(o.text); {
 			j := strings.Index(o.text[i:], "~~~")
 			if j < 0 {
 				break
 			}
-			if k := i + j; k == 0 || o.text[k-1] == '\n' {
+			if k := i + j; lineIndent(o.text, k) >= 0 {
 				return k
 			}
 			i += j + 1
@@ -192,6 +200,79 @@ func (o *openers) next(pos int) (start, n int, tilde bool) {
 	default:
 		return td, runLen(o.text, td, '~'), true
 	}
+}
+
+// backtickFence finds the first run of three or more backticks at or after
+// from that is not inside an inline code span. As in CommonMark, a run of
+// one or two backticks opens a span closed by the next run of the same
+// length; a span does not cross a paragraph break (a blank line, or a line
+// starting with a fence, which opens a block first).
+func (o *openers) backtickFence(from int) int {
+	for i := from; ; {
+		j := strings.IndexByte(o.text[i:], '`')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		n := runLen(o.text, i, '`')
+		if n >= 3 {
+			return i
+		}
+		i += n
+		end := o.exact[n].find(i, func(from int) int { return exactRun(o.text, from, n) })
+		if end >= 0 && end < o.breaks.find(i, func(from int) int { return paragraphBreak(o.text, from) }) {
+			i = end + n
+		}
+	}
+}
+
+// exactRun returns the start of the first run of exactly n backticks at or
+// after from (a run boundary), or -1.
+func exactRun(text string, from, n int) int {
+	for i := from; ; {
+		j := strings.IndexByte(text[i:], '`')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		m := runLen(text, i, '`')
+		if m == n {
+			return i
+		}
+		i += m
+	}
+}
+
+// paragraphBreak returns where the first blank line or line starting (after
+// up to three spaces) with a fence after from begins, or len(text).
+func paragraphBreak(text string, from int) int {
+	for i := from; ; {
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			return len(text)
+		}
+		i += j + 1
+		rest := strings.TrimLeft(text[i:], " \t")
+		if rest == "" || rest[0] == '\n' {
+			return i - 1
+		}
+		if k := i + len(text[i:]) - len(rest); lineIndent(text, k) >= 0 && (strings.HasPrefix(rest, "```") || strings.HasPrefix(rest, "~~~")) {
+			return i - 1
+		}
+	}
+}
+
+// lineIndent returns the number of spaces before i on its line when only up
+// to three spaces precede it there, else -1.
+func lineIndent(text string, i int) int {
+	n := 0
+	for k := i - 1; k >= 0 && text[k] != '\n'; k-- {
+		if text[k] != ' ' || n == 3 {
+			return -1
+		}
+		n++
+	}
+	return n
 }
 
 // find returns the first fence at or after pos, looking again only when
@@ -241,7 +322,8 @@ func tildeCloser(text string, from, n int) (end, next int) {
 		if k := strings.IndexByte(text[i:], '\n'); k >= 0 {
 			lineEnd = i + k
 		}
-		if m := runLen(text, i, '~'); m >= n && strings.TrimSpace(text[i+m:lineEnd]) == "" {
+		line := strings.TrimLeft(text[i:lineEnd], " ")
+		if m := runLen(line, 0, '~'); m >= n && len(text[i:lineEnd])-len(line) <= 3 && strings.TrimSpace(line[m:]) == "" {
 			return i - 1, lineEnd
 		}
 		i = lineEnd + 1
@@ -277,20 +359,31 @@ func unquote(content, marker string) string {
 	return strings.Join(lines, "\n")
 }
 
-// parseBlock splits a block's content into its tag and body.
-func parseBlock(content string) fenced {
+// parseBlock splits a block's content into its tag and body. The first
+// line is the info string when it is a language name, an info string with
+// attributes (see infoTag) or, with discordLanguage set, any word Discord
+// takes as the language and hides (```pass, ```python3.12).
+func parseBlock(content string, discordLanguage bool) fenced {
 	if nl := strings.IndexByte(content, '\n'); nl >= 0 {
 		first := strings.TrimSpace(content[:nl])
 		switch tag := strings.ToLower(first); {
 		case first == "":
 			return fenced{body: content[nl+1:]}
-		case !strings.ContainsFunc(first, unicode.IsSpace) && knownTag(tag):
+		case !strings.ContainsFunc(first, unicode.IsSpace) && isTag(tag):
+			return fenced{tag: tag, body: content[nl+1:]}
+		case discordLanguage && hiddenLanguage(content[:nl]):
+			return fenced{tag: tag, body: content[nl+1:]}
+		}
+		if tag, code, ok := infoTag(first); ok {
+			if code != "" {
+				return fenced{tag: tag, body: code + "\n" + content[nl+1:]}
+			}
 			return fenced{tag: tag, body: content[nl+1:]}
 		}
 		return fenced{body: content}
 	}
 	line := strings.TrimSpace(content)
-	if tag := strings.ToLower(line); knownTag(tag) {
+	if tag := strings.ToLower(line); isTag(tag) {
 		return fenced{tag: tag}
 	}
 	word, rest, ok := strings.Cut(line, " ")
@@ -298,7 +391,7 @@ func parseBlock(content string) fenced {
 		word, rest, ok = strings.Cut(line, "\t")
 	}
 	rest = strings.TrimSpace(rest)
-	if tag := strings.ToLower(word); ok && knownTag(tag) && rest != "" && !startsWithOperator(rest) {
+	if tag := strings.ToLower(word); ok && isTag(tag) && rest != "" && !startsWithOperator(rest) {
 		return fenced{tag: tag, body: rest}
 	}
 	return fenced{body: content}
@@ -309,24 +402,65 @@ func startsWithOperator(s string) bool {
 	return strings.ContainsRune("=+-*/%<>!&|^~.,:;)]}@", r)
 }
 
+// piece is a piece of code to run: text, or the statements of a REPL
+// transcript.
+type piece struct {
+	text       string
+	transcript bool
+	stmts      []Statement
+}
+
 // Extract finds the Python snippet (and stdin block) in a message.
 func Extract(text string, opts ExtractOptions) Extraction {
 	text = normalizeNewlines(text)
-	blocks, outside := scan(text)
+	blocks, outside := scan(text, opts.Platform)
 
-	var tagged, untagged, stdin []string
 	var ext Extraction
-	for _, b := range blocks {
-		switch classify(b.tag) {
-		case kindPython:
-			tagged = append(tagged, b.body)
-		case kindUntagged:
-			untagged = append(untagged, b.body)
-		case kindStdin:
-			stdin = append(stdin, b.body)
+	var tagged, untagged []piece
+	var stdin []string
+	add := func(tag, body string) {
+		body = decode(body, opts.Platform)
+		kind := classify(tag)
+		switch {
+		case (kind == kindPython || kind == kindUntagged) && isTranscript(body):
+			tagged = append(tagged, piece{transcript: true, stmts: parseTranscript(body)})
+		case kind == kindPython:
+			tagged = append(tagged, piece{text: body})
+		case kind == kindUntagged:
+			untagged = append(untagged, piece{text: body})
+		case kind == kindStdin:
+			stdin = append(stdin, body)
 		default:
-			if !contains(ext.OtherLanguages, b.tag) {
-				ext.OtherLanguages = append(ext.OtherLanguages, b.tag)
+			if !contains(ext.OtherLanguages, tag) {
+				ext.OtherLanguages = append(ext.OtherLanguages, tag)
+			}
+		}
+	}
+	prefix := ""
+	if len(blocks) > 0 {
+		prefix = prefixTag(decode(outside[0], opts.Platform))
+	}
+	for _, b := range blocks {
+		switch {
+		case b.tag == "" && b.output:
+		case b.tag == "":
+			add(prefix, b.body)
+		default:
+			add(b.tag, b.body)
+		}
+	}
+	if len(tagged) == 0 && len(untagged) == 0 && len(ext.OtherLanguages) == 0 {
+		switch {
+		case opts.Raw:
+			raw := strings.Join(outside, "")
+			if spans := inlineSpans(raw); len(spans) == 1 && spans[0].whole {
+				add(spanTag(spans[0].code))
+			} else {
+				add("", raw)
+			}
+		case opts.Triggered && len(blocks) == 0:
+			for _, s := range inlineSpans(text) {
+				add(spanTag(s.code))
 			}
 		}
 	}
@@ -334,40 +468,63 @@ func Extract(text string, opts ExtractOptions) Extraction {
 	if len(pieces) == 0 {
 		pieces = untagged
 	}
-	if len(pieces) == 0 && len(ext.OtherLanguages) == 0 {
-		switch {
-		case opts.Raw:
-			raw := strings.Join(outside, "")
-			if spans := inlineSpans(raw); len(spans) == 1 && spans[0].whole {
-				raw = spans[0].code
-			}
-			pieces = []string{raw}
-		case opts.Triggered && len(blocks) == 0:
-			for _, s := range inlineSpans(text) {
-				pieces = append(pieces, s.code)
-			}
-		}
-	}
-
-	var code []string
-	for _, p := range pieces {
-		if c := cleanCode(decode(p, opts.Platform)); c != "" {
-			code = append(code, c)
-		}
-	}
-	ext.Code = strings.Join(code, "\n")
-	ext.Blocks = len(code)
+	ext.Code, ext.Blocks, ext.Transcript = assemble(pieces)
 	ext.Found = ext.Code != ""
 	if ext.Found && len(stdin) > 0 {
 		var b strings.Builder
 		for _, s := range stdin {
-			s = strings.TrimSuffix(decode(s, opts.Platform), "\n")
-			b.WriteString(s)
+			b.WriteString(strings.TrimSuffix(s, "\n"))
 			b.WriteByte('\n')
 		}
 		ext.Stdin = b.String()
 	}
 	return ext
+}
+
+// spanTag splits an inline span whose first line is a lone language name
+// (`py\nx = 4`) into tag and code.
+func spanTag(code string) (string, string) {
+	first, rest, ok := strings.Cut(code, "\n")
+	if tag := strings.ToLower(strings.TrimSpace(first)); ok && isTag(tag) && strings.TrimSpace(rest) != "" {
+		return tag, rest
+	}
+	return "", code
+}
+
+// assemble cleans the pieces and joins them into one program; a transcript
+// becomes the code running its statements as the REPL does.
+func assemble(pieces []piece) (code string, blocks int, t *Transcript) {
+	var all []Statement
+	for i, pc := range pieces {
+		if !pc.transcript {
+			continue
+		}
+		kept := pc.stmts[:0:0]
+		for _, s := range pc.stmts {
+			if src := cleanCode(s.Source); src != "" {
+				s.Source = src + "\n"
+				kept = append(kept, s)
+			}
+		}
+		pieces[i].stmts = kept
+		all = append(all, kept...)
+	}
+	if len(all) > 0 {
+		t = &Transcript{Statements: all, Marker: transcriptMarker(all)}
+	}
+	var parts []string
+	from := 0
+	for _, pc := range pieces {
+		c := cleanCode(pc.text)
+		if pc.transcript && len(pc.stmts) > 0 {
+			c = transcriptProgram(pc.stmts, from, t.Marker)
+			from += len(pc.stmts)
+		}
+		if c != "" {
+			parts = append(parts, c)
+		}
+	}
+	return strings.Join(parts, "\n"), len(parts), t
 }
 
 func contains(list []string, s string) bool {

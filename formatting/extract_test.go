@@ -35,7 +35,8 @@ func TestExtract(t *testing.T) {
 		{"one line tag word alone", "```python```", discord, Extraction{}},
 		{"one line language-named variable", "```c = 1```", discord, found("c = 1")},
 		{"one line other language", "```js console.log(1)```", discord, Extraction{OtherLanguages: []string{"js"}}},
-		{"single word first line is code", "```pass\nprint(1)```", discord, found("pass\nprint(1)")},
+		{"single word first line is code on Slack", "```pass\nprint(1)```", slack, found("pass\nprint(1)")},
+		{"single word first line is Discord's hidden language", "```pass\nprint(1)```", discord, Extraction{OtherLanguages: []string{"pass"}}},
 		{"CRLF", "```python\r\nif True:\r\n    print(1)\r\n```\r\n", discord, found("if True:\n    print(1)")},
 		{"lone CR", "```python\rprint(1)\rprint(2)```", discord, found("print(1)\nprint(2)")},
 		{"text around", "hi, run this: ```py\nprint(1)``` thanks", discord, found("print(1)")},
@@ -196,5 +197,14 @@ func describe(text string, e Extraction) string {
 	b.WriteString(", other languages: " + strings.Join(e.OtherLanguages, " ") + "\n")
 	b.WriteString("--- code ---\n" + e.Code + "\n")
 	b.WriteString("--- stdin ---\n" + e.Stdin)
+	if e.Transcript != nil {
+		b.WriteString("--- transcript ---\n")
+		for _, s := range e.Transcript.Statements {
+			b.WriteString(">>> " + strings.ReplaceAll(strings.TrimSuffix(s.Source, "\n"), "\n", "\n... ") + "\n")
+			if s.Check {
+				b.WriteString("expect: " + strconv.Quote(s.Expected) + "\n")
+			}
+		}
+	}
 	return b.String()
 }

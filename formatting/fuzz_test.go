@@ -1,6 +1,7 @@
 package formatting
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +72,13 @@ func FuzzRenderSlack(f *testing.F) { fuzzRender(f, Slack) }
 // FuzzRenderConsole: no control character reaches the terminal.
 func FuzzRenderConsole(f *testing.F) { fuzzRender(f, Console) }
 
-// FuzzExtract: any message yields a consistent extraction, and the code of
-// a single block survives being fenced again.
+// FuzzExtract: any message yields a consistent extraction, the code of a
+// single block survives being fenced again, an info string's attributes
+// never run, and an untagged block labelled as output never runs.
 func FuzzExtract(f *testing.F) {
+	for _, r := range extractRules {
+		f.Add(r.text, uint8(r.p), true, false)
+	}
 	for _, s := range []string{
 		"```python\nprint(1)\n```",
 		"```py print(1)```",
@@ -85,6 +90,10 @@ func FuzzExtract(f *testing.F) {
 		"```\nprint(\u201chi\u201d)\u00a0\u200b\nprint('\u00a0')\n",
 		"````py\n```\n````",
 		"```py\r\nx = '''\r\n\u00a0'''\r\n```",
+		">>> 1 + 1\n2\n>>> for i in range(2):\n...     print(i)\n...\n0\n1",
+		"`` ``` `` and ` `` `\n```py\nprint(1)\n```",
+		"   ~~~\n   x = 1\n   ~~~",
+		"Output:\n```\n1\n```",
 	} {
 		for p := range 3 {
 			f.Add(s, uint8(p), true, false)
@@ -128,6 +137,53 @@ func FuzzExtract(f *testing.F) {
 			again := Extract("```python\n"+ext.Code+"\n```", ExtractOptions{Platform: p})
 			if again.Code != ext.Code {
 				t.Fatalf("fenced again:\n%q\nbecame\n%q", ext.Code, again.Code)
+			}
+		}
+
+		// The text as the body of a block: no fence inside it.
+		body := strings.NewReplacer("`", "", "~", "").Replace(text)
+		opts := ExtractOptions{Platform: p, Triggered: triggered}
+		plain := Extract("```python\n"+body+"\n```", opts)
+		for _, info := range []string{` title="fib.py"`, ":src/app.py", " {linenos=true}", " showLineNumbers"} {
+			if got := Extract("```python"+info+"\n"+body+"\n```", opts); !reflect.DeepEqual(got, plain) {
+				t.Fatalf("info string %q ran or changed the code:\n%#v\nwant\n%#v", info, got, plain)
+			}
+		}
+		untagged := Extract("```\n"+body+"\n```", opts)
+		for _, label := range []string{"Output:", "Expected output:", "**Result:**", "You should see:"} {
+			msg := "```\n" + body + "\n```\n" + label + "\n```\n=> 42\n" + body + "\n```"
+			if got := Extract(msg, opts); !reflect.DeepEqual(got, untagged) {
+				t.Fatalf("the block after %q ran or changed the code:\n%#v\nwant\n%#v", label, got, untagged)
+			}
+		}
+	})
+}
+
+// FuzzCheckTranscript: whatever the program printed (forged or cut
+// markers included), the check does not panic, no marker is left in the
+// output, and the reply keeps the renderer's promises.
+func FuzzCheckTranscript(f *testing.F) {
+	const marker = "\x1erunblock:0123456789abcdef"
+	m := "\n" + marker + " "
+	for _, s := range []string{"", m + "begin 0\n1\n" + m + "end 0 \n", m + "begin 0\n" + m + "end 0 ValueError: x\n" + m + "begin 1\n```\n@everyone" + m[:9], m + "begin 7\n" + m + "end -1\n" + m} {
+		f.Add(s, "1", "@here\n```")
+	}
+	f.Fuzz(func(t *testing.T, stdout, want0, want1 string) {
+		ext := Extraction{Found: true, Code: "x", Blocks: 1, Transcript: &Transcript{Marker: marker, Statements: []Statement{
+			{Source: "a\n", Expected: want0, Check: true},
+			{Source: want1 + "\n", Expected: want1, Check: true},
+		}}}
+		plain, c := CheckTranscript(ext.Transcript, stdout)
+		if strings.Contains(plain, m) || len(plain) > len(stdout) {
+			t.Fatalf("marker left in %q", plain)
+		}
+		if c.Checked+c.NotReached != 2 || len(c.Differences) > c.Checked {
+			t.Fatalf("inconsistent check %+v", c)
+		}
+		for _, p := range []Platform{Console, Slack, Discord} {
+			reply := RenderRun(p, ext, executor.Result{Stdout: stdout, Success: true}, RenderOptions{})
+			for _, prob := range replyProblems(p, reply.Text) {
+				t.Errorf("%s: %s\ntext:\n%s", p, prob, reply.Text)
 			}
 		}
 	})

@@ -87,13 +87,22 @@ func RunningReaction(p Platform) string {
 
 // Render renders a finished run.
 func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
+	return RenderRun(p, Extraction{}, res, opts)
+}
+
+// RenderRun renders the finished run of ext's code. When the code runs a
+// REPL transcript, the markers are taken out of the output and the reply
+// says which statements printed something other than the transcript shows.
+func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptions) Reply {
 	opts = opts.withDefaults()
-	r := result{
-		p:      p,
-		res:    res,
-		stdout: splitLines(cleanOutput(res.Stdout)),
-		stderr: splitLines(trimGuardFrames(cleanOutput(res.Stderr))),
+	r := result{p: p, res: res}
+	if ext.Transcript != nil {
+		var c TranscriptCheck
+		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
+		r.check = r.transcriptNote(c)
 	}
+	r.stdout = splitLines(cleanOutput(res.Stdout))
+	r.stderr = splitLines(trimGuardFrames(cleanOutput(res.Stderr)))
 	r.outChars, r.errChars = chars(r.stdout), chars(r.stderr)
 	text, cut := r.render(opts.MaxLines, opts.MaxChars)
 	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
@@ -126,6 +135,7 @@ type result struct {
 	stderr []string
 	// outChars and errChars count the code points of stdout and stderr.
 	outChars, errChars int
+	check              string // the transcript check note, or ""
 }
 
 // render renders the reply with the given budget for the output shown, and
@@ -168,6 +178,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 			}
 		}
 	}
+	b.WriteString(r.check)
 	if r.res.OutputTruncated && !r.res.OutputLimit {
 		kept := int64(len(r.res.Stdout) + len(r.res.Stderr))
 		r.line(&b, r.note(fmt.Sprintf("the runner kept only %s of the %s written", bytesText(kept), bytesText(r.res.StdoutBytes+r.res.StderrBytes))))

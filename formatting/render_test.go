@@ -307,12 +307,12 @@ func TestNeutralize(t *testing.T) {
 		want    string
 		comment string
 	}{
-		{Discord, "@everyone @HERE @hereby", "@\u200beveryone @\u200bHERE @\u200bhereby", "everyone/here pings"},
-		{Discord, "<@1> <@!2> <@&3> <#4>", "<\u200b@1> <\u200b@!2> <\u200b@&3> <\u200b#4>", "user, role, channel"},
-		{Discord, "a@b.c <b> & `x`", "a@b.c <b> & `x`", "harmless text kept"},
-		{Discord, "```", "`\u200b`\u200b`", "fence broken"},
-		{Slack, "<!channel> <@U1> & @here", "&lt;!channel&gt; &lt;@U1&gt; &amp; @\u200bhere", "escaped"},
-		{Slack, "``", "`\u200b`", "backtick pair broken"},
+		{Discord, "@everyone @HERE <@1> <@!2> <@&3> <#4>", "@everyone @HERE <@1> <@!2> <@&3> <#4>", "mentions kept exactly: the adapters disable them"},
+		{Discord, "a@b.c <b> & `x` ``y``", "a@b.c <b> & `x` ``y``", "harmless text kept"},
+		{Discord, "```", "``\u200b`", "fence broken"},
+		{Discord, "x``````y", "x``\u200b``\u200b``y", "long fence broken"},
+		{Slack, "<!channel> <@U1> & @here", "&lt;!channel&gt; &lt;@U1&gt; &amp; @here", "escaped, no invisible character"},
+		{Slack, "`` ```", "`` ``\u200b`", "only a run that could close the block is broken"},
 		{Console, "@everyone ```", "@everyone ```", "console unchanged"},
 	}
 	for _, tt := range tests {

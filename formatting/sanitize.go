@@ -147,57 +147,45 @@ func stringLen(s string) int {
 	return len(s)
 }
 
-// breakBackticks puts a zero-width space between any two adjacent backticks.
+// breakBackticks breaks every run of three or more backticks with a
+// zero-width space after each second backtick ("“\u200b`"), so output
+// cannot close the code block it is shown in; shorter runs cannot and are
+// kept as they are.
 func breakBackticks(s string) string {
-	if !strings.Contains(s, "``") {
+	if !strings.Contains(s, "```") {
 		return s
 	}
 	var b strings.Builder
+	run := 0
 	for i := 0; i < len(s); i++ {
-		b.WriteByte(s[i])
-		if s[i] == '`' && i+1 < len(s) && s[i+1] == '`' {
-			b.WriteString(zwsp)
+		if s[i] != '`' {
+			run = 0
+			b.WriteByte(s[i])
+			continue
 		}
+		if run == 2 {
+			b.WriteString(zwsp)
+			run = 0
+		}
+		b.WriteByte('`')
+		run++
 	}
 	return b.String()
 }
 
-// breakWords puts a zero-width space after the @ of @word for each of
-// words, matched case-insensitively.
-func breakWords(s string, words ...string) string {
-	if !strings.Contains(s, "@") {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(s, '@')
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i+1])
-		s = s[i+1:]
-		for _, w := range words {
-			if len(s) >= len(w) && strings.EqualFold(s[:len(w)], w) {
-				b.WriteString(zwsp)
-				break
-			}
-		}
-	}
-}
-
-var discordMentions = strings.NewReplacer("<@", "<"+zwsp+"@", "<#", "<"+zwsp+"#")
-
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
-// neutralize makes cleaned text inert on p: it cannot ping anyone and
-// cannot close a code block.
+// neutralize makes cleaned text safe inside a code block on p: it cannot
+// close the block and, on Slack, holds no markup (& < > escaped, so
+// <!channel> and <@U1> stay text). Mentions are not altered: the adapters
+// send every message with mentions disabled (Discord: allowed_mentions
+// "parse": []; Slack: parse=none, link_names=false), so "@everyone" is
+// shown, and copied, exactly as the program printed it.
 func neutralize(p Platform, s string) string {
 	switch p {
 	case Discord:
-		s = discordMentions.Replace(breakWords(s, "everyone", "here"))
 	case Slack:
-		s = slackEscaper.Replace(breakWords(s, "channel", "everyone", "here"))
+		s = slackEscaper.Replace(s)
 	default:
 		return s
 	}

@@ -297,7 +297,7 @@ func (b *Bot) answer(msg string, tooLarge bool) string {
 		return formatting.RenderError(formatting.Console, err)
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
-	return formatting.Render(formatting.Console, res, b.cfg.Render).Text
+	return formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render).Text
 }
 
 func (b *Bot) reply(text string) {

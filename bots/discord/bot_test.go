@@ -3,7 +3,6 @@ package discord_test
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -214,18 +213,20 @@ func TestLongOutputAttachesFullOutput(t *testing.T) {
 	assertNoMentions(t, r)
 }
 
-var liveMention = regexp.MustCompile(`@(everyone|here)\b|<@[!&]?\d+>`)
-
+// TestOutputCannotPing: output with mentions is shown exactly as printed
+// (copied out of the reply it holds no invisible character), and the reply
+// allows no mention at all, so none of them pings.
 func TestOutputCannotPing(t *testing.T) {
 	t.Parallel()
+	const out = "@everyone @here <@123> <@!123> <@&456> <#789>"
 	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
-		return executor.Result{Success: true, Stdout: "@everyone @here <@123> <@&456>\n"}, nil
+		return executor.Result{Success: true, Stdout: out + "\n"}, nil
 	}}
 	e := start(t, runner, nil)
 	m := e.say("!run\n```py\nprint('@everyone')\n```")
 	r := e.replyTo(e.channel, m.ID)
-	if liveMention.MatchString(r.Content()) {
-		t.Fatalf("live mention in %q", r.Content())
+	if !strings.Contains(r.Content(), "\n"+out+"\n") || strings.ContainsRune(r.Content(), '\u200b') {
+		t.Fatalf("the output is not shown exactly: %q", r.Content())
 	}
 	assertNoMentions(t, r)
 }

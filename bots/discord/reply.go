@@ -72,7 +72,7 @@ func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction
 		}
 		return outcome{text: formatting.RenderError(formatting.Discord, err)}
 	}
-	r := formatting.Render(formatting.Discord, res, b.cfg.Render)
+	r := formatting.RenderRun(formatting.Discord, ex, res, b.cfg.Render)
 	return outcome{text: r.Text, full: r.Full, ok: r.OK, ran: true}
 }
 

@@ -116,7 +116,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		return
 	}
 
-	rep := formatting.Render(formatting.Slack, res, b.cfg.Render)
+	rep := formatting.RenderRun(formatting.Slack, ext, res, b.cfg.Render)
 	ts, err := b.reply(ctx, src, replyTS, rep.Text)
 	if err != nil && src.responseURL != "" && replyTS == "" {
 		// /run in a channel the bot is not a member of: the response_url

@@ -6,9 +6,11 @@ import (
 	"cmp"
 	"compress/gzip"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,18 +110,18 @@ func findShared() string {
 	}
 }
 
-// humanEval reads the HumanEval data set and returns each problem as one
-// program: prompt, canonical solution, tests and the check call, as the
-// original's seed_bench.py builds it.
-func humanEval(path string) ([]string, error) {
-	f, err := os.Open(path)
+// HumanEval.jsonl.gz is OpenAI's HumanEval (MIT, testdata/HumanEval.LICENSE),
+// shipped so that `runblock bench` reproduces its figures from a clone.
+//
+//go:embed testdata/HumanEval.jsonl.gz
+var humanEvalData []byte
+
+// humanEval returns the HumanEval programs of a gzipped JSON-lines stream,
+// each a prompt, its canonical solution and its check() call.
+func humanEval(r io.Reader) ([]string, error) {
+	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	var progs []string
 	sc := bufio.NewScanner(zr)
@@ -135,17 +137,11 @@ func humanEval(path string) ([]string, error) {
 			EntryPoint        string `json:"entry_point"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
-			return nil, fmt.Errorf("read %s: problem %d: %w", path, len(progs)+1, err)
+			return nil, fmt.Errorf("problem %d: %w", len(progs)+1, err)
 		}
 		progs = append(progs, p.Prompt+p.CanonicalSolution+"\n"+p.Test+"\n"+"check("+p.EntryPoint+")\n")
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(progs) == 0 {
-		return nil, fmt.Errorf("read %s: no problems", path)
-	}
-	return progs, nil
+	return progs, sc.Err()
 }
 
 var seedHumanEvalKey = regexp.MustCompile(`^humaneval_c(\d+)_s$`)

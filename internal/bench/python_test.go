@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -73,7 +75,7 @@ func TestBare(t *testing.T) {
 }
 
 func TestHumanEval(t *testing.T) {
-	progs, err := humanEval(filepath.Join(sharedDir(t), "data", "HumanEval.jsonl.gz"))
+	progs, err := humanEval(bytes.NewReader(humanEvalData))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +95,14 @@ func TestHumanEval(t *testing.T) {
 	}
 }
 
-func TestHumanEvalBadFile(t *testing.T) {
-	dir := t.TempDir()
-	notGzip := filepath.Join(dir, "plain.jsonl.gz")
-	if err := os.WriteFile(notGzip, []byte(`{"prompt": ""}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{filepath.Join(dir, "missing.jsonl.gz"), notGzip} {
-		if _, err := humanEval(path); err == nil {
-			t.Errorf("humanEval(%s): want an error", path)
+func TestHumanEvalBadData(t *testing.T) {
+	var notJSON bytes.Buffer
+	zw := gzip.NewWriter(&notJSON)
+	zw.Write([]byte("{\"prompt\": 1}\n"))
+	zw.Close()
+	for name, data := range map[string][]byte{"not gzip": []byte(`{"prompt": ""}`), "not a problem": notJSON.Bytes()} {
+		if _, err := humanEval(bytes.NewReader(data)); err == nil {
+			t.Errorf("%s: want an error", name)
 		}
 	}
 }
