@@ -44,8 +44,9 @@ func namespaceFlags(names []string) (uintptr, error) {
 const addressSpaceLimit = true
 
 // command builds the process that becomes the sandbox.
-// hostUID is the snippet's host uid (see plan.runUID).
-func (p *plan) command(ctx context.Context, spec stageSpec, hostUID int) (*exec.Cmd, error) {
+// hostUID is the snippet's host uid (see plan.runUID); cgroupFD, when not
+// -1, the cgroup the sandbox starts in.
+func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
 	arg, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -84,6 +85,9 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID int) (*exec.
 		}
 		cmd.Dir = spec.Dir
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	}
+	if cgroupFD >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, cgroupFD
 	}
 	cmd.SysProcAttr = attr
 	cmd.Env = spec.Env

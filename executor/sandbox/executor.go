@@ -23,7 +23,13 @@ type Config struct {
 	MaxCodeBytes    int64         // RUNBLOCK_MAX_CODE_BYTES, default 1 MiB (code + stdin)
 	AllowUnisolated bool          // RUNBLOCK_ALLOW_UNISOLATED
 	Pool            int           // RUNBLOCK_POOL, pre-started sandboxes, 0 = off
-	Logger          *slog.Logger
+	// Cgroup (RUNBLOCK_CGROUP) names a cgroup v2 subtree delegated to the
+	// service, below /sys/fs/cgroup or absolute, with memory and pids
+	// enabled in its cgroup.subtree_control; "" = the service's own
+	// cgroup when it is such a subtree. Without one, the sandbox's init
+	// accounts each run's memory.
+	Cgroup string
+	Logger *slog.Logger
 }
 
 // Defaults.

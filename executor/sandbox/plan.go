@@ -88,6 +88,7 @@ type plan struct {
 	uidSlots int // the snippets' host uids are hostUID + [0, uidSlots)
 	uidSeq   atomic.Uint64
 	mapRoot  bool
+	cgroup   *cgroupTree // delegated cgroup v2 subtree, nil: none
 	binds    []string
 	files    []string
 	symlinks map[string]string
@@ -208,8 +209,9 @@ func (p *plan) covered(dir string) bool {
 	return false
 }
 
-// accounted: the init bounds the run's memory as a whole.
-func (p *plan) accounted() bool { return p.layers.Namespaces }
+// accounted: the run's memory is bounded as a whole, by its cgroup or by
+// the init.
+func (p *plan) accounted() bool { return p.cgroup != nil || p.layers.Namespaces }
 
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
@@ -224,7 +226,9 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	if p.layers.Namespaces {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
 		spec.WorkBytes = min(policy.WorkBytes, lim.Memory)
-		spec.MemoryBytes = lim.Memory
+		if p.cgroup == nil {
+			spec.MemoryBytes = lim.Memory
+		}
 		spec.SetGroups = p.mapRoot
 		if p.mapRoot {
 			spec.UID, spec.GID = policy.UID, policy.UID
@@ -274,6 +278,16 @@ func rlimits(lim limits) []rlimit {
 		rls = append(rls, rlimit{r.name, r.resource, r.value(lim)})
 	}
 	return rls
+}
+
+// rlimitValue is the value of resource in rlimits(lim), 0 when not set.
+func rlimitValue(lim limits, resource int) uint64 {
+	for _, rl := range rlimits(lim) {
+		if rl.resource == resource {
+			return rl.value
+		}
+	}
+	return 0
 }
 
 // rlimitArg passes the rlimits to the guard, which sets them before it says

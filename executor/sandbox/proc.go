@@ -47,7 +47,9 @@ type proc struct {
 	status     []string      // later status lines, read after statusDone
 	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
 	initStatus []byte
-	namespaced bool // stage 1 runs as the namespaces' init and reports python's end
+	namespaced bool  // stage 1 runs as the namespaces' init and reports python's end
+	memoryPeak int64 // the most memory the init or the cgroup accounted for the run
+	cgroup     *runCgroup
 
 	waited  chan struct{} // cmd.Wait returned
 	waitErr error
@@ -127,10 +129,17 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 			}
 		}
 	}
+	cgroupFD := -1
+	if plan.cgroup != nil {
+		if p.cgroup, err = plan.cgroup.newRun(lim.Memory); err != nil {
+			return fail(err)
+		}
+		cgroupFD = p.cgroup.fd
+	}
 	spec := plan.spec(lim, dir)
 	pctx, cancel := context.WithCancel(context.Background())
 	p.kill = cancel
-	cmd, err := plan.command(pctx, spec, hostUID)
+	cmd, err := plan.command(pctx, spec, hostUID, cgroupFD)
 	if err != nil {
 		return fail(err)
 	}
@@ -244,6 +253,9 @@ func (p *proc) destroy() {
 	if p.hostDir != "" {
 		os.RemoveAll(p.hostDir)
 	}
+	if p.cgroup != nil {
+		p.cgroup.remove()
+	}
 }
 
 // errStale: the sandbox died, not by our kill, before the snippet could
@@ -322,6 +334,11 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	if err != nil {
 		return res, err
 	}
+	if p.cgroup != nil {
+		var oom bool
+		oom, p.memoryPeak = p.cgroup.oomKilled()
+		killedForMemory = killedForMemory || oom
+	}
 	if res.Signal == "SIGXCPU" {
 		timedOut = true
 	}
@@ -366,6 +383,7 @@ func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error
 			res.ExitCode = -1
 			res.Signal = unix.SignalName(syscall.Signal(st.Signal))
 		}
+		p.memoryPeak = st.Peak
 		return st.Memory, nil
 	}
 	// No report from the init: it was killed (by us), and python with it.

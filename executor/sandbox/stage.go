@@ -38,9 +38,9 @@ type stageSpec struct {
 	WorkBytes int64             `json:"work_bytes,omitempty"`
 	// MemoryBytes bounds the whole run, accounted by the init (0: not).
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
-	UID       int               `json:"uid"`
-	GID       int               `json:"gid"`
-	SetGroups bool              `json:"set_groups"`
+	UID         int   `json:"uid"`
+	GID         int   `json:"gid"`
+	SetGroups   bool  `json:"set_groups"`
 
 	// Both stages.
 	Landlock *landlockSet `json:"landlock,omitempty"`

@@ -51,7 +51,7 @@ type Env map[string]string
 // Variables lists every setting runblock reads, in .env.example order.
 var Variables = []string{
 	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY", "RUNBLOCK_MAX_OUTPUT_BYTES",
-	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL",
+	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL", "RUNBLOCK_CGROUP",
 	"RUNBLOCK_CONCURRENCY", "RUNBLOCK_QUEUE", "RUNBLOCK_USER_RATE", "RUNBLOCK_USER_BURST", "RUNBLOCK_USER_MAX_JOBS",
 	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW",
 	"DISCORD_BOT_TOKEN", "DISCORD_CHANNELS", "DISCORD_PREFIX", "DISCORD_GUILD_ID", "DISCORD_RUN_REACTION", "DISCORD_EDIT_WINDOW",
@@ -197,6 +197,7 @@ func Parse(env Env, parts Part) (Config, error) {
 			KeepBytes:       sandbox.DefaultKeepBytes,
 			MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
 			AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
+			Cgroup:          p.str("RUNBLOCK_CGROUP", ""),
 		}
 		c.Executor.Pool = p.intIn("RUNBLOCK_POOL", min(concurrency, MaxPool), 0, MaxPool, "a number of pre-started sandboxes, 0 to turn the pool off")
 	}
@@ -283,6 +284,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("max_code_bytes", c.Executor.MaxCodeBytes),
 		slog.Bool("allow_unisolated", c.Executor.AllowUnisolated),
 		slog.Int("pool", c.Executor.Pool),
+		slog.String("cgroup", c.Executor.Cgroup),
 		slog.Int("concurrency", c.Scheduler.Concurrency),
 		slog.Int("queue", c.Scheduler.QueueSize),
 		slog.String("user_rate", formatRate(c.Scheduler.UserRate)),
