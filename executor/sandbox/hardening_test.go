@@ -206,11 +206,18 @@ b = b"y" * (235 << 20)
 print("held")`
 	for _, tt := range []struct{ name, code string }{{"six children", children}, {"work dir", workDir}} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := runCode(t, e, executor.Request{Code: tt.code, Timeout: 10 * time.Second})
+			p, err := spawn(context.Background(), e.plan, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.run(context.Background(), executor.Request{Code: tt.code})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !res.MemoryExceeded || res.Success || res.Timeout || strings.Contains(res.Stdout, "held") {
 				t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
 			}
-			t.Logf("ended after %v: %q", res.Duration, res.Error)
+			t.Logf("killed after %v holding %d KiB by the last count, %d KiB over the limit", res.Duration, p.memoryPeak>>10, (p.memoryPeak-e.cfg.MemoryBytes)>>10)
 		})
 	}
 }
