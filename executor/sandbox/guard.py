@@ -151,10 +151,10 @@ def _runblock_compile(source):
     (the cut fell inside a string or brackets) grows to the next cut. All
     pieces are compiled before any runs, so a syntax error still stops the
     whole snippet, reported as compiling it whole reports it."""
-    import re
-
     if len(source) <= 256 << 10:
         return [compile(source, "<snippet>", "exec")]
+    import re
+
     cuts = [m.start() + 1 for m in re.finditer(rb"\n(?=[^\s#)\]}])(?!(?:else|elif|except|finally)\b)", source)]
     cuts.append(len(source))
     codes, start, flags, line = [], 0, 0, 0

@@ -341,9 +341,13 @@ func TestRootOfAUserNamespaceMappingOneUID(t *testing.T) {
 			t.Errorf("layer %s not verified: %s", l.Name, l.Detail)
 		}
 	}
-	r := startHelper(t, exec.Command(unshare, "--user", "--map-root-user", os.Args[0]), "run", "import os\nprint(os.getuid())")
+	r := startHelper(t, exec.Command(unshare, "--user", "--map-root-user", os.Args[0]), "run",
+		"import os\nprint(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])")
 	if r.Err != "" || !r.Result.Success || r.Result.Stdout == "" {
 		t.Fatalf("run: %+v %s", r.Result, r.Err)
+	}
+	if uid, caps, _ := strings.Cut(strings.TrimSpace(r.Result.Stdout), " "); uid == "0" && strings.Trim(caps, "0") != "" {
+		t.Errorf("the snippet is uid 0 with capabilities %s", caps)
 	}
 	t.Logf("tier %s, snippet uid %s", d.Report.Tier, r.Result.Stdout)
 }

@@ -321,24 +321,26 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	res.OutputTruncated = outCut || errCut
 	res.OutputLimit = p.budget.total.Load() > p.budget.limit
 	started := slices.Contains(p.status, "started")
-	if !started && !timedOut && !canceled {
+	// With a cgroup, the kernel kills the whole sandbox, init included,
+	// when the run passes its memory.max.
+	var cgroupOOM bool
+	if p.cgroup != nil {
+		cgroupOOM, p.memoryPeak = p.cgroup.oomKilled()
+	}
+	if !started && !timedOut && !canceled && !cgroupOOM {
 		return executor.Result{}, errStale
 	}
 	// The init reports how python ended unless it was killed. Killed but not
 	// by us: the sandbox died under the snippet (a pooled one killed from
 	// outside while it was handed over), so a fresh sandbox must take it.
-	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit {
+	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit && !cgroupOOM {
 		return executor.Result{}, errStale
 	}
 	killedForMemory, err := p.exitStatus(&res)
 	if err != nil {
 		return res, err
 	}
-	if p.cgroup != nil {
-		var oom bool
-		oom, p.memoryPeak = p.cgroup.oomKilled()
-		killedForMemory = killedForMemory || oom
-	}
+	killedForMemory = killedForMemory || cgroupOOM
 	if res.Signal == "SIGXCPU" {
 		timedOut = true
 	}

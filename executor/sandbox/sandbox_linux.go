@@ -200,7 +200,7 @@ func superviseRun(pid int, limit int64) (initStatus, error) {
 			wait = -1
 			continue
 		}
-		next := time.Duration((limit - used) * int64(time.Second) / policy.MemoryRate)
+		next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
 		wait = int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
 	}
 }
