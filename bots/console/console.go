@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/runblock/runblock/bots/internal/handlers"
+	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -50,7 +52,7 @@ type Config struct {
 	// MaxMessageBytes bounds one message; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	Render          formatting.RenderOptions
-	Metrics         Metrics // nil: none
+	Metrics         Metrics // nil: none counted
 }
 
 // Bot reads messages from Config.In, one at a time: a message is answered
@@ -63,15 +65,15 @@ type Bot struct {
 
 	out sync.Mutex // serialises writes to cfg.Out
 
-	mu       sync.Mutex
-	opened   bool
-	closed   bool
-	inflight sync.WaitGroup
+	mu     sync.Mutex
+	opened bool
+	closed bool
+	// handlers holds the message being answered; its context parents the
+	// run, and Close drains it, then cancels.
+	handlers *handlers.Group
 
-	ready      atomic.Bool
-	done       chan struct{}
-	runCtx     context.Context
-	cancelRuns context.CancelFunc
+	ready atomic.Bool
+	done  chan struct{}
 }
 
 // New returns a console Bot; it reads nothing until Open.
@@ -85,14 +87,16 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	logger = logger.With("adapter", Platform)
 	return &Bot{
-		cfg:        cfg,
-		runner:     runner,
-		log:        logger.With("adapter", Platform),
-		done:       make(chan struct{}),
-		runCtx:     runCtx,
-		cancelRuns: cancel,
+		cfg:      cfg,
+		runner:   runner,
+		log:      logger,
+		handlers: handlers.New(1, logger),
+		done:     make(chan struct{}),
 	}
 }
 
@@ -130,27 +134,24 @@ func (b *Bot) Close(ctx context.Context) error {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
+	b.handlers.Stop()
 	b.ready.Store(false)
 	if c, ok := b.cfg.In.(io.Closer); ok {
 		if err := c.Close(); err != nil {
 			b.log.Debug("closing console input", "err", err)
 		}
 	}
-	drained := make(chan struct{})
-	go func() {
-		b.inflight.Wait()
-		close(drained)
-	}()
-	select {
-	case <-drained:
-		b.cancelRuns()
-		return nil
-	case <-ctx.Done():
-		b.cancelRuns()
-		<-drained
-		return fmt.Errorf("console: drain: %w", ctx.Err())
+	if err := b.handlers.Close(ctx); err != nil {
+		return fmt.Errorf("console: %w", err)
 	}
+	return nil
 }
+
+// noMetrics is the Metrics of a Config without one.
+type noMetrics struct{}
+
+func (noMetrics) MessageReceived(string) {}
+func (noMetrics) MessageReplied(string)  {}
 
 func (b *Bot) loop() {
 	defer close(b.done)
@@ -243,26 +244,14 @@ func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
 // handle answers one message; it reports false when the console is closed
 // and the message was dropped.
 func (b *Bot) handle(msg string, tooLarge bool) bool {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return false
-	}
-	b.inflight.Add(1)
-	b.mu.Unlock()
-	defer b.inflight.Done()
-
-	if b.cfg.Metrics != nil {
+	return b.handlers.Do(func(ctx context.Context) {
 		b.cfg.Metrics.MessageReceived(Platform)
-	}
-	b.reply(b.answer(msg, tooLarge))
-	if b.cfg.Metrics != nil {
+		b.reply(b.answer(ctx, msg, tooLarge))
 		b.cfg.Metrics.MessageReplied(Platform)
-	}
-	return true
+	})
 }
 
-func (b *Bot) answer(msg string, tooLarge bool) string {
+func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	if tooLarge {
 		b.log.Info("message too large", "limit_bytes", b.cfg.MaxMessageBytes)
 		return formatting.RenderError(formatting.Console,
@@ -286,15 +275,11 @@ func (b *Bot) answer(msg string, tooLarge bool) string {
 		}
 	}
 	b.log.Debug("run submitted", "code_bytes", len(ext.Code), "stdin_bytes", len(ext.Stdin))
-	res, err := b.runner.Submit(b.runCtx, job)
+	res, err := b.runner.Submit(ctx, job)
 	finished.Store(true)
 	if err != nil {
-		if code := executor.ErrorCode(err); code == executor.ErrInternal || code == executor.ErrUnavailable {
-			b.log.Error("run failed", "err", err)
-		} else {
-			b.log.Info("run refused", "code", string(code), "err", err)
-		}
-		return formatting.RenderError(formatting.Console, err)
+		text, _ := runerror.Report(ctx, b.log, formatting.Console, err)
+		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
 	return formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render).Text

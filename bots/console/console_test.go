@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/bots/console"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 
@@ -22,14 +23,6 @@ const fence = "```"
 
 // pipedExample is the README's first command's input.
 const pipedExample = "please run\n" + fence + "python\nprint(1+1)\n" + fence + "\n"
-
-type fakeRunner struct {
-	submit func(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
-func (f *fakeRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
-	return f.submit(ctx, job)
-}
 
 type syncBuffer struct {
 	mu sync.Mutex
@@ -70,7 +63,7 @@ func (m *countingMetrics) MessageReplied(p string) {
 }
 
 // open starts a console over in and returns it with its output.
-func open(t *testing.T, in io.Reader, r *fakeRunner, mod func(*console.Config)) (*console.Bot, *syncBuffer) {
+func open(t *testing.T, in io.Reader, r *fakerunner.Runner, mod func(*console.Config)) (*console.Bot, *syncBuffer) {
 	t.Helper()
 	out := &syncBuffer{}
 	cfg := console.Config{In: in, Out: out}
@@ -100,9 +93,9 @@ func waitDone(t *testing.T, b *console.Bot) {
 	}
 }
 
-func okRunner(stdout string, seen *[]executor.Job) *fakeRunner {
+func okRunner(stdout string, seen *[]executor.Job) *fakerunner.Runner {
 	var mu sync.Mutex
-	return &fakeRunner{submit: func(_ context.Context, job executor.Job) (executor.Result, error) {
+	return &fakerunner.Runner{Func: func(_ context.Context, job executor.Job) (executor.Result, error) {
 		mu.Lock()
 		*seen = append(*seen, job)
 		mu.Unlock()
@@ -139,7 +132,7 @@ func TestPipedMessageIsAnswered(t *testing.T) {
 
 func TestMessagesAreAnsweredInOrder(t *testing.T) {
 	var jobs []executor.Job
-	r := &fakeRunner{submit: func(_ context.Context, job executor.Job) (executor.Result, error) {
+	r := &fakerunner.Runner{Func: func(_ context.Context, job executor.Job) (executor.Result, error) {
 		jobs = append(jobs, job)
 		return executor.Result{Success: true, Stdout: "out-" + strings.TrimSpace(job.Request.Code) + "\n"}, nil
 	}}
@@ -163,7 +156,7 @@ func TestMessagesWithoutCodeGetANotice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+			r := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
 				t.Error("a message without Python code was submitted")
 				return executor.Result{}, nil
 			}}
@@ -185,7 +178,7 @@ func TestRefusalsAreRendered(t *testing.T) {
 	}
 	for _, e := range errs {
 		t.Run(string(executor.ErrorCode(e)), func(t *testing.T) {
-			r := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, e }}
+			r := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, e }}
 			b, out := open(t, strings.NewReader(pipedExample), r, nil)
 			waitDone(t, b)
 			want := formatting.RenderError(formatting.Console, e)
@@ -228,8 +221,8 @@ func newBlockingRunner() *blockingRunner {
 	return &blockingRunner{started: make(chan executor.Job, 1), release: make(chan struct{})}
 }
 
-func (b *blockingRunner) runner() *fakeRunner {
-	return &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+func (b *blockingRunner) runner() *fakerunner.Runner {
+	return &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		b.started <- job
 		select {
 		case <-b.release:

@@ -9,6 +9,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 )
 
 // BenchmarkMessageToReply measures MESSAGE_CREATE over the fake gateway to
@@ -17,14 +18,14 @@ import (
 // limiter; once with a runner that answers at once (the adapter's own cost)
 // and once with real Python.
 func BenchmarkMessageToReply(b *testing.B) {
-	b.Run("adapter only", func(b *testing.B) { benchMessageToReply(b, &fakeRunner{}) })
+	b.Run("adapter only", func(b *testing.B) { benchMessageToReply(b, &fakerunner.Runner{}) })
 	// The same path with the real scheduler, executor and Python behind it.
 	b.Run("real python", func(b *testing.B) { benchMessageToReply(b, realRunner(b)) })
 }
 
 func benchMessageToReply(b *testing.B, runner discord.Runner) {
 	fbot := fake.NewBot("bench")
-	bot := discord.New(discord.Config{Token: fbot.Token}, runner, slog.New(slog.DiscardHandler))
+	bot := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, runner, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := bot.Open(ctx); err != nil {

@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +42,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
+	"github.com/runblock/runblock/bots/internal/handlers"
+	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -93,8 +94,12 @@ type Config struct {
 	GuildID     string        // DISCORD_GUILD_ID: register commands per guild
 	RunReaction string        // DISCORD_RUN_REACTION, default "▶️"
 	EditWindow  time.Duration // DISCORD_EDIT_WINDOW, default 10m
-	Render      formatting.RenderOptions
-	Metrics     Metrics // nil: none
+	// APIURL, when set, replaces "https://discord.com/" as the base of the
+	// REST API (e.g. "http://proxy:8080/" for a REST proxy, or a test's
+	// fake); the gateway is the one that API hands out.
+	APIURL  string
+	Render  formatting.RenderOptions
+	Metrics Metrics // nil: none counted
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -117,7 +122,7 @@ type Bot struct {
 	runner  Runner
 	log     *slog.Logger
 	now     func() time.Time
-	answers *answers
+	answers *replycache.Cache[answer] // by message id: what the Bot answered, for edits and deletes
 
 	mu       sync.Mutex
 	session  *discordgo.Session
@@ -129,10 +134,7 @@ type Bot struct {
 	sessions int // READY and RESUMED seen
 
 	ready      atomic.Bool
-	inflight   sync.WaitGroup
-	sem        chan struct{}
-	runCtx     context.Context
-	cancelRuns context.CancelFunc
+	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
 	reconnect  chan struct{}
 	stop       chan struct{}
 	supervised chan struct{}
@@ -159,16 +161,16 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
 	return &Bot{
 		cfg:        cfg,
 		runner:     runner,
 		log:        logger,
 		now:        now,
-		answers:    newAnswers(cfg.MaxAnswers, cfg.EditWindow, now),
-		sem:        make(chan struct{}, maxInFlight),
-		runCtx:     runCtx,
-		cancelRuns: cancel,
+		answers:    replycache.New[answer](cfg.MaxAnswers, cfg.EditWindow, now),
+		handlers:   handlers.New(maxInFlight, logger),
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
@@ -200,6 +202,13 @@ func (b *Bot) Open(ctx context.Context) error {
 	s.ShouldReconnectOnError = false
 	s.Identify.Intents = Intents
 	s.Client = &http.Client{Timeout: 30 * time.Second}
+	if b.cfg.APIURL != "" {
+		rt, err := newRebase(b.cfg.APIURL, http.DefaultTransport)
+		if err != nil {
+			return fmt.Errorf("discord: %w", err)
+		}
+		s.Client.Transport = rt
+	}
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 15 * time.Second}
 	s.AddHandler(b.onReady)
 	s.AddHandler(b.onResumed)
@@ -227,7 +236,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	if err := s.Open(); err != nil {
 		err = gatewayError(err)
 		if errors.Is(err, ErrDisallowedIntents) {
-			b.log.Error("discord: the Message Content intent is not enabled for this bot", "hint", ErrDisallowedIntents.Error())
+			b.log.Error("the Message Content intent is not enabled for this bot", "hint", ErrDisallowedIntents.Error())
 		}
 		return fmt.Errorf("discord: connecting the gateway: %w", err)
 	}
@@ -250,10 +259,12 @@ func (b *Bot) Open(ctx context.Context) error {
 		if already {
 			return err // Close is shutting everything down
 		}
+		b.handlers.Stop()
 		close(b.stop)
 		<-b.supervised
-		b.cancelRuns()
-		b.inflight.Wait()
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = b.handlers.Close(cancelled) // cancels the handlers and waits for them
 		if cerr := s.Close(); cerr != nil {
 			b.log.Debug("closing the gateway", "err", cerr)
 		}
@@ -283,33 +294,24 @@ func (b *Bot) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closing || !b.opened {
 		b.mu.Unlock()
-		b.cancelRuns()
+		b.handlers.Stop()
 		return nil
 	}
 	b.closing = true
 	started := b.started
 	s := b.session
 	b.mu.Unlock()
+	b.handlers.Stop()
 	b.ready.Store(false)
 
 	if started {
 		close(b.stop)
 		<-b.supervised
 	}
-	drained := make(chan struct{})
-	go func() {
-		b.inflight.Wait()
-		close(drained)
-	}()
 	var err error
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		err = fmt.Errorf("discord: replies still in flight at close: %w", ctx.Err())
-		b.cancelRuns()
-		<-drained
+	if herr := b.handlers.Close(ctx); herr != nil {
+		err = fmt.Errorf("discord: %w", herr)
 	}
-	b.cancelRuns()
 	if s != nil {
 		if cerr := s.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("discord: closing the gateway: %w", cerr)
@@ -381,9 +383,7 @@ func (b *Bot) connected() {
 	b.mu.Unlock()
 	if again {
 		b.log.Info("discord gateway reconnected")
-		if b.cfg.Metrics != nil {
-			b.cfg.Metrics.Reconnected(Platform)
-		}
+		b.cfg.Metrics.Reconnected(Platform)
 	}
 	if started && !closing {
 		b.ready.Store(true)
@@ -407,30 +407,15 @@ func (b *Bot) onDisconnect(*discordgo.Session, *discordgo.Disconnect) {
 // spawn runs f in a goroutine the Bot owns, unless the Bot is closing or too
 // many events are in flight; it reports whether f runs.
 func (b *Bot) spawn(what string, f func(ctx context.Context)) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closing {
-		return false
-	}
-	select {
-	case b.sem <- struct{}{}:
-	default:
-		b.log.Warn("discord: too many events in flight; dropping one", "event", what)
-		return false
-	}
-	b.inflight.Add(1)
-	go func() {
-		defer b.inflight.Done()
-		defer func() { <-b.sem }()
-		defer func() {
-			if p := recover(); p != nil {
-				b.log.Error("discord: handling an event panicked; the bot carries on", "event", what, "panic", p, "stack", string(debug.Stack()))
-			}
-		}()
-		f(b.runCtx)
-	}()
-	return true
+	return b.handlers.Go(what, f)
 }
+
+// noMetrics is the Metrics of a Config without one.
+type noMetrics struct{}
+
+func (noMetrics) MessageReceived(string) {}
+func (noMetrics) MessageReplied(string)  {}
+func (noMetrics) Reconnected(string)     {}
 
 func (b *Bot) botUserID() string {
 	b.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
@@ -20,7 +21,7 @@ const block = "```python\nprint(1)\n```"
 
 func TestPrefixMessageGetsReplyWithReferenceAndNoMentions(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	m := e.say("!run\n" + block)
 	r := e.replyTo(e.channel, m.ID)
@@ -66,7 +67,7 @@ func TestPrefixMessageGetsReplyWithReferenceAndNoMentions(t *testing.T) {
 func TestCommandsRegisteredGloballyOrPerGuild(t *testing.T) {
 	t.Parallel()
 	for _, guild := range []string{"", "4242"} {
-		e := start(t, &fakeRunner{}, func(c *discord.Config) { c.GuildID = guild })
+		e := start(t, &fakerunner.Runner{}, func(c *discord.Config) { c.GuildID = guild })
 		path := "/applications/" + e.fbot.AppID + "/commands"
 		if guild != "" {
 			path = "/applications/" + e.fbot.AppID + "/guilds/" + guild + "/commands"
@@ -88,7 +89,7 @@ func TestCommandsRegisteredGloballyOrPerGuild(t *testing.T) {
 
 func TestMentionAndDMAndListedChannelTrigger(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	listed := fake.NewID()
 	e := start(t, runner, func(c *discord.Config) { c.Channels = []string{listed} })
 	cases := []struct {
@@ -114,7 +115,7 @@ func TestMentionAndDMAndListedChannelTrigger(t *testing.T) {
 func TestNoticesForNotPythonNoCodeAndNotAllowedChannel(t *testing.T) {
 	t.Parallel()
 	listed := fake.NewID()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, func(c *discord.Config) { c.Channels = []string{listed} })
 	other := fake.NewID()
 	cases := []struct {
@@ -158,7 +159,7 @@ func closeBot(t *testing.T, e *env) {
 
 func TestBotsAndSelfAreIgnored(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	other := &discordgo.User{ID: fake.NewID(), Username: "llm", Bot: true}
 	self := &discordgo.User{ID: e.fbot.UserID, Username: "runblock"}
@@ -180,7 +181,7 @@ func TestBotsAndSelfAreIgnored(t *testing.T) {
 
 func TestReplyInThread(t *testing.T) {
 	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
+	e := start(t, &fakerunner.Runner{}, nil)
 	thread := fake.NewID()
 	m := e.sayIn(thread, e.guild, e.user, "!run "+block)
 	r := e.replyTo(thread, m.ID)
@@ -195,7 +196,7 @@ func TestLongOutputAttachesFullOutput(t *testing.T) {
 	for i := range 300 {
 		full.WriteString(strings.Repeat("x", 20) + " line " + string(rune('a'+i%26)) + "\n")
 	}
-	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: full.String()}, nil
 	}}
 	e := start(t, runner, nil)
@@ -219,7 +220,7 @@ func TestLongOutputAttachesFullOutput(t *testing.T) {
 func TestOutputCannotPing(t *testing.T) {
 	t.Parallel()
 	const out = "@everyone @here <@123> <@!123> <@&456> <#789>"
-	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: out + "\n"}, nil
 	}}
 	e := start(t, runner, nil)
@@ -245,7 +246,7 @@ func TestRejectionsAndInternalErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, c.err }}
+			runner := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, c.err }}
 			e := start(t, runner, nil)
 			m := e.say("!run " + block)
 			r := e.replyTo(e.channel, m.ID)
@@ -255,13 +256,19 @@ func TestRejectionsAndInternalErrors(t *testing.T) {
 			if strings.Contains(r.Content(), "secret") {
 				t.Fatalf("internal detail echoed: %q", r.Content())
 			}
+			if c.name == "internal" {
+				closeBot(t, e)
+				if n := strings.Count(e.logs.String(), "secret path"); n != 1 {
+					t.Fatalf("internal error logged %d times, want once", n)
+				}
+			}
 		})
 	}
 }
 
 func TestFailedRunReactsCross(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Stderr: "Traceback...\nZeroDivisionError: division by zero\n", Error: "ZeroDivisionError: division by zero", ExitCode: 1}, nil
 	}}
 	e := start(t, runner, nil)
@@ -293,47 +300,10 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
-	t.Parallel()
-	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	runner := &fakeRunner{}
-	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now })
-	m := e.say("!run\n" + block)
-	r := e.replyTo(e.channel, m.ID)
-	var reply discordgo.Message
-	if err := r.DecodeResponse(&reply); err != nil {
-		t.Fatal(err)
-	}
-
-	clk.Add(9 * time.Minute)
-	edited := *m
-	edited.Content = "!run\n```python\nprint(2)\n```"
-	e.fbot.MessageUpdate(edited)
-	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(patch.Content(), "ran: print(2)") {
-		t.Fatalf("edited content %q", patch.Content())
-	}
-	assertNoMentions(t, patch)
-	if !strings.Contains(string(patch.JSON), `"attachments":[]`) {
-		t.Fatalf("edit keeps the old attachments: %s", patch.JSON)
-	}
-	if got, _ := fake.Message(reply.ID); !strings.Contains(got.Content, "ran: print(2)") {
-		t.Fatalf("stored reply %q", got.Content)
-	}
-
-	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
-	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestEditAfterWindowIsIgnored(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, func(c *discord.Config) { c.Clock = clk.Now; c.EditWindow = time.Minute })
 	m := e.say("!run\n" + block)
 	e.replyTo(e.channel, m.ID)
@@ -354,7 +324,7 @@ func TestEditAfterWindowIsIgnored(t *testing.T) {
 
 func TestReactionRunsAnotherBotsMessage(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	llm := &discordgo.User{ID: fake.NewID(), Username: "llm", Bot: true}
 	m := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: llm, Content: "Here you go:\n```python\nprint(40 + 2)\n```"})
@@ -373,7 +343,7 @@ func TestReactionRunsAnotherBotsMessage(t *testing.T) {
 
 func TestReactionByBotOrOtherEmojiIgnored(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	m := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: e.user, Content: block})
 	e.fbot.ReactionAdd(e.channel, m.ID, e.guild, "▶️", &discordgo.User{ID: fake.NewID(), Bot: true})
@@ -389,7 +359,7 @@ func TestReactionByBotOrOtherEmojiIgnored(t *testing.T) {
 
 func TestRateLimitedReplyStillArrives(t *testing.T) {
 	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
+	e := start(t, &fakerunner.Runner{}, nil)
 	path := "/channels/" + e.channel + "/messages"
 	fake.RateLimitNext(fakediscord.Match("POST", path), 300*time.Millisecond, false)
 	m := e.say("!run " + block)
@@ -402,7 +372,7 @@ func TestRateLimitedReplyStillArrives(t *testing.T) {
 
 func TestGlobalRateLimitDelaysNotLoses(t *testing.T) {
 	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
+	e := start(t, &fakerunner.Runner{}, nil)
 	fake.RateLimitNext(fakediscord.Match("POST", "/channels/"+e.channel+"/messages"), 200*time.Millisecond, true)
 	var ms []*discordgo.Message
 	for range 3 {
@@ -425,7 +395,7 @@ func TestReconnects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := start(t, &fakeRunner{}, nil)
+			e := start(t, &fakerunner.Runner{}, nil)
 			if err := c.do(e.fbot); err != nil {
 				t.Fatal(err)
 			}
@@ -448,7 +418,7 @@ func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
 	t.Parallel()
 	fbot := fake.NewBot("no-content")
 	fbot.DenyMessageContent()
-	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
+	b := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, &fakerunner.Runner{}, nil)
 	err := b.Open(testCtx(t))
 	if !errors.Is(err, discord.ErrDisallowedIntents) || !strings.Contains(err.Error(), "Message Content Intent") {
 		t.Fatalf("open error %v", err)
@@ -463,7 +433,7 @@ func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
 
 func TestBadTokenFailsOpen(t *testing.T) {
 	t.Parallel()
-	b := discord.New(discord.Config{Token: "not-a-token"}, &fakeRunner{}, nil)
+	b := discord.New(discord.Config{Token: "not-a-token", APIURL: fake.URL()}, &fakerunner.Runner{}, nil)
 	if err := b.Open(testCtx(t)); !errors.Is(err, discord.ErrBadToken) {
 		t.Fatalf("open error %v", err)
 	}
@@ -492,7 +462,7 @@ func TestCloseWaitsForReplyInFlight(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{})
-	runner := &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
 		<-release
 		return executor.Result{Success: true, Stdout: "late\n"}, nil
@@ -517,7 +487,7 @@ func TestCloseWaitsForReplyInFlight(t *testing.T) {
 func TestCloseDeadlineCancelsRun(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
-	runner := &fakeRunner{submit: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
 		<-ctx.Done()
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Err: ctx.Err()}
@@ -532,42 +502,9 @@ func TestCloseDeadlineCancelsRun(t *testing.T) {
 	}
 }
 
-func TestManyUsersAtOnceGetOneReplyEach(t *testing.T) {
-	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
-	const n = 20
-	var ms []*discordgo.Message
-	for i := range n {
-		u := &discordgo.User{ID: fake.NewID(), Username: "user" + string(rune('a'+i))}
-		ms = append(ms, e.sayIn(e.channel, e.guild, u, "!run "+block))
-	}
-	for _, m := range ms {
-		e.replyTo(e.channel, m.ID)
-	}
-	closeBot(t, e)
-	for _, m := range ms {
-		if k := len(fake.Requests(isReplyTo(e.channel, m.ID))); k != 1 {
-			t.Fatalf("message %s got %d replies", m.ID, k)
-		}
-	}
-	assertAllSentWithoutMentions(t, e.fbot.Token)
-}
-
-// gatedRunner holds each run until the test releases it.
-func gatedRunner() (*fakeRunner, chan struct{}, chan struct{}) {
-	started, release := make(chan struct{}, 16), make(chan struct{})
-	r := &fakeRunner{}
-	r.submit = func(ctx context.Context, job executor.Job) (executor.Result, error) {
-		started <- struct{}{}
-		<-release
-		return executor.Result{Success: true, Stdout: "ran: " + job.Request.Code + "\n"}, nil
-	}
-	return r, started, release
-}
-
 func TestDeleteWhileRunningDeletesTheReplyWhenItLands(t *testing.T) {
 	t.Parallel()
-	runner, started, release := gatedRunner()
+	runner, started, release := fakerunner.Gated()
 	e := start(t, runner, nil)
 	m := e.say("!run " + block)
 	<-started
@@ -589,7 +526,7 @@ func TestDeleteWhileRunningDeletesTheReplyWhenItLands(t *testing.T) {
 
 func TestEditWhileRunningRerunsAfterTheFirstReply(t *testing.T) {
 	t.Parallel()
-	runner, started, release := gatedRunner()
+	runner, started, release := fakerunner.Gated()
 	e := start(t, runner, nil)
 	m := e.say("!run " + block)
 	<-started
@@ -615,7 +552,7 @@ func TestEditWhileRunningRerunsAfterTheFirstReply(t *testing.T) {
 
 func TestAnswerMappingIsBounded(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, func(c *discord.Config) { c.MaxAnswers = 1 })
 	first := e.say("!run " + block)
 	e.replyTo(e.channel, first.ID)
@@ -636,7 +573,7 @@ func TestFailedCommandRegistrationFailsOpen(t *testing.T) {
 	t.Parallel()
 	fbot := fake.NewBot("no-commands")
 	fake.FailNext(fakediscord.Match("PUT", "/applications/"+fbot.AppID+"/commands"), 403)
-	b := discord.New(discord.Config{Token: fbot.Token}, &fakeRunner{}, nil)
+	b := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, &fakerunner.Runner{}, nil)
 	ctx := testCtx(t)
 	err := b.Open(ctx)
 	if err == nil || !strings.Contains(err.Error(), "registering") {
@@ -656,7 +593,7 @@ func TestFailedCommandRegistrationFailsOpen(t *testing.T) {
 func TestThreadOfListedChannelIsListed(t *testing.T) {
 	t.Parallel()
 	listed, thread, elsewhere := fake.NewID(), fake.NewID(), fake.NewID()
-	e := start(t, &fakeRunner{}, func(c *discord.Config) { c.Channels = []string{listed} })
+	e := start(t, &fakerunner.Runner{}, func(c *discord.Config) { c.Channels = []string{listed} })
 	e.fbot.Dispatch("GUILD_CREATE", map[string]any{
 		"id": e.guild, "name": "school",
 		"channels": []any{map[string]any{"id": listed, "type": discordgo.ChannelTypeGuildText, "guild_id": e.guild}},
@@ -677,7 +614,7 @@ func TestThreadOfListedChannelIsListed(t *testing.T) {
 
 func TestFixingAMessageAfterANoticeRunsIt(t *testing.T) {
 	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
+	e := start(t, &fakerunner.Runner{}, nil)
 	m := e.say("!run\n```js\nconsole.log(1)\n```")
 	var reply discordgo.Message
 	r := e.replyTo(e.channel, m.ID)
@@ -704,8 +641,8 @@ func TestFixingAMessageAfterANoticeRunsIt(t *testing.T) {
 
 func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
-	runner.submit = func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{}
+	runner.Func = func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		if job.Request.Code == "boom" {
 			panic("runner exploded")
 		}
@@ -721,7 +658,7 @@ func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
 
 func TestUpdateWithoutContentChangeDoesNotRerun(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	m := e.say("!run https://example.com\n" + block)
 	e.replyTo(e.channel, m.ID)
@@ -736,5 +673,41 @@ func TestUpdateWithoutContentChangeDoesNotRerun(t *testing.T) {
 	}
 	if n := len(runner.Jobs()); n != 2 {
 		t.Fatalf("%d jobs, want 2", n)
+	}
+}
+
+func TestQueuedRunShowsItsPlaceThenTheResultInTheSameReply(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	runner := &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 2})
+		<-release
+		job.Progress(executor.Progress{State: executor.StateRunning})
+		return executor.Result{Success: true, Stdout: "ran: " + job.Request.Code + "\n"}, nil
+	}}
+	e := start(t, runner, nil)
+	m := e.say("!run " + block)
+	queued, err := fake.WaitRequest(e.ctx, isReplyTo(e.channel, m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := formatting.RenderProgress(formatting.Discord, executor.Progress{State: executor.StateQueued, Ahead: 2}); queued.Content() != want {
+		t.Fatalf("first reply %q, want %q", queued.Content(), want)
+	}
+	assertNoMentions(t, queued)
+	close(release)
+	r := e.replyTo(e.channel, m.ID)
+	if r.Method != "PATCH" || !strings.Contains(r.Content(), "ran: ") {
+		t.Fatalf("answer %s %q, want the queued reply edited into the result", r.Method, r.Content())
+	}
+	closeBot(t, e)
+	if rs := fake.Requests(isReplyTo(e.channel, m.ID)); len(rs) != 1 {
+		t.Fatalf("%d replies, want 1", len(rs))
+	}
+	e.metrics.mu.Lock()
+	replied := e.metrics.replied
+	e.metrics.mu.Unlock()
+	if replied != 1 {
+		t.Fatalf("replied counted %d times, want 1", replied)
 	}
 }

@@ -31,8 +31,14 @@ var stack struct {
 
 // realRunner returns the shared scheduler in front of a real executor that
 // runs real Python.
+//
+// The end-to-end tests take turns, two at a time (the scheduler's
+// concurrency), so that each test's deadline starts when its runs can
+// start, not behind every other test's; the other tests run meanwhile.
 func realRunner(t testing.TB) discord.Runner {
 	t.Helper()
+	e2eTurns <- struct{}{}
+	t.Cleanup(func() { <-e2eTurns })
 	stack.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -46,6 +52,8 @@ func realRunner(t testing.TB) discord.Runner {
 	}
 	return stack.sched
 }
+
+var e2eTurns = make(chan struct{}, 2)
 
 func closeStack() {
 	if stack.sched == nil {
@@ -75,8 +83,12 @@ func TestE2EMessages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := e.say(c.content(e))
 			r := e.replyTo(e.channel, m.ID)
-			if id, fail := reference(t, r); id != m.ID || fail == nil || *fail {
-				t.Fatalf("reference %s", r.JSON)
+			post, err := fake.WaitRequest(e.ctx, isReplyTo(e.channel, m.ID)) // the reply itself, also when it first showed the queue
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id, fail := reference(t, post); id != m.ID || fail == nil || *fail {
+				t.Fatalf("reference %s", post.JSON)
 			}
 			if !strings.Contains(string(r.JSON), `"parse":[]`) {
 				t.Fatalf("no \"parse\":[] in %s", r.JSON)
@@ -183,18 +195,26 @@ func TestE2EReactionOnABotsMessage(t *testing.T) {
 	}
 }
 
-func TestE2EEditAndDelete(t *testing.T) {
+// TestEditRerunsIntoSameReplyAndDeleteRemovesIt: an edit within the window
+// re-runs into the same reply, dropping the old output.txt; deleting the
+// message deletes the reply.
+func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
 	t.Parallel()
-	e := start(t, realRunner(t), nil)
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	e := start(t, realRunner(t), func(c *discord.Config) { c.Clock = clk.Now })
 	m := e.say("!run ```py\nprint('first')\n```")
 	var reply discordgo.Message
 	if err := e.replyTo(e.channel, m.ID).DecodeResponse(&reply); err != nil {
 		t.Fatal(err)
 	}
+
+	clk.Add(9 * time.Minute)
 	edited := *m
 	edited.Content = "!run ```py\nprint('second')\n```"
 	e.fbot.MessageUpdate(edited)
-	patch, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID))
+	patch, err := fake.WaitRequest(e.ctx, func(r fakediscord.Request) bool {
+		return fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID)(r) && strings.Contains(string(r.JSON), "second")
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +222,13 @@ func TestE2EEditAndDelete(t *testing.T) {
 		t.Fatalf("edited to %q", patch.Content())
 	}
 	assertNoMentions(t, patch)
+	if !strings.Contains(string(patch.JSON), `"attachments":[]`) {
+		t.Fatalf("edit keeps the old attachments: %s", patch.JSON)
+	}
+	if got, _ := fake.Message(reply.ID); !strings.Contains(got.Content, "second") {
+		t.Fatalf("stored reply %q", got.Content)
+	}
+
 	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
 	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
 		t.Fatal(err)

@@ -2,9 +2,12 @@ package discord_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,17 +18,28 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
-// fake is the one fake Discord of this test binary: discordgo's endpoints
-// are package globals. Tests keep apart by bot token and channel ids.
+// fake is the fake Discord the tests share, reached through
+// Config.APIURL; they keep apart by bot token and channel ids.
 var fake *fakediscord.Server
 
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	// The tests wait on sockets (and discordgo's Session.Close sleeps a
+	// second), not on the CPUs: unless -parallel is given, run more of them
+	// at once than the default GOMAXPROCS.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "16"); err != nil {
+			panic(err)
+		}
+	}
 	fake = fakediscord.New(fakediscord.Options{})
-	fake.Install()
 	code := m.Run()
 	closeStack()
 	fake.Close()
@@ -36,30 +50,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// fakeRunner is a Runner with a func field; nil Submit echoes the code.
-type fakeRunner struct {
-	mu     sync.Mutex
-	jobs   []executor.Job
-	submit func(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
-func (r *fakeRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
-	r.mu.Lock()
-	r.jobs = append(r.jobs, job)
-	f := r.submit
-	r.mu.Unlock()
-	if f == nil {
-		return executor.Result{Success: true, Stdout: "ran: " + job.Request.Code + "\n"}, nil
-	}
-	return f(ctx, job)
-}
-
-func (r *fakeRunner) Jobs() []executor.Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]executor.Job(nil), r.jobs...)
 }
 
 // countMetrics counts the adapter's observations.
@@ -94,6 +84,7 @@ type env struct {
 	fbot    *fakediscord.Bot
 	bot     *discord.Bot
 	metrics *countMetrics
+	logs    *logBuffer // the adapter's log, also sent to t.Log
 	guild   string
 	channel string
 	user    *discordgo.User
@@ -110,14 +101,14 @@ func testCtx(t *testing.T) context.Context {
 // Config before New.
 func start(t *testing.T, runner discord.Runner, configure func(*discord.Config)) *env {
 	t.Helper()
-	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}}
+	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}, logs: &logBuffer{}}
 	e.guild, e.channel = fake.NewID(), fake.NewID()
 	e.user = &discordgo.User{ID: fake.NewID(), Username: "ada"}
-	cfg := discord.Config{Token: e.fbot.Token, Metrics: e.metrics}
+	cfg := discord.Config{Token: e.fbot.Token, APIURL: fake.URL(), Metrics: e.metrics}
 	if configure != nil {
 		configure(&cfg)
 	}
-	e.bot = discord.New(cfg, runner, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	e.bot = discord.New(cfg, runner, slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, e.logs), &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err := e.bot.Open(e.ctx); err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -129,6 +120,24 @@ func start(t *testing.T, runner discord.Runner, configure func(*discord.Config))
 		}
 	})
 	return e
+}
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type testWriter struct{ t *testing.T }
@@ -148,14 +157,39 @@ func (e *env) sayIn(channel, guild string, author *discordgo.User, content strin
 	return e.fbot.MessageCreate(discordgo.Message{ChannelID: channel, GuildID: guild, Author: author, Content: content})
 }
 
-// replyTo waits for the bot's reply to message id in channel.
+// replyTo waits for the bot's answer to message id in channel: its reply,
+// or, when the reply first showed the queue position, the edit of it that
+// holds the answer.
 func (e *env) replyTo(channel, id string) fakediscord.Request {
 	e.t.Helper()
 	r, err := fake.WaitRequest(e.ctx, isReplyTo(channel, id))
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if !isProgress(r.Content()) {
+		return r
+	}
+	var m discordgo.Message
+	if err := r.DecodeResponse(&m); err != nil {
+		e.t.Fatal(err)
+	}
+	r, err = fake.WaitRequest(e.ctx, answer(fakediscord.Match("PATCH", "/channels/"+channel+"/messages/"+m.ID)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	return r
+}
+
+// isProgress reports whether content shows a run's place in the queue.
+func isProgress(content string) bool {
+	return content == formatting.RenderProgress(formatting.Discord, executor.Progress{State: executor.StateRunning}) ||
+		strings.HasPrefix(content, "_Queued, ")
+}
+
+// answer narrows match to requests that carry an answer, not a queue
+// position.
+func answer(match func(fakediscord.Request) bool) func(fakediscord.Request) bool {
+	return func(r fakediscord.Request) bool { return match(r) && !isProgress(r.Content()) }
 }
 
 func isReplyTo(channel, id string) func(fakediscord.Request) bool {

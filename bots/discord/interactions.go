@@ -6,6 +6,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/bots/internal/progress"
+	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -44,7 +46,7 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 			}
 			if strings.TrimSpace(code) == "" {
 				if err := s.InteractionRespond(i, runModal(), discordgo.WithContext(ctx)); err != nil {
-					b.log.Error("discord: opening the /run editor", "err", err)
+					b.log.Error("opening the /run editor", "err", err)
 				}
 				return
 			}
@@ -111,18 +113,31 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		return
 	}
 	if err := s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}, discordgo.WithContext(ctx)); err != nil {
-		b.log.Error("discord: deferring an interaction", "err", err)
+		b.log.Error("deferring an interaction", "err", err)
 		return
 	}
-	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex)
+	// A run that waits behind others shows its place in the deferred
+	// response, which the result then replaces.
+	edit := func(ctx context.Context, text string) error {
+		_, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
+		return err
+	}
+	prog := progress.Watch(ctx, b.log, progress.Chat{
+		Post:   func(ctx context.Context, text string) (string, error) { return "@original", edit(ctx, text) },
+		Edit:   func(ctx context.Context, _, text string) error { return edit(ctx, text) },
+		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
+	}, true)
+	defer prog.Stop()
+	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex, prog.Update)
+	prog.Stop()
 	if !out.ran {
 		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {
-			b.log.Debug("discord: deleting the deferred response", "err", err)
+			b.log.Debug("deleting the deferred response", "err", err)
 		}
 		if _, err := s.FollowupMessageCreate(i, true, &discordgo.WebhookParams{
 			Content: out.text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions(),
 		}, discordgo.WithContext(ctx)); err != nil {
-			b.log.Error("discord: sending an interaction follow-up", "err", err)
+			b.log.Error("sending an interaction follow-up", "err", err)
 			return
 		}
 		b.metricReplied()
@@ -132,7 +147,7 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 	if _, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
 		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out.full),
 	}, discordgo.WithContext(ctx)); err != nil {
-		b.log.Error("discord: sending an interaction result", "err", err)
+		b.log.Error("sending an interaction result", "err", err)
 		return
 	}
 	b.metricReplied()
@@ -145,7 +160,7 @@ func (b *Bot) ephemeral(ctx context.Context, s *discordgo.Session, i *discordgo.
 		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
 	}, discordgo.WithContext(ctx))
 	if err != nil {
-		b.log.Error("discord: answering an interaction", "err", err)
+		b.log.Error("answering an interaction", "err", err)
 		return
 	}
 	b.metricReplied()

@@ -9,6 +9,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
@@ -43,10 +44,11 @@ func (e *env) callback(in fakediscord.Interaction) (discordgo.InteractionRespons
 	return p.Type, r
 }
 
-// original waits for the edit of the @original response.
+// original waits for the edit of the @original response that holds the
+// answer (not the queue position).
 func (e *env) original(in fakediscord.Interaction) fakediscord.Request {
 	e.t.Helper()
-	r, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/webhooks/"+e.fbot.AppID+"/"+in.Token+"/messages/@original"))
+	r, err := fake.WaitRequest(e.ctx, answer(fakediscord.Match("PATCH", "/webhooks/"+e.fbot.AppID+"/"+in.Token+"/messages/@original")))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func (e *env) original(in fakediscord.Interaction) fakediscord.Request {
 
 func TestSlashRunWithCodeOption(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	in := e.slash(codeOption("print(6 * 7)"))
 	if typ, _ := e.callback(in); typ != discordgo.InteractionResponseDeferredChannelMessageWithSource {
@@ -76,7 +78,7 @@ func TestSlashRunWithCodeOption(t *testing.T) {
 
 func TestSlashRunWithoutCodeOpensModal(t *testing.T) {
 	t.Parallel()
-	runner := &fakeRunner{}
+	runner := &fakerunner.Runner{}
 	e := start(t, runner, nil)
 	in := e.slash()
 	typ, r := e.callback(in)
@@ -124,7 +126,7 @@ func TestSlashRunWithoutCodeOpensModal(t *testing.T) {
 
 func TestRunCodeContextMenu(t *testing.T) {
 	t.Parallel()
-	e := start(t, &fakeRunner{}, nil)
+	e := start(t, &fakerunner.Runner{}, nil)
 	target := fake.PutMessage(discordgo.Message{ChannelID: e.channel, Author: &discordgo.User{ID: "9", Bot: true}, Content: "```py\nprint('menu')\n```"})
 	in := e.fbot.InteractionCreate(map[string]any{
 		"type": discordgo.InteractionApplicationCommand, "channel_id": e.channel, "guild_id": e.guild,
@@ -146,7 +148,7 @@ func TestRunCodeContextMenu(t *testing.T) {
 func TestInteractionNoticesAreEphemeral(t *testing.T) {
 	t.Parallel()
 	listed := fake.NewID()
-	e := start(t, &fakeRunner{}, func(c *discord.Config) { c.Channels = []string{listed} })
+	e := start(t, &fakerunner.Runner{}, func(c *discord.Config) { c.Channels = []string{listed} })
 	cases := []struct {
 		name    string
 		channel string
@@ -186,7 +188,7 @@ func TestInteractionNoticesAreEphemeral(t *testing.T) {
 func TestInteractionRejectionIsEphemeralFollowup(t *testing.T) {
 	t.Parallel()
 	rejection := &executor.Error{Code: executor.ErrRateLimited, RetryAfter: 5 * time.Second}
-	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, rejection }}
+	runner := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) { return executor.Result{}, rejection }}
 	e := start(t, runner, nil)
 	in := e.slash(codeOption("print(1)"))
 	if typ, _ := e.callback(in); typ != discordgo.InteractionResponseDeferredChannelMessageWithSource {
@@ -214,7 +216,7 @@ func TestInteractionRejectionIsEphemeralFollowup(t *testing.T) {
 func TestInteractionLongOutputAttaches(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("0123456789\n", 400)
-	runner := &fakeRunner{submit: func(context.Context, executor.Job) (executor.Result, error) {
+	runner := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: long}, nil
 	}}
 	e := start(t, runner, nil)

@@ -132,7 +132,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 		}
 		b.answerMessage(ctx, s, src, ex)
 	}) {
-		b.answers.remove(src.messageID)
+		b.answers.Remove(src.messageID)
 	}
 }
 
@@ -142,7 +142,7 @@ func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate)
 		return
 	}
 	queued, same := false, false
-	if _, ok := b.answers.update(m.ID, func(a *answer) {
+	if _, ok := b.answers.Update(m.ID, func(a *answer) {
 		switch {
 		case a.content == m.Content:
 			same = true // an embed or a pin changed, not the code
@@ -159,17 +159,17 @@ func (b *Bot) onMessageDelete(s *discordgo.Session, md *discordgo.MessageDelete)
 	if md.Message == nil {
 		return
 	}
-	a, ok := b.answers.update(md.ID, func(a *answer) { a.deleted = true })
+	a, ok := b.answers.Update(md.ID, func(a *answer) { a.deleted = true })
 	if !ok {
 		return
 	}
 	if a.replyID == "" {
 		return // the first run is in flight; its reply is deleted when it lands
 	}
-	b.answers.remove(md.ID)
+	b.answers.Remove(md.ID)
 	b.spawn("delete", func(ctx context.Context) {
 		if err := s.ChannelMessageDelete(a.channelID, a.replyID, discordgo.WithContext(ctx)); err != nil {
-			b.log.Warn("discord: deleting the reply of a deleted message", "channel", a.channelID, "reply", a.replyID, "err", err)
+			b.log.Warn("deleting the reply of a deleted message", "channel", a.channelID, "reply", a.replyID, "err", err)
 		}
 	})
 }
@@ -191,21 +191,21 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 	ok := b.spawn("reaction", func(ctx context.Context) {
 		m, err := s.ChannelMessage(r.ChannelID, r.MessageID, discordgo.WithContext(ctx))
 		if err != nil {
-			b.answers.remove(r.MessageID)
-			b.log.Warn("discord: fetching the message of a run reaction", "channel", r.ChannelID, "message", r.MessageID, "err", err)
+			b.answers.Remove(r.MessageID)
+			b.log.Warn("fetching the message of a run reaction", "channel", r.ChannelID, "message", r.MessageID, "err", err)
 			return
 		}
 		ex := formatting.Extract(m.Content, formatting.ExtractOptions{Platform: formatting.Discord})
 		if !ex.Found {
-			b.answers.remove(r.MessageID)
+			b.answers.Remove(r.MessageID)
 			return
 		}
-		b.answers.update(r.MessageID, func(a *answer) { a.content = m.Content })
+		b.answers.Update(r.MessageID, func(a *answer) { a.content = m.Content })
 		b.metricReceived()
 		b.answerMessage(ctx, s, src, ex)
 	})
 	if !ok {
-		b.answers.remove(src.messageID)
+		b.answers.Remove(src.messageID)
 	}
 }
 
@@ -233,13 +233,9 @@ func notice(ex formatting.Extraction) string {
 }
 
 func (b *Bot) metricReceived() {
-	if b.cfg.Metrics != nil {
-		b.cfg.Metrics.MessageReceived(Platform)
-	}
+	b.cfg.Metrics.MessageReceived(Platform)
 }
 
 func (b *Bot) metricReplied() {
-	if b.cfg.Metrics != nil {
-		b.cfg.Metrics.MessageReplied(Platform)
-	}
+	b.cfg.Metrics.MessageReplied(Platform)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/bots/internal/progress"
+	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -59,18 +61,14 @@ func outputFiles(full string) []*discordgo.File {
 	return []*discordgo.File{{Name: outputName, ContentType: "text/plain; charset=utf-8", Reader: strings.NewReader(full)}}
 }
 
-// execute runs ex for user and renders the result for Discord. Rejections
-// and failures become a friendly line; internal errors are logged, not shown.
-func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction) outcome {
-	res, err := b.runner.Submit(ctx, executor.Job{User: user, Request: executor.Request{Code: ex.Code, Stdin: ex.Stdin}})
+// execute runs ex for user and renders the result for Discord; runerror
+// decides what of a failure is logged and the friendly line shown instead.
+// progress, when not nil, gets the run's place in the queue.
+func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction, progress func(executor.Progress)) outcome {
+	res, err := b.runner.Submit(ctx, executor.Job{User: user, Request: executor.Request{Code: ex.Code, Stdin: ex.Stdin}, Progress: progress})
 	if err != nil {
-		switch executor.ErrorCode(err) {
-		case executor.ErrInternal, executor.ErrUnavailable:
-			b.log.Error("discord: running a snippet", "user", user, "err", err)
-		default:
-			b.log.Info("discord: snippet not run", "user", user, "err", err)
-		}
-		return outcome{text: formatting.RenderError(formatting.Discord, err)}
+		text, _ := runerror.Report(ctx, b.log.With("user", user), formatting.Discord, err)
+		return outcome{text: text}
 	}
 	r := formatting.RenderRun(formatting.Discord, ex, res, b.cfg.Render)
 	return outcome{text: r.Text, full: r.Full, ok: r.OK, ran: true}
@@ -78,28 +76,57 @@ func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction
 
 // reserve records that src is being answered; false means it already is.
 func (b *Bot) reserve(src source) bool {
-	return b.answers.reserve(src.messageID, answer{channelID: src.channelID, guildID: src.guildID, user: src.user, at: b.now(), explicit: src.explicit, content: src.content})
+	return b.answers.Add(src.messageID, answer{channelID: src.channelID, guildID: src.guildID, user: src.user, at: b.now(), explicit: src.explicit, content: src.content})
 }
 
 // answerMessage runs ex and replies to src (reserved), with ⏳ and typing
-// while it runs and ✅ or ❌ after; it remembers the reply for edits and
-// deletes.
+// while it runs and ✅ or ❌ after; a run that waits behind others first
+// gets a "queued, N ahead" reply, which the result then replaces. It
+// remembers the reply for edits and deletes.
 func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src source, ex formatting.Extraction) {
 	ind := b.indicate(ctx, s, src.channelID, src.messageID)
 	defer ind.stop() // also when the run panics
-	out := b.execute(ctx, src.user, ex)
+	prog := progress.Watch(ctx, b.log, progress.Chat{
+		Post: func(ctx context.Context, text string) (string, error) {
+			m, err := b.send(ctx, s, src.channelID, src.messageID, src.guildID, outcome{text: text})
+			if err != nil {
+				return "", err
+			}
+			return m.ID, nil
+		},
+		Edit: func(ctx context.Context, id, text string) error {
+			return b.edit(ctx, s, src.channelID, id, outcome{text: text})
+		},
+		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
+	}, true)
+	defer prog.Stop()
+	out := b.execute(ctx, src.user, ex, prog.Update)
+	replyID := prog.Stop()
 	ind.stop()
-	reply, err := b.reply(ctx, s, src.channelID, src.messageID, src.guildID, out)
+	var err error
+	if replyID != "" {
+		if err = b.edit(ctx, s, src.channelID, replyID, out); err != nil {
+			b.logSendError(src.channelID, err)
+		}
+	} else {
+		var m *discordgo.Message
+		if m, err = b.send(ctx, s, src.channelID, src.messageID, src.guildID, out); err == nil {
+			replyID = m.ID
+		}
+	}
+	if err == nil {
+		b.metricReplied()
+	}
 	ind.wait()
 	b.react(ctx, s, src.channelID, src.messageID, reactionRunning, false)
 	if err != nil {
-		b.answers.remove(src.messageID)
+		b.answers.Remove(src.messageID)
 		return
 	}
 	if out.ran {
 		b.react(ctx, s, src.channelID, src.messageID, resultReaction(out.ok), true)
 	}
-	b.settle(ctx, s, src, reply.ID, out)
+	b.settle(ctx, s, src, replyID, out)
 }
 
 // answerNotice replies to src (reserved) with a hint, and remembers the
@@ -108,7 +135,7 @@ func (b *Bot) answerNotice(ctx context.Context, s *discordgo.Session, src source
 	out := outcome{text: text}
 	reply, err := b.reply(ctx, s, src.channelID, src.messageID, src.guildID, out)
 	if err != nil {
-		b.answers.remove(src.messageID)
+		b.answers.Remove(src.messageID)
 		return
 	}
 	b.settle(ctx, s, src, reply.ID, out)
@@ -118,15 +145,15 @@ func (b *Bot) answerNotice(ctx context.Context, s *discordgo.Session, src source
 // was in flight is carried out now.
 func (b *Bot) settle(ctx context.Context, s *discordgo.Session, src source, replyID string, out outcome) {
 	var edited *discordgo.Message
-	a, ok := b.answers.update(src.messageID, func(a *answer) {
+	a, ok := b.answers.Update(src.messageID, func(a *answer) {
 		a.replyID, a.ok, a.ran = replyID, out.ok, out.ran
 		edited, a.edited = a.edited, nil
 	})
 	switch {
 	case ok && a.deleted:
-		b.answers.remove(src.messageID)
+		b.answers.Remove(src.messageID)
 		if err := s.ChannelMessageDelete(src.channelID, replyID, discordgo.WithContext(ctx)); err != nil {
-			b.log.Warn("discord: deleting the reply of a deleted message", "channel", src.channelID, "reply", replyID, "err", err)
+			b.log.Warn("deleting the reply of a deleted message", "channel", src.channelID, "reply", replyID, "err", err)
 		}
 	case ok && edited != nil:
 		b.rerun(ctx, s, edited)
@@ -137,7 +164,7 @@ func (b *Bot) settle(ctx context.Context, s *discordgo.Session, src source, repl
 // edits the reply in place. Only the newest of overlapping edits lands.
 func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Message) {
 	var gen int
-	a, ok := b.answers.update(m.ID, func(a *answer) {
+	a, ok := b.answers.Update(m.ID, func(a *answer) {
 		if a.replyID == "" || a.content == m.Content {
 			return
 		}
@@ -159,28 +186,19 @@ func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Mess
 	if ex.Found {
 		ind := b.indicate(ctx, s, a.channelID, m.ID)
 		defer ind.stop() // also when the run panics
-		out = b.execute(ctx, a.user, ex)
+		out = b.execute(ctx, a.user, ex, nil)
 		ind.stop()
 		ind.wait()
 		b.react(ctx, s, a.channelID, m.ID, reactionRunning, false)
 	} else {
 		out = outcome{text: notice(ex)}
 	}
-	cur, ok := b.answers.get(m.ID)
+	cur, ok := b.answers.Get(m.ID)
 	if !ok || cur.gen != gen || cur.replyID == "" {
 		return // a newer edit or a delete won
 	}
-	content := out.text
-	_, err := s.ChannelMessageEditComplex(&discordgo.MessageEdit{
-		ID:              cur.replyID,
-		Channel:         cur.channelID,
-		Content:         &content,
-		AllowedMentions: noMentions(),
-		Attachments:     &[]*discordgo.MessageAttachment{}, // drop the previous output.txt
-		Files:           outputFiles(out.full),
-	}, discordgo.WithContext(ctx))
-	if err != nil {
-		b.log.Warn("discord: editing the reply of an edited message", "channel", cur.channelID, "reply", cur.replyID, "err", err)
+	if err := b.edit(ctx, s, cur.channelID, cur.replyID, out); err != nil {
+		b.log.Warn("editing the reply of an edited message", "channel", cur.channelID, "reply", cur.replyID, "err", err)
 		return
 	}
 	b.metricReplied()
@@ -190,12 +208,22 @@ func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Mess
 	if out.ran && (!cur.ran || cur.ok != out.ok) {
 		b.react(ctx, s, cur.channelID, m.ID, resultReaction(out.ok), true)
 	}
-	b.answers.update(m.ID, func(a *answer) { a.ok, a.ran = out.ok, out.ran })
+	b.answers.Update(m.ID, func(a *answer) { a.ok, a.ran = out.ok, out.ran })
 }
 
-// reply posts out as a reply to the message (in its thread when it is in
-// one: a thread is its own channel), pinging nobody, not even the author.
+// reply posts out as a reply to the message and counts it.
 func (b *Bot) reply(ctx context.Context, s *discordgo.Session, channelID, messageID, guildID string, out outcome) (*discordgo.Message, error) {
+	m, err := b.send(ctx, s, channelID, messageID, guildID, out)
+	if err != nil {
+		return nil, err
+	}
+	b.metricReplied()
+	return m, nil
+}
+
+// send posts out as a reply to the message (in its thread when it is in
+// one: a thread is its own channel), pinging nobody, not even the author.
+func (b *Bot) send(ctx context.Context, s *discordgo.Session, channelID, messageID, guildID string, out outcome) (*discordgo.Message, error) {
 	failIfMissing := false
 	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{
 		Content:         out.text,
@@ -207,17 +235,30 @@ func (b *Bot) reply(ctx context.Context, s *discordgo.Session, channelID, messag
 		b.logSendError(channelID, err)
 		return nil, err
 	}
-	b.metricReplied()
 	return m, nil
+}
+
+// edit replaces the reply replyID with out, dropping an earlier output.txt.
+func (b *Bot) edit(ctx context.Context, s *discordgo.Session, channelID, replyID string, out outcome) error {
+	content := out.text
+	_, err := s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+		ID:              replyID,
+		Channel:         channelID,
+		Content:         &content,
+		AllowedMentions: noMentions(),
+		Attachments:     &[]*discordgo.MessageAttachment{},
+		Files:           outputFiles(out.full),
+	}, discordgo.WithContext(ctx))
+	return err
 }
 
 func (b *Bot) logSendError(channelID string, err error) {
 	switch restCode(err) {
 	case discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions:
-		b.log.Warn("discord: no permission to reply in this channel; re-invite the bot with the logged invite URL or grant it the channel permissions", "channel", channelID, "err", err)
+		b.log.Warn("no permission to reply in this channel; re-invite the bot with the logged invite URL or grant it the channel permissions", "channel", channelID, "err", err)
 	default:
 		if !errors.Is(err, context.Canceled) {
-			b.log.Error("discord: sending a reply", "channel", channelID, "err", err)
+			b.log.Error("sending a reply", "channel", channelID, "err", err)
 		}
 	}
 }
@@ -239,7 +280,7 @@ func (b *Bot) react(ctx context.Context, s *discordgo.Session, channelID, messag
 		err = s.MessageReactionRemove(channelID, messageID, emoji, "@me", discordgo.WithContext(ctx))
 	}
 	if err != nil {
-		b.log.Debug("discord: reaction", "emoji", emoji, "add", add, "err", err)
+		b.log.Debug("reaction", "emoji", emoji, "add", add, "err", err)
 	}
 }
 
@@ -264,7 +305,7 @@ func (b *Bot) indicate(ctx context.Context, s *discordgo.Session, channelID, mes
 	go func() {
 		defer close(in.finished)
 		if err := s.ChannelTyping(channelID, discordgo.WithContext(ctx)); err != nil {
-			b.log.Debug("discord: typing", "err", err)
+			b.log.Debug("typing", "err", err)
 		}
 		b.react(ctx, s, channelID, messageID, reactionRunning, true)
 		t := time.NewTicker(typingEvery)
@@ -277,7 +318,7 @@ func (b *Bot) indicate(ctx context.Context, s *discordgo.Session, channelID, mes
 				return
 			case <-t.C:
 				if err := s.ChannelTyping(channelID, discordgo.WithContext(ctx)); err != nil {
-					b.log.Debug("discord: typing", "err", err)
+					b.log.Debug("typing", "err", err)
 				}
 			}
 		}

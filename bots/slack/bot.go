@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,8 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/runblock/runblock/bots/internal/handlers"
+	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -89,7 +90,7 @@ type Config struct {
 	EditWindow  time.Duration // SLACK_EDIT_WINDOW: edits within it re-run; 0 = never
 	APIURL      string        // test hook: slack.OptionAPIURL, must end in "/"
 	Render      formatting.RenderOptions
-	Metrics     Metrics // nil: none
+	Metrics     Metrics // nil: none counted
 }
 
 // Bot owns the Slack connection.
@@ -101,24 +102,19 @@ type Bot struct {
 	channels map[string]bool
 	now      func() time.Time
 
-	replies *lru[*record]       // by source key (channel/ts)
-	seen    *lru[struct{}]      // event ids handled
-	sources *keyLock            // one run per source message at a time
-	slots   chan struct{}       // bounds handlers in flight
-	self    atomic.Pointer[who] // set by Open
+	replies  *replycache.Cache[*record]  // by source key (channel/ts)
+	seen     *replycache.Cache[struct{}] // event ids handled
+	sources  *keyLock                    // one run per source message at a time
+	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
+	self     atomic.Pointer[who]         // set by Open
 
 	mu       sync.Mutex
 	opened   bool
 	closing  bool
-	inflight sync.WaitGroup // handlers
 	loops    sync.WaitGroup // socket and event loops
 	stopSock context.CancelFunc
 
 	ready atomic.Bool
-	// runCtx parents every run and Slack call of a handler; Close cancels
-	// it when its deadline passes.
-	runCtx     context.Context
-	cancelRuns context.CancelFunc
 }
 
 // who is the bot's own identity, from auth.test.
@@ -134,6 +130,9 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	cfg.RunReaction = strings.Trim(cfg.RunReaction, ":")
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	opts := []slack.Option{
 		slack.OptionAppLevelToken(cfg.AppToken),
@@ -154,21 +153,18 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	for _, c := range cfg.Channels {
 		channels[c] = true
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
 	b := &Bot{
-		cfg:        cfg,
-		runner:     runner,
-		log:        logger,
-		api:        slack.New(cfg.BotToken, opts...),
-		channels:   channels,
-		now:        time.Now,
-		sources:    newKeyLock(),
-		slots:      make(chan struct{}, maxInFlight),
-		runCtx:     runCtx,
-		cancelRuns: cancel,
+		cfg:      cfg,
+		runner:   runner,
+		log:      logger,
+		api:      slack.New(cfg.BotToken, opts...),
+		channels: channels,
+		now:      time.Now,
+		sources:  newKeyLock(),
+		handlers: handlers.New(maxInFlight, logger),
 	}
-	b.replies = newLRU[*record](maxReplies, replyTTL, func() time.Time { return b.now() })
-	b.seen = newLRU[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
+	b.replies = replycache.New[*record](maxReplies, replyTTL, func() time.Time { return b.now() })
+	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
 	return b
 }
 
@@ -189,7 +185,7 @@ func (b *Bot) Open(ctx context.Context) error {
 		return fmt.Errorf("slack: checking SLACK_BOT_TOKEN (auth.test): %w", err)
 	}
 	b.self.Store(&who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID})
-	b.log.Info("slack: authenticated", "team", auth.Team, "bot_user", auth.UserID)
+	b.log.Info("authenticated", "team", auth.Team, "bot_user", auth.UserID)
 	if b.cfg.AppToken == "" {
 		b.ready.Store(true)
 		return nil
@@ -243,7 +239,7 @@ func (b *Bot) runSocket(ctx context.Context, sm *socketmode.Client, report func(
 		if isAuthError(err) && report(err) {
 			return // Open fails
 		}
-		b.log.Error("slack: socket mode stopped; restarting", "err", err, "in", backoff)
+		b.log.Error("socket mode stopped; restarting", "err", err, "in", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -286,22 +282,20 @@ func (b *Bot) readEvents(ctx context.Context, sm *socketmode.Client, report func
 		case socketmode.EventTypeConnecting:
 			b.ready.Store(false)
 		case socketmode.EventTypeConnectionError:
-			b.log.Warn("slack: socket mode connection failed", "err", connErr(ev.Data))
+			b.log.Warn("socket mode connection failed", "err", connErr(ev.Data))
 		case socketmode.EventTypeInvalidAuth:
-			b.log.Error("slack: socket mode: invalid app token")
+			b.log.Error("socket mode: invalid app token")
 		case socketmode.EventTypeConnected:
 			if connected {
-				b.log.Info("slack: socket mode reconnected")
-				if b.cfg.Metrics != nil {
-					b.cfg.Metrics.Reconnected(Platform)
-				}
+				b.log.Info("socket mode reconnected")
+				b.cfg.Metrics.Reconnected(Platform)
 			}
 			connected = true
 		case socketmode.EventTypeHello:
 			b.ready.Store(true)
 			report(nil)
 		case socketmode.EventTypeErrorBadMessage, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
-			b.log.Warn("slack: socket mode", "event", ev.Type, "detail", ev.Data)
+			b.log.Warn("socket mode", "event", ev.Type, "detail", ev.Data)
 		case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
 			b.handleSocket(ctx, sm, ev)
 		}
@@ -325,53 +319,27 @@ func (b *Bot) Close(ctx context.Context) error {
 	b.closing = true
 	stop := b.stopSock
 	b.mu.Unlock()
+	b.handlers.Stop()
 	b.ready.Store(false)
 	if stop != nil {
 		stop()
 	}
 	b.loops.Wait()
-
-	drained := make(chan struct{})
-	go func() {
-		b.inflight.Wait()
-		close(drained)
-	}()
-	var err error
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		err = fmt.Errorf("slack: replies still in flight: %w", ctx.Err())
-		b.cancelRuns()
-		<-drained
+	if err := b.handlers.Close(ctx); err != nil {
+		return fmt.Errorf("slack: %w", err)
 	}
-	b.cancelRuns()
-	return err
+	return nil
 }
 
 // spawn runs fn as a handler owned by the Bot, unless the Bot is closing or
 // too many handlers are in flight.
 func (b *Bot) spawn(what string, fn func(ctx context.Context)) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closing {
-		return false
-	}
-	select {
-	case b.slots <- struct{}{}:
-	default:
-		b.log.Warn("slack: too many events in flight; dropping one", "event", what)
-		return false
-	}
-	b.inflight.Add(1)
-	go func() {
-		defer b.inflight.Done()
-		defer func() { <-b.slots }()
-		defer func() {
-			if p := recover(); p != nil {
-				b.log.Error("slack: handling an event panicked; the bot carries on", "event", what, "panic", p, "stack", string(debug.Stack()))
-			}
-		}()
-		fn(b.runCtx)
-	}()
-	return true
+	return b.handlers.Go(what, fn)
 }
+
+// noMetrics is the Metrics of a Config without one.
+type noMetrics struct{}
+
+func (noMetrics) MessageReceived(string) {}
+func (noMetrics) MessageReplied(string)  {}
+func (noMetrics) Reconnected(string)     {}

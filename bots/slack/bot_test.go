@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
 func TestOpenFailsFastOnBadTokens(t *testing.T) {
+	t.Parallel()
 	fake := fakeslack.New(fakeslack.Options{})
 	defer fake.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -41,6 +43,7 @@ func TestOpenFailsFastOnBadTokens(t *testing.T) {
 }
 
 func TestMentionRepliesInThreadWithReactions(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	if !h.bot.Ready() {
 		t.Fatal("not Ready after Open")
@@ -74,6 +77,7 @@ func TestMentionRepliesInThreadWithReactions(t *testing.T) {
 }
 
 func TestReplyInExistingThread(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	ch := h.channel()
 	parent := h.message(ch, h.user(), "a question")
@@ -87,6 +91,7 @@ func TestReplyInExistingThread(t *testing.T) {
 }
 
 func TestNeverAnswersBots(t *testing.T) {
+	t.Parallel()
 	ch := "C0RUN"
 	h := start(t, Config{Channels: []string{ch}}, echo, true)
 	own := h.fake.PutMessage(fakeslack.Message{Channel: ch, User: fakeslack.BotUserID, BotID: fakeslack.BotID, Text: "```print('loop')```"})
@@ -105,8 +110,9 @@ func TestNeverAnswersBots(t *testing.T) {
 }
 
 func TestDuplicateDeliveryRunsOnce(t *testing.T) {
+	t.Parallel()
 	runs := make(chan string, 10)
-	counting := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	counting := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		runs <- job.Request.Code
 		return echo(ctx, job)
 	})
@@ -130,6 +136,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 }
 
 func TestSlackRateLimitDelaysReply(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	h.fake.Script("chat.postMessage", fakeslack.Response{Status: 429, RetryAfter: 1})
 	m := h.mention(h.channel(), h.user(), "```print(1)```")
@@ -141,6 +148,7 @@ func TestSlackRateLimitDelaysReply(t *testing.T) {
 }
 
 func TestReconnects(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	for i, drop := range []func() error{
 		func() error { return h.fake.Disconnect("refresh_requested") },
@@ -162,6 +170,7 @@ func TestReconnects(t *testing.T) {
 }
 
 func TestNoticesAreEphemeral(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0OK"}}, echo, true)
 	u := h.user()
 	none := h.mention("C0OK", u, "hello there")
@@ -189,6 +198,7 @@ func TestNoticesAreEphemeral(t *testing.T) {
 }
 
 func TestRejectionsAreFriendly(t *testing.T) {
+	t.Parallel()
 	var internal = errors.New("fork: resource temporarily unavailable at /secret/path")
 	errs := map[string]error{
 		"busy":     &executor.Error{Code: executor.ErrBusy, RetryAfter: 3 * time.Second},
@@ -196,7 +206,7 @@ func TestRejectionsAreFriendly(t *testing.T) {
 		"large":    executor.Errorf(executor.ErrTooLarge, "code is 2 MiB"),
 		"internal": internal,
 	}
-	failing := funcRunner(func(_ context.Context, job executor.Job) (executor.Result, error) {
+	failing := fakerunner.Func(func(_ context.Context, job executor.Job) (executor.Result, error) {
 		return executor.Result{}, errs[strings.TrimSpace(job.Request.Code)]
 	})
 	h := start(t, Config{}, failing, true)
@@ -213,8 +223,8 @@ func TestRejectionsAreFriendly(t *testing.T) {
 		t.Fatalf("internal error echoed into chat: %q", r.Text)
 	}
 	h.settle()
-	if !strings.Contains(h.logs.String(), "/secret/path") {
-		t.Fatal("internal error not logged")
+	if n := strings.Count(h.logs.String(), "/secret/path"); n != 1 {
+		t.Fatalf("internal error logged %d times, want once:\n%s", n, h.logs.String())
 	}
 	got, _ := h.fake.Get(ch, m.TS)
 	if len(got.Reactions) != 0 {
@@ -223,8 +233,9 @@ func TestRejectionsAreFriendly(t *testing.T) {
 }
 
 func TestQueuedRunKeepsOneReply(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
-	queued := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	queued := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 2})
 		<-release
 		job.Progress(executor.Progress{State: executor.StateRunning})
@@ -246,9 +257,10 @@ func TestQueuedRunKeepsOneReply(t *testing.T) {
 }
 
 func TestCloseWaitsForRunsInFlight(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	release := make(chan struct{})
-	slow := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	slow := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
 		<-release
 		return echo(ctx, job)
@@ -273,8 +285,9 @@ func TestCloseWaitsForRunsInFlight(t *testing.T) {
 }
 
 func TestCloseDeadlineCancelsRuns(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
-	stuck := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	stuck := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		close(started)
 		<-ctx.Done()
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Err: ctx.Err()}
@@ -302,7 +315,8 @@ func BenchmarkMentionToReply(b *testing.B) {
 }
 
 func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
-	runner := funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	t.Parallel()
+	runner := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		if job.Request.Code == "boom" {
 			panic("runner exploded")
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakeslack"
@@ -16,8 +17,13 @@ import (
 
 // python returns the real thing behind the adapter: a scheduler in front of
 // an executor running each snippet in a fresh Python subprocess.
+//
+// The Python tests take turns, two at a time, so that each test's deadline
+// starts when its runs can start; the other tests run meanwhile.
 func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	t.Helper()
+	pythonTurns <- struct{}{}
+	t.Cleanup(func() { <-pythonTurns })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 2 * time.Second, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
@@ -34,7 +40,10 @@ func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	return sched
 }
 
+var pythonTurns = make(chan struct{}, 2)
+
 func TestPythonMentionOKAndError(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, python(t, executor.Config{Concurrency: 2}), true)
 	ch := h.channel()
 	ok := h.mention(ch, h.user(), "```python\nprint('sum =', sum(range(10)))\n```")
@@ -55,6 +64,7 @@ func TestPythonMentionOKAndError(t *testing.T) {
 }
 
 func TestPythonTimeout(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, python(t, executor.Config{Concurrency: 1}), true)
 	m := h.mention(h.channel(), h.user(), "```python\nprint('started', flush=True)\nwhile True:\n    pass\n```")
 	r := h.reply(m, "Timed out")
@@ -65,6 +75,7 @@ func TestPythonTimeout(t *testing.T) {
 }
 
 func TestPythonLongOutputFile(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, python(t, executor.Config{Concurrency: 1}), true)
 	m := h.mention(h.channel(), h.user(), "```python\nfor i in range(200):\n    print('row', i)\n```")
 	r := h.reply(m, "row 0")
@@ -82,6 +93,7 @@ func TestPythonLongOutputFile(t *testing.T) {
 }
 
 func TestPythonTriggers(t *testing.T) {
+	t.Parallel()
 	var clk clock
 	h := start(t, Config{EditWindow: 10 * time.Minute}, python(t, executor.Config{Concurrency: 2}), true, clk.install())
 	ch, u := h.channel(), h.user()
@@ -119,6 +131,7 @@ func TestPythonTriggers(t *testing.T) {
 }
 
 func TestPythonResilience(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0RUN"}}, python(t, executor.Config{Concurrency: 2}), true)
 	ch := "C0RUN"
 
@@ -155,9 +168,10 @@ func TestPythonResilience(t *testing.T) {
 }
 
 func TestPythonManyUsers(t *testing.T) {
+	t.Parallel()
 	sched := python(t, executor.Config{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
 	admitted := make(chan string, 64)
-	h := start(t, Config{}, funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+	h := start(t, Config{}, fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		var once sync.Once
 		progress := job.Progress
 		job.Progress = func(p executor.Progress) {

@@ -20,7 +20,7 @@ func (b *Bot) handleSocket(ctx context.Context, sm *socketmode.Client, ev socket
 		return
 	}
 	if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
-		b.log.Warn("slack: ack failed", "envelope", ev.Request.EnvelopeID, "err", err)
+		b.log.Warn("ack failed", "envelope", ev.Request.EnvelopeID, "err", err)
 	}
 	switch d := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
@@ -39,15 +39,15 @@ func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent) {
 	if self == nil {
 		return
 	}
-	if cb, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" && !b.seen.add(cb.EventID, struct{}{}) {
-		b.log.Debug("slack: duplicate event ignored", "event_id", cb.EventID)
+	if cb, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" && !b.seen.Add(cb.EventID, struct{}{}) {
+		b.log.Debug("duplicate event ignored", "event_id", cb.EventID)
 		return
 	}
 	team := e.TeamID
 	if team == "" {
 		team = self.teamID
 	}
-	b.log.Debug("slack: event", "type", e.InnerEvent.Type)
+	b.log.Debug("event", "type", e.InnerEvent.Type)
 	switch ie := e.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		b.onMention(self, team, ie)
@@ -103,9 +103,7 @@ func (b *Bot) allowed(channel string) bool {
 }
 
 func (b *Bot) received() {
-	if b.cfg.Metrics != nil {
-		b.cfg.Metrics.MessageReceived(Platform)
-	}
+	b.cfg.Metrics.MessageReceived(Platform)
 }
 
 func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent) {
@@ -186,7 +184,7 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 	if mention {
 		src.text = stripMention(self, msg.Text)
 	}
-	if rec, ok := b.replies.get(src.key()); ok {
+	if rec, ok := b.replies.Get(src.key()); ok {
 		if b.now().Sub(rec.created) > b.cfg.EditWindow {
 			return
 		}
@@ -219,7 +217,7 @@ func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEv
 	b.spawn("reaction", func(ctx context.Context) {
 		msg, err := b.fetch(ctx, channel, ts)
 		if err != nil {
-			b.log.Warn("slack: reaction: fetching the message", "channel", channel, "ts", ts, "err", err)
+			b.log.Warn("reaction: fetching the message", "channel", channel, "ts", ts, "err", err)
 			return
 		}
 		if msg.User == self.userID || msg.BotID == self.botID {
@@ -306,7 +304,7 @@ func (b *Bot) openModal(ctx context.Context, cmd slack.SlashCommand) {
 		}},
 	}
 	if _, err := b.api.OpenViewContext(ctx, cmd.TriggerID, view); err != nil {
-		b.log.Error("slack: opening the /run modal", "err", err)
+		b.log.Error("opening the /run modal", "err", err)
 	}
 }
 

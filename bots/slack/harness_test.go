@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,30 +12,32 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	// The tests mostly wait on sockets, not on the CPUs: unless -parallel
+	// is given, run more of them at once than the default GOMAXPROCS (not
+	// many more: each Python test starts its own executor).
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			panic(err)
+		}
+	}
 	goleak.VerifyTestMain(m)
 }
 
 // testTimeout bounds each test's waits, to catch hangs; it is no timing claim.
 const testTimeout = 60 * time.Second
 
-// funcRunner is a Runner whose Submit is a func.
-type funcRunner func(ctx context.Context, job executor.Job) (executor.Result, error)
-
-func (f funcRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
-	return f(ctx, job)
-}
-
 // echo answers every job with its code as stdout.
-var echo = funcRunner(func(_ context.Context, job executor.Job) (executor.Result, error) {
-	return executor.Result{Success: true, Stdout: "ran " + job.Request.Code + "\n"}, nil
-})
+var echo = fakerunner.Echo("ran ")
 
 // counts is a Metrics that counts.
 type counts struct {

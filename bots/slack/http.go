@@ -43,7 +43,7 @@ func (b *Bot) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		err = sv.Ensure()
 	}
 	if err != nil {
-		b.log.Warn("slack: rejected a request with a bad signature", "remote", r.RemoteAddr, "err", err)
+		b.log.Warn("rejected a request with a bad signature", "remote", r.RemoteAddr, "err", err)
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
@@ -63,7 +63,7 @@ func (b *Bot) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			// An event type this adapter does not subscribe to: accept it,
 			// so that Slack does not retry it.
-			b.log.Debug("slack: ignoring an event", "type", ev.Type, "err", err)
+			b.log.Debug("ignoring an event", "type", ev.Type, "err", err)
 			w.WriteHeader(http.StatusOK)
 			return
 		}

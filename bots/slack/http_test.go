@@ -64,6 +64,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func TestEventsAPISignatures(t *testing.T) {
+	t.Parallel()
 	h, u := eventsAPI(t, Config{})
 	challenge := mustJSON(t, map[string]any{"token": "x", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"})
 	for _, tc := range []struct {
@@ -94,6 +95,7 @@ func TestEventsAPISignatures(t *testing.T) {
 }
 
 func TestEventsAPIMentionAndRetries(t *testing.T) {
+	t.Parallel()
 	h, u := eventsAPI(t, Config{})
 	ch := h.channel()
 	m := h.message(ch, h.user(), "<@U0BOT> ```print(1)```")
@@ -120,6 +122,7 @@ func TestEventsAPIMentionAndRetries(t *testing.T) {
 }
 
 func TestEventsAPISlashAndShortcut(t *testing.T) {
+	t.Parallel()
 	h, u := eventsAPI(t, Config{})
 	ch, user := h.channel(), h.user()
 	form := url.Values{"command": {"/run"}, "text": {"print(4)"}, "user_id": {user}, "channel_id": {ch}, "team_id": {fakeslack.TeamID}, "response_url": {h.fake.ResponseURL()}}
@@ -150,6 +153,7 @@ func TestEventsAPISlashAndShortcut(t *testing.T) {
 // TestManifestMatchesAdapter keeps manifest.yaml and the adapter's
 // identifiers in step.
 func TestManifestMatchesAdapter(t *testing.T) {
+	t.Parallel()
 	m := string(Manifest)
 	for _, want := range []string{
 		"command: " + SlashCommand, "callback_id: " + ShortcutCallbackID, "socket_mode_enabled: true",

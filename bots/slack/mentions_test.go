@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 )
 
@@ -13,7 +14,7 @@ import (
 // out), and every message is sent with parse=none and link_names=false, so
 // neither "@channel" nor "<!here>" pings.
 func TestOutputCannotPing(t *testing.T) {
-	runner := funcRunner(func(context.Context, executor.Job) (executor.Result, error) {
+	runner := fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: "@channel @here @everyone <!here> <@U0123> <!subteam^S1> a & b\n"}, nil
 	})
 	h := start(t, Config{}, runner, true)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/runblock/runblock/bots/internal/progress"
+	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -72,7 +74,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if key != "" {
 		unlock := b.sources.lock(key)
 		defer unlock()
-		rec, _ = b.replies.get(key)
+		rec, _ = b.replies.Get(key)
 	}
 	ext := formatting.Extract(src.text, formatting.ExtractOptions{Platform: formatting.Slack, Triggered: src.triggered, Raw: src.raw})
 	if !ext.Found {
@@ -80,11 +82,11 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		switch {
 		case rec != nil: // edited into something that does not run: say so in place
 			if _, err := b.reply(ctx, src, rec.ts, text); err != nil {
-				log.Error("slack: updating the reply", "err", err)
+				log.Error("updating the reply", "err", err)
 			}
 			b.unreact(ctx, log, src, rec.reaction)
 			rec.reaction = ""
-			b.replies.put(key, rec)
+			b.replies.Put(key, rec)
 		case !src.quiet:
 			b.notify(ctx, log, src, text)
 		}
@@ -100,14 +102,21 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if rec != nil {
 		replyTS = rec.ts
 	}
-	prog := b.watch(ctx, log, src, replyTS == "")
-	defer prog.stop() // stop is idempotent; this one covers a panicking runner
+	prog := progress.Watch(ctx, log, progress.Chat{
+		Post: func(ctx context.Context, text string) (string, error) { return b.reply(ctx, src, "", text) },
+		Edit: func(ctx context.Context, ts, text string) error {
+			_, err := b.reply(ctx, src, ts, text)
+			return err
+		},
+		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Slack, pr) },
+	}, replyTS == "")
+	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
 	res, err := b.runner.Submit(ctx, executor.Job{
 		User:     "slack:" + src.team + ":" + src.user,
 		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin},
-		Progress: prog.update,
+		Progress: prog.Update,
 	})
-	if ts := prog.stop(); ts != "" {
+	if ts := prog.Stop(); ts != "" {
 		replyTS = ts
 	}
 	b.unreact(ctx, log, src, running)
@@ -121,7 +130,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if err != nil && src.responseURL != "" && replyTS == "" {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
-		log.Info("slack: posting the reply through the response_url", "err", err)
+		log.Info("posting the reply through the response_url", "err", err)
 		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(rep.Text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeInChannel))...)
 		if err == nil {
 			b.replied()
@@ -129,17 +138,17 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		}
 	}
 	if err != nil {
-		log.Error("slack: posting the reply", "err", err)
+		log.Error("posting the reply", "err", err)
 		return
 	}
 	b.replied()
-	log.Info("slack: answered", "outcome", res.Outcome(), "duration", res.Duration)
+	log.Info("answered", "outcome", res.Outcome(), "duration", res.Duration)
 	if rec == nil {
 		rec = &record{channel: src.channel, ts: ts, created: b.now()}
 	}
 	for _, id := range rec.files {
 		if err := b.api.DeleteFileContext(ctx, id); err != nil {
-			log.Warn("slack: deleting the earlier output file", "file", id, "err", err)
+			log.Warn("deleting the earlier output file", "file", id, "err", err)
 		}
 	}
 	rec.files = nil
@@ -153,7 +162,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 			Channel: src.channel, ThreadTimestamp: thread,
 		})
 		if err != nil {
-			log.Error("slack: uploading the full output", "err", err)
+			log.Error("uploading the full output", "err", err)
 		} else {
 			rec.files = append(rec.files, f.ID)
 		}
@@ -161,33 +170,26 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	rec.reaction = rep.Reaction(formatting.Slack)
 	b.react(ctx, log, src, rec.reaction)
 	if key != "" {
-		b.replies.put(key, rec)
+		b.replies.Put(key, rec)
 	}
 }
 
-// rejected answers a run the scheduler did not take or could not finish.
-// Busy, rate-limited and too-large are the user's business: an ephemeral
-// line. Other failures answer in the thread; internal detail goes to the log.
+// rejected answers a run the scheduler did not take or could not finish:
+// runerror decides what is logged and what the user sees. Busy,
+// rate-limited and too-large are the user's business: an ephemeral line.
+// Other failures answer in the thread.
 func (b *Bot) rejected(ctx context.Context, log *slog.Logger, src source, key string, rec *record, replyTS string, err error) {
-	code := executor.ErrorCode(err)
+	text, private := runerror.Report(ctx, log, formatting.Slack, err)
 	if ctx.Err() != nil {
-		log.Info("slack: run abandoned at shutdown", "err", err)
 		return
 	}
-	text := formatting.RenderError(formatting.Slack, err)
-	switch code {
-	case executor.ErrInternal, executor.ErrUnavailable:
-		log.Error("slack: run failed", "err", err)
-	default:
-		log.Info("slack: run rejected", "code", code, "err", err)
-	}
-	if replyTS == "" && (code == executor.ErrBusy || code == executor.ErrRateLimited || code == executor.ErrTooLarge) {
+	if replyTS == "" && private {
 		b.notify(ctx, log, src, text)
 		return
 	}
 	ts, perr := b.reply(ctx, src, replyTS, text)
 	if perr != nil {
-		log.Error("slack: posting the reply", "err", perr)
+		log.Error("posting the reply", "err", perr)
 		return
 	}
 	b.replied()
@@ -196,14 +198,12 @@ func (b *Bot) rejected(ctx context.Context, log *slog.Logger, src source, key st
 	}
 	rec.reaction = ""
 	if key != "" {
-		b.replies.put(key, rec)
+		b.replies.Put(key, rec)
 	}
 }
 
 func (b *Bot) replied() {
-	if b.cfg.Metrics != nil {
-		b.cfg.Metrics.MessageReplied(Platform)
-	}
+	b.cfg.Metrics.MessageReplied(Platform)
 }
 
 // msgOptions are the options of every message the bot writes: the text is
@@ -250,7 +250,7 @@ func (b *Bot) notify(ctx context.Context, log *slog.Logger, src source, text str
 		return
 	}
 	if err != nil {
-		log.Warn("slack: sending a notice", "err", err)
+		log.Warn("sending a notice", "err", err)
 		return
 	}
 	b.replied()
@@ -262,7 +262,7 @@ func (b *Bot) react(ctx context.Context, log *slog.Logger, src source, name stri
 	}
 	err := b.api.AddReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
 	if err != nil && err.Error() != "already_reacted" {
-		log.Warn("slack: adding a reaction", "reaction", name, "err", err)
+		log.Warn("adding a reaction", "reaction", name, "err", err)
 	}
 }
 
@@ -272,7 +272,7 @@ func (b *Bot) unreact(ctx context.Context, log *slog.Logger, src source, name st
 	}
 	err := b.api.RemoveReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
 	if err != nil && err.Error() != "no_reaction" {
-		log.Warn("slack: removing a reaction", "reaction", name, "err", err)
+		log.Warn("removing a reaction", "reaction", name, "err", err)
 	}
 }
 
@@ -281,88 +281,17 @@ func (b *Bot) deleteReply(ctx context.Context, channel, ts string) {
 	key := channel + "/" + ts
 	unlock := b.sources.lock(key)
 	defer unlock()
-	rec, ok := b.replies.remove(key)
+	rec, ok := b.replies.Remove(key)
 	if !ok {
 		return
 	}
 	log := b.log.With("channel", channel, "ts", ts)
 	if _, _, err := b.api.DeleteMessageContext(ctx, rec.channel, rec.ts); err != nil {
-		log.Warn("slack: deleting the reply to a deleted message", "err", err)
+		log.Warn("deleting the reply to a deleted message", "err", err)
 	}
 	for _, id := range rec.files {
 		if err := b.api.DeleteFileContext(ctx, id); err != nil {
-			log.Warn("slack: deleting the output file of a deleted message", "file", id, "err", err)
+			log.Warn("deleting the output file of a deleted message", "file", id, "err", err)
 		}
 	}
-}
-
-// progress shows a queued run's place: the first time the run waits behind
-// others it posts a "queued" reply (the one the result later replaces) and
-// marks it "running" when it starts. Updates are coalesced to the latest.
-type progress struct {
-	ch   chan executor.Progress
-	quit chan struct{}
-	done chan struct{}
-	ts   string
-}
-
-func (b *Bot) watch(ctx context.Context, log *slog.Logger, src source, enabled bool) *progress {
-	p := &progress{ch: make(chan executor.Progress, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	if !enabled {
-		close(p.done)
-		return p
-	}
-	go func() {
-		defer close(p.done)
-		running := false
-		for {
-			var pr executor.Progress
-			select {
-			case <-p.quit:
-				return
-			case pr = <-p.ch:
-			}
-			switch {
-			case p.ts == "" && pr.State == executor.StateQueued && pr.Ahead > 0:
-				ts, err := b.reply(ctx, src, "", formatting.RenderProgress(formatting.Slack, pr))
-				if err != nil {
-					log.Warn("slack: posting the queue position", "err", err)
-					continue
-				}
-				p.ts = ts
-			case p.ts != "" && pr.State == executor.StateRunning && !running:
-				running = true
-				if _, err := b.reply(ctx, src, p.ts, formatting.RenderProgress(formatting.Slack, pr)); err != nil {
-					log.Warn("slack: updating the queue position", "err", err)
-				}
-			}
-		}
-	}()
-	return p
-}
-
-// update is the Job.Progress callback: it never blocks, keeping the latest.
-func (p *progress) update(pr executor.Progress) {
-	for {
-		select {
-		case p.ch <- pr:
-			return
-		default:
-		}
-		select {
-		case <-p.ch:
-		default:
-		}
-	}
-}
-
-// stop ends the watcher and returns the ts of the reply it posted, if any.
-func (p *progress) stop() string {
-	select {
-	case <-p.done:
-	default:
-		close(p.quit)
-		<-p.done
-	}
-	return p.ts
 }

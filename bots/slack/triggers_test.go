@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
 func TestDirectMessage(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	u := h.user()
 	m := h.message("D0DM", u, "```\nprint('dm')\n```")
@@ -33,6 +34,7 @@ func TestDirectMessage(t *testing.T) {
 }
 
 func TestEditReRunsInPlaceAndDeleteRemovesReply(t *testing.T) {
+	t.Parallel()
 	var clk clock
 	h := start(t, Config{EditWindow: 10 * time.Minute}, echo, true, clk.install())
 	m := h.mention(h.channel(), h.user(), "```print(1)```")
@@ -67,6 +69,7 @@ func TestEditReRunsInPlaceAndDeleteRemovesReply(t *testing.T) {
 }
 
 func TestEditAddingCodeInListedChannelRuns(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0OK"}, EditWindow: time.Minute}, echo, true)
 	m := h.message("C0OK", h.user(), "print(1) oops no fence")
 	h.fake.SendEvent(messageEvent(m, "channel"))
@@ -75,11 +78,12 @@ func TestEditAddingCodeInListedChannelRuns(t *testing.T) {
 }
 
 func TestLongOutputUploadsFile(t *testing.T) {
+	t.Parallel()
 	var lines []string
 	for i := range 100 {
 		lines = append(lines, fmt.Sprintf("line %d", i))
 	}
-	long := funcRunner(func(context.Context, executor.Job) (executor.Result, error) {
+	long := fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{Success: true, Stdout: strings.Join(lines, "\n") + "\n"}, nil
 	})
 	var clk clock
@@ -108,6 +112,7 @@ func TestLongOutputUploadsFile(t *testing.T) {
 }
 
 func TestSlashCommand(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0OK"}}, echo, true)
 	u := h.user()
 	env := h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": "print(5)", "user_id": u, "channel_id": "C0OK", "trigger_id": "trig", "response_url": h.fake.ResponseURL()})
@@ -149,6 +154,7 @@ func TestSlashCommand(t *testing.T) {
 }
 
 func TestSlashCommandModal(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	u, ch := h.user(), h.channel()
 	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": " ", "user_id": u, "channel_id": ch, "trigger_id": "trig-1"})
@@ -177,6 +183,7 @@ func TestSlashCommandModal(t *testing.T) {
 }
 
 func TestMessageShortcut(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{}, echo, true)
 	ch, u := h.channel(), h.user()
 	m := h.fake.PutMessage(fakeslack.Message{Channel: ch, User: "U0LLM", BotID: "B0LLM", Text: "Here you go:\n```python\nprint(7)\n```"})
@@ -188,6 +195,7 @@ func TestMessageShortcut(t *testing.T) {
 }
 
 func TestReactionRunsBotMessage(t *testing.T) {
+	t.Parallel()
 	h := start(t, Config{RunReaction: ":rocket:"}, echo, true)
 	ch, u := h.channel(), h.user()
 	react := func(m fakeslack.Message, name string) {
@@ -218,66 +226,4 @@ func TestReactionRunsBotMessage(t *testing.T) {
 	if n := len(h.fake.Calls("chat.postMessage")); n != 3 {
 		t.Fatalf("%d posts, want 3", n)
 	}
-}
-
-func TestManyUsersEachGetOneReply(t *testing.T) {
-	release := make(chan struct{})
-	sched := executor.NewScheduler(execFunc(func(ctx context.Context, req executor.Request) (executor.Result, error) {
-		<-release
-		return executor.Result{Success: true, Stdout: "ran " + req.Code + "\n"}, nil
-	}), executor.Config{Concurrency: 2, QueueSize: 64, UserRate: 1.0 / 3600, UserBurst: 1})
-	t.Cleanup(func() { _ = sched.Close(context.Background()) })
-	admitted := make(chan string, 64)
-	h := start(t, Config{}, funcRunner(func(ctx context.Context, job executor.Job) (executor.Result, error) {
-		// The scheduler reports progress only for jobs it admitted.
-		var once sync.Once
-		progress := job.Progress
-		job.Progress = func(p executor.Progress) {
-			once.Do(func() { admitted <- job.User })
-			progress(p)
-		}
-		return sched.Submit(ctx, job)
-	}), true)
-	ch := h.channel()
-	const users = 20
-	var msgs []fakeslack.Message
-	var us []string
-	for i := range users {
-		us = append(us, h.user())
-		msgs = append(msgs, h.mention(ch, us[i], fmt.Sprintf("`print(%d)`", i)))
-	}
-	// Every first run is running or queued before the second messages come.
-	for range users {
-		select {
-		case <-admitted:
-		case <-h.ctx.Done():
-			t.Fatal("runs not admitted")
-		}
-	}
-	for i := range 5 {
-		h.mention(ch, us[i], "`print('again')`")
-	}
-	for i := range 5 {
-		h.ephemeral(ch, us[i], "Slow down")
-	}
-	close(release)
-	for i, m := range msgs {
-		h.reply(m, fmt.Sprintf("ran print(%d)", i))
-	}
-	h.settle()
-	for i, m := range msgs {
-		if r := h.fake.BotReplies(ch, m.TS); len(r) != 1 {
-			t.Errorf("user %d: %d replies: %+v", i, len(r), r)
-		}
-	}
-	if n := len(h.fake.BotMessages(ch)); n != users {
-		t.Errorf("%d bot messages, want %d", n, users)
-	}
-}
-
-// execFunc is an executor.Runner whose Run is a func.
-type execFunc func(ctx context.Context, req executor.Request) (executor.Result, error)
-
-func (f execFunc) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
-	return f(ctx, req)
 }

@@ -390,15 +390,21 @@ func (p *parser) intIn(name string, def, min, max int, fix string) int {
 	return n
 }
 
+// either returns name, or alias when only alias is set: which variable a
+// setting with two names is read from.
+func (p *parser) either(name, alias string) string {
+	if _, ok := p.get(name); !ok {
+		if _, ok := p.get(alias); ok {
+			return alias
+		}
+	}
+	return name
+}
+
 // memory reads RUNBLOCK_MEMORY, or its old name RUNBLOCK_MEMORY_MB: a size
 // such as 256MiB, a bare number counting MiB.
 func (p *parser) memory() int64 {
-	name := "RUNBLOCK_MEMORY"
-	if _, ok := p.get(name); !ok {
-		if _, old := p.get("RUNBLOCK_MEMORY_MB"); old {
-			name = "RUNBLOCK_MEMORY_MB"
-		}
-	}
+	name := p.either("RUNBLOCK_MEMORY", "RUNBLOCK_MEMORY_MB")
 	v, ok := p.get(name)
 	if !ok {
 		return sandbox.DefaultMemoryBytes
@@ -578,12 +584,9 @@ func (p *parser) token(name, prefix, kind, otherPrefix, otherKind, otherVar stri
 }
 
 func (p *parser) discordToken() string {
-	name := "DISCORD_BOT_TOKEN"
-	if _, ok := p.get(name); !ok {
-		if _, alias := p.get("DISCORD_TOKEN"); alias {
-			name = "DISCORD_TOKEN"
-			p.notes = append(p.notes, "DISCORD_TOKEN read as DISCORD_BOT_TOKEN, runblock's name for the Discord bot token")
-		}
+	name := p.either("DISCORD_BOT_TOKEN", "DISCORD_TOKEN")
+	if name == "DISCORD_TOKEN" {
+		p.notes = append(p.notes, "DISCORD_TOKEN read as DISCORD_BOT_TOKEN, runblock's name for the Discord bot token")
 	}
 	v := p.secret(name)
 	switch {

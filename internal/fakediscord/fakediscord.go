@@ -8,9 +8,11 @@
 // test dispatch events, ask for a reconnect (op 7), invalidate the session
 // (op 9) or drop the socket. REST responses can be scripted to 429.
 //
-// discordgo keeps its endpoints in package variables, so one binary talks to
-// one fake: Install points discordgo at the server, and tests share it,
-// keeping apart by token (one Bot per test) and by channel ids.
+// discordgo builds its URLs from package variables: a session reaches the
+// fake through an http.Client whose transport rewrites the host (Client, or
+// discord.Config.APIURL set to URL), so tests run in parallel, each with its
+// own bot token and channel ids. Install, which rewrites the package
+// variables instead, is for a session that cannot be given such a client.
 package fakediscord
 
 import (
@@ -78,13 +80,33 @@ func New(opts Options) *Server {
 	return s
 }
 
+// URL is the base URL of the fake, to use instead of "https://discord.com/"
+// (discord.Config.APIURL).
+func (s *Server) URL() string { return s.http.URL + "/" }
+
+// Client is an http.Client for a discordgo session (Session.Client) that
+// sends every request to the fake, whatever host discordgo put in its URL.
+func (s *Server) Client() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: toFake{s.http.URL}}
+}
+
+// toFake is a RoundTripper that rewrites every request to the fake's host.
+type toFake struct{ base string }
+
+func (t toFake) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = "http", strings.TrimPrefix(t.base, "http://"), ""
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // GatewayURL is the WebSocket URL that GET /gateway hands out.
 func (s *Server) GatewayURL() string {
 	return "ws" + strings.TrimPrefix(s.http.URL, "http") + "/ws"
 }
 
-// Install points discordgo's endpoint variables at s. They are package
-// globals, so call it once per test binary, before any session is created.
+// Install points discordgo's endpoint variables at s, for a client that
+// cannot be given URL (a session made elsewhere). They are package globals,
+// so call it once per test binary, before any session is created.
 func (s *Server) Install() {
 	base := s.http.URL + "/"
 	discordgo.EndpointDiscord = base

@@ -18,7 +18,6 @@ var fake *fakediscord.Server
 
 func TestMain(m *testing.M) {
 	fake = fakediscord.New(fakediscord.Options{})
-	fake.Install()
 	code := m.Run()
 	fake.Close()
 	os.Exit(code)
@@ -38,6 +37,7 @@ func session(t *testing.T, bot *fakediscord.Bot, ch chan<- *discordgo.MessageCre
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Client = fake.Client()
 	s.SyncEvents = true
 	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentMessageContent
 	if ch != nil {
@@ -53,6 +53,7 @@ func session(t *testing.T, bot *fakediscord.Bot, ch chan<- *discordgo.MessageCre
 }
 
 func TestIdentifyReadyAndDispatch(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bot := fake.NewBot("ready")
 	ch := make(chan *discordgo.MessageCreate, 1)
@@ -77,12 +78,14 @@ func TestIdentifyReadyAndDispatch(t *testing.T) {
 }
 
 func TestDisallowedIntentCloses4014(t *testing.T) {
+	t.Parallel()
 	bot := fake.NewBot("deny")
 	bot.DenyMessageContent()
 	s, err := discordgo.New("Bot " + bot.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Client = fake.Client()
 	s.Identify.Intents = discordgo.IntentMessageContent
 	err = s.Open()
 	var ce *websocket.CloseError
@@ -92,12 +95,14 @@ func TestDisallowedIntentCloses4014(t *testing.T) {
 }
 
 func TestUnknownTokenOrSchemeIsUnauthorized(t *testing.T) {
+	t.Parallel()
 	bot := fake.NewBot("scheme")
 	for _, tok := range []string{"Bot nobody", bot.Token} {
 		s, err := discordgo.New(tok)
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.Client = fake.Client()
 		_, err = s.User("@me")
 		var re *discordgo.RESTError
 		if !errors.As(err, &re) || re.Response.StatusCode != 401 {
@@ -107,12 +112,14 @@ func TestUnknownTokenOrSchemeIsUnauthorized(t *testing.T) {
 }
 
 func TestRecordsJSONAndMultipart(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bot := fake.NewBot("rest")
 	s, err := discordgo.New("Bot " + bot.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Client = fake.Client()
 	channel := fake.NewID()
 	_, err = s.ChannelMessageSendComplex(channel, &discordgo.MessageSend{
 		Content:         "one",
@@ -160,12 +167,14 @@ func TestRecordsJSONAndMultipart(t *testing.T) {
 }
 
 func TestRateLimitIsRetried(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bot := fake.NewBot("limited")
 	s, err := discordgo.New("Bot " + bot.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Client = fake.Client()
 	channel := fake.NewID()
 	path := "/channels/" + channel + "/messages"
 	fake.RateLimitNext(fakediscord.Match("POST", path), 50*time.Millisecond, false)
@@ -182,6 +191,7 @@ func TestRateLimitIsRetried(t *testing.T) {
 }
 
 func TestReconnectResumesAndReplays(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bot := fake.NewBot("resume")
 	ch := make(chan *discordgo.MessageCreate, 4)
@@ -208,6 +218,7 @@ func TestReconnectResumesAndReplays(t *testing.T) {
 }
 
 func TestInvalidSessionReidentifies(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	bot := fake.NewBot("op9")
 	session(t, bot, nil)

@@ -200,8 +200,10 @@ func TestSocketMode(t *testing.T) {
 
 func TestAutoRedelivery(t *testing.T) {
 	s, api, ctx := setup(t, fakeslack.Options{AckTimeout: time.Millisecond})
-	sm := runSocket(t, s, api)
+	// Sent before the client connects: the ack timeout runs from the
+	// delivery, not while the envelope waits for a connection.
 	env := s.SendEvent(map[string]any{"type": "message", "user": "U1", "text": "x", "ts": "1.1", "channel": "C1"})
+	sm := runSocket(t, s, api)
 	for {
 		ev := nextRequest(ctx, t, sm, socketmode.EventTypeEventsAPI)
 		if ev.Request.EnvelopeID == env.ID && ev.Request.RetryAttempt == 1 && ev.Request.RetryReason == "timeout" {

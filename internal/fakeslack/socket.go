@@ -154,16 +154,22 @@ func (s *Server) drop(c *sockConn) {
 }
 
 // sendLocked writes e to the live connection or queues it until one is up.
+// The ack timeout of an events_api envelope runs from its delivery, like
+// Slack's: an envelope waiting for a connection is not redelivered (that
+// spent the retries before the client could see one).
 func (s *Server) sendLocked(e *envelope) {
 	if e.Type == "events_api" {
 		s.events[e.EnvelopeID] = e
 		s.unacked[e.EnvelopeID] = e
-		if s.opts.AckTimeout > 0 {
-			s.armRedeliveryLocked(e)
-		}
 	}
 	if s.conn == nil || s.conn.write(e) != nil {
-		s.pending = append(s.pending, e)
+		if !slices.Contains(s.pending, e) {
+			s.pending = append(s.pending, e)
+		}
+		return
+	}
+	if e.Type == "events_api" && s.opts.AckTimeout > 0 {
+		s.armRedeliveryLocked(e)
 	}
 }
 
@@ -174,7 +180,9 @@ func (s *Server) armRedeliveryLocked(e *envelope) {
 	s.redeliver[e.EnvelopeID] = time.AfterFunc(s.opts.AckTimeout, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.closed || s.unacked[e.EnvelopeID] == nil || e.RetryAttempt >= 3 {
+		// Without a live connection, drop has queued the envelope for the
+		// next one already.
+		if s.closed || s.conn == nil || s.unacked[e.EnvelopeID] == nil || e.RetryAttempt >= 3 {
 			return
 		}
 		e.RetryAttempt++
