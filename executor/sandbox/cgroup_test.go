@@ -96,24 +96,3 @@ func TestRunCgroup(t *testing.T) {
 		t.Errorf("run cgroup left behind: %v", err)
 	}
 }
-
-func TestHostIDs(t *testing.T) {
-	full := "         0          0 4294967295\n"
-	for _, tt := range []struct {
-		name, uids, gids string
-		base, n          int
-	}{
-		{"initial namespace", full, full, policy.HostUID, policy.HostUIDs},
-		{"unshare --map-root-user", "0 1000 1\n", "0 1000 1\n", 0, 0},
-		{"rootless podman", "0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 65536\n", 1, 65536},
-		{"userns-remap, gids narrower", "0 231072 65536\n", "0 231072 1000\n", 1, 999},
-		{"no map", "", "", 0, 0},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			base, n := hostIDs(tt.uids, tt.gids)
-			if n != tt.n || (n > 0 && base != tt.base) {
-				t.Errorf("got %d+%d, want %d+%d", base, n, tt.base, tt.n)
-			}
-		})
-	}
-}

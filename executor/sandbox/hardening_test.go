@@ -351,3 +351,26 @@ func TestRootOfAUserNamespaceMappingOneUID(t *testing.T) {
 	}
 	t.Logf("tier %s, snippet uid %s", d.Report.Tier, r.Result.Stdout)
 }
+
+// TestHostIDs: the snippets' host ids from a user namespace's maps.
+func TestHostIDs(t *testing.T) {
+	full := "         0          0 4294967295\n"
+	for _, tt := range []struct {
+		name, uids, gids string
+		base, n          int
+	}{
+		{"initial namespace", full, full, policy.HostUID, policy.HostUIDs},
+		{"unshare --map-root-user", "0 1000 1\n", "0 1000 1\n", 0, 0},
+		{"rootless podman", "0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 65536\n", 1, 65536},
+		{"rootless podman, wide", "0 1000 1\n1 100000 200000\n", "0 1000 1\n1 100000 200000\n", 200001 - 65536, 65536},
+		{"userns-remap, gids narrower", "0 231072 65536\n", "0 231072 1000\n", 1, 999},
+		{"no map", "", "", 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, n := hostIDs(tt.uids, tt.gids)
+			if n != tt.n || (n > 0 && base != tt.base) {
+				t.Errorf("got %d+%d, want %d+%d", base, n, tt.base, tt.n)
+			}
+		})
+	}
+}

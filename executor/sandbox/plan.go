@@ -138,7 +138,8 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 // hostIDs picks the host ids of a root service's snippets from its user
 // namespace's uid_map and gid_map: policy.HostUID and the HostUIDs after
 // it where both map them (the initial namespace maps every id), else the
-// largest other range both map (rootless Podman, Docker userns-remap);
+// largest other range both map, its top HostUIDs ids (rootless Podman,
+// Docker userns-remap);
 // n = 0 when they map no id but root's (unshare --map-root-user).
 func hostIDs(uidMap, gidMap string) (base, n int) {
 	type idRange struct{ lo, hi int64 } // ids [lo, hi) of this namespace
@@ -164,7 +165,10 @@ func hostIDs(uidMap, gidMap string) (base, n int) {
 			}
 		}
 	}
-	return int(best.lo), int(min(best.hi-best.lo, int64(policy.HostUIDs), math.MaxInt32-best.lo))
+	// The top of the range: low ids of a container's own image (bin,
+	// daemon, ...) may own files.
+	n = int(min(best.hi-best.lo, int64(policy.HostUIDs), math.MaxInt32-best.lo))
+	return int(best.hi) - n, n
 }
 
 // idMap reads /proc/self/uid_map or gid_map; without /proc (not Linux),
