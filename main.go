@@ -25,8 +25,10 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -67,6 +69,7 @@ func commands() []command {
 		{"serve", "", "run every configured chat adapter (the console when no token is set)", config.All, runServe},
 		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] FILE|-", "run one snippet and print its whole output", config.Sandbox, runExec},
 		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
+		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", config.Sandbox | config.Scheduler | config.HTTP | config.Remote, runExecutor},
 		{"bench", "[--json]", "measure bare python, the original and the executor side by side", config.Sandbox, runBench},
 		{"manifest", "slack", "print the Slack app manifest, ready to paste", 0, runManifest},
 		{"version", "", "print the version", 0, runVersion},
@@ -206,6 +209,7 @@ type Main struct {
 	Runner executor.Runner
 
 	exec      *sandbox.Executor
+	remote    *remote.Runner
 	isolation string
 	metrics   *metrics.Registry
 	scheduler *executor.Scheduler
@@ -227,7 +231,28 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	runner := m.Runner
 	m.isolation = "none (test runner)"
-	if runner == nil {
+	sc := cfg.Scheduler
+	switch {
+	case runner != nil:
+	case len(cfg.ExecutorURLs) > 0:
+		rc := remote.Config{URLs: cfg.ExecutorURLs, Logger: m.Logger.With("component", "remote")}
+		if len(cfg.APITokens) > 0 {
+			rc.Token = cfg.APITokens[0]
+		}
+		rr, err := remote.New(ctx, rc)
+		if err != nil {
+			return err
+		}
+		m.remote, runner = rr, rr
+		m.isolation = "remote"
+		// The executors queue and run; the bot keeps its users' order and
+		// limits, and runs as many at once as the executors take.
+		if n := rr.Capacity(); n > 0 {
+			sc.Concurrency = n
+		} else {
+			m.Logger.Warn("no remote executor ready yet; runs wait for one", "concurrency", sc.Concurrency, "urls", cfg.ExecutorURLs)
+		}
+	default:
 		ec := cfg.Executor
 		ec.Logger = m.Logger.With("component", "executor")
 		ex, err := sandbox.New(ctx, ec)
@@ -243,10 +268,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	sc := cfg.Scheduler
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
 	m.scheduler = executor.NewScheduler(runner, sc)
+	if m.remote != nil {
+		m.remote.OnCapacity(m.scheduler.SetConcurrency)
+	}
 
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {
@@ -330,6 +357,11 @@ func (m *Main) readiness() httpserver.Readiness {
 		r.Adapters[a.name] = ok
 		r.Ready = r.Ready && ok
 	}
+	if m.remote != nil {
+		// What the remote executors take, and the bot's own queue.
+		st := m.scheduler.Stats()
+		r.Load = &httpserver.Load{Capacity: m.remote.Capacity(), Running: st.Running, Queued: st.Queued, QueueSize: m.Config.Scheduler.QueueSize}
+	}
 	return r
 }
 
@@ -364,6 +396,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.exec != nil {
 		if err := m.exec.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("executor: %w", err))
+		}
+	}
+	if m.remote != nil {
+		if err := m.remote.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("remote executors: %w", err))
 		}
 	}
 	if m.http != nil {
@@ -486,6 +523,85 @@ func readLimited(path string, r io.Reader, max int64) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return string(b), nil
+}
+
+// DefaultExecutorAddr is where `runblock executor` listens without
+// RUNBLOCK_HTTP_ADDR: loopback, where it needs no token.
+const DefaultExecutorAddr = "127.0.0.1:8080"
+
+// runExecutor is `runblock executor`: the sandbox and its scheduler behind
+// the execute API, until a signal; then it drains (not ready, new runs
+// refused with 503) and finishes the runs it accepted.
+func runExecutor(ctx context.Context, c *cli, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: executor takes no arguments\n\n%s", usage())
+		return 2
+	}
+	cfg, logger := c.cfg, c.logger
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = DefaultExecutorAddr
+	}
+	if err := api.CheckListener(addr, cfg.APITokens); err != nil {
+		fmt.Fprintf(c.stderr, "runblock executor: %v\n", err)
+		return 2
+	}
+	logger.Info("starting runblock executor", "version", version, "config", cfg)
+	ec := cfg.Executor
+	ec.Logger = logger.With("component", "executor")
+	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
+	// files and argv travel to the sandbox inside a launcher too, in base64.
+	ec.MaxCodeBytes = 3*cfg.Executor.MaxCodeBytes + 64<<10
+	ex, err := sandbox.New(ctx, ec)
+	if err != nil {
+		logger.Error("start-up failed", "err", err)
+		return 1
+	}
+	defer ex.Close()
+	reg := metrics.New()
+	sc := cfg.Scheduler
+	// Clients are the users of the fairness order; a bot is one client
+	// sending many runs at once, and keeps its own per-user limits.
+	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
+	sc.UserRate = 0
+	sc.Logger = logger.With("component", "scheduler")
+	sc.Metrics = reg
+	sched := executor.NewScheduler(ex, sc)
+	svc := api.NewService(api.ServiceConfig{
+		Addr:      addr,
+		Runner:    ex,
+		Scheduler: sched,
+		Load: func() httpserver.Load {
+			st := sched.Stats()
+			return httpserver.Load{Capacity: sc.Concurrency, Running: st.Running, Queued: st.Queued, QueueSize: sc.QueueSize}
+		},
+		API: api.Config{
+			Tokens:       cfg.APITokens,
+			Timeout:      cfg.Executor.Timeout,
+			MemoryBytes:  cfg.Executor.MemoryBytes,
+			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
+		},
+		Isolation: ex.Isolation().Tier,
+		Metrics:   reg.Handler(),
+		Logger:    logger.With("component", "api"),
+	})
+	if err := svc.Open(ctx); err != nil {
+		logger.Error("start-up failed", "err", err)
+		_ = sched.Close(context.Background())
+		return 1
+	}
+	<-ctx.Done()
+	logger.Info("signal received: draining")
+	svc.Drain()
+	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := sched.Close(drain); err != nil {
+		logger.Error("shutdown incomplete", "err", err)
+	}
+	if err := svc.Close(drain); err != nil {
+		logger.Error("shutdown incomplete", "err", err)
+	}
+	return 0
 }
 
 // runDoctor is `runblock doctor`: which isolation layers work here.

@@ -557,3 +557,16 @@ type nopMetrics struct{}
 func (nopMetrics) RunFinished(string, time.Duration) {}
 func (nopMetrics) QueueDepth(int)                    {}
 func (nopMetrics) RateLimited()                      {}
+
+// SetConcurrency changes how many jobs run at once (n > 0), as when the
+// remote executors behind the Runner come and go; queued jobs start at once
+// in slots that opened, and running ones past a lowered limit finish.
+func (s *Scheduler) SetConcurrency(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.concurrency = n
+	s.dispatchLocked()
+}

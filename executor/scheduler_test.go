@@ -999,3 +999,51 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestSchedulerSetConcurrency follows a changing limit, as remote executors
+// come and go: raising it starts queued jobs at once; lowering it lets the
+// running ones finish and starts no more until they are under it.
+func TestSchedulerSetConcurrency(t *testing.T) {
+	g := newGate()
+	s := newScheduler(t, g, executor.Config{Concurrency: 1, QueueSize: 10})
+	a := submit(t, s, "a", "a")
+	ca := g.next(t, "a")
+	a.started(t)
+	b := submit(t, s, "b", "b")
+	b.queued(t, 0)
+	c := submit(t, s, "c", "c")
+	c.queued(t, 1)
+	wantStats(t, s, 1, 2)
+
+	s.SetConcurrency(3)
+	// b and c start together, in either order.
+	started := map[string]*call{}
+	for range 2 {
+		select {
+		case cl := <-g.calls:
+			started[cl.req.Code] = cl
+		case <-time.After(hang):
+			t.Fatalf("only %d of b and c started", len(started))
+		}
+	}
+	if started["b"] == nil || started["c"] == nil {
+		t.Fatalf("started %v, want b and c", started)
+	}
+	wantStats(t, s, 3, 0)
+
+	s.SetConcurrency(1)
+	s.SetConcurrency(0) // ignored
+	d := submit(t, s, "d", "d")
+	d.queued(t, 0)
+	ca.finish()
+	a.ok(t)
+	started["b"].finish()
+	b.ok(t)
+	g.idle(t)
+	wantStats(t, s, 1, 1)
+	started["c"].finish()
+	c.ok(t)
+	g.next(t, "d").finish()
+	d.ok(t)
+	wantStats(t, s, 0, 0)
+}

@@ -54,6 +54,10 @@ func RenderError(p Platform, err error) string {
 	case executor.ErrCanceled:
 		return r.bold("Canceled") + " · the run was canceled."
 	case executor.ErrUnavailable:
+		if retry > 0 {
+			// Remote executors down or unreachable: it passes.
+			return r.bold("Unavailable") + " · no executor could take the run; " + retryText(retry) + "."
+		}
 		return r.bold("Unavailable") + " · running code is switched off here for now."
 	default:
 		return r.bold("Something went wrong") + " · the run failed on our side; it has been logged."

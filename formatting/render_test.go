@@ -335,6 +335,7 @@ func TestRenderError(t *testing.T) {
 		{executor.Errorf(executor.ErrShutdown, "closing"), "**Restarting** · the runner is shutting down; try again in a minute."},
 		{executor.Errorf(executor.ErrCanceled, ""), "**Canceled** · the run was canceled."},
 		{executor.Errorf(executor.ErrUnavailable, "no tier"), "**Unavailable** · running code is switched off here for now."},
+		{&executor.Error{Code: executor.ErrUnavailable, Message: "executor unavailable, try again", RetryAfter: 5 * time.Second}, "**Unavailable** · no executor could take the run; try again in 5 s."},
 		{executor.Errorf(executor.ErrInternal, "secret path /root/x"), "**Something went wrong** · the run failed on our side; it has been logged."},
 		{errors.New("open /etc/secret: denied"), "**Something went wrong** · the run failed on our side; it has been logged."},
 	}

@@ -18,8 +18,11 @@ type answer struct {
 	replyID   string    // "" while the first run is in flight
 	ok        bool      // the reply shows a success (✅)
 	ran       bool      // the reply shows a run, not a rejection or notice
-	gen       int       // bumped by every re-run; only the newest one edits the reply
-	deleted   bool      // the message went away while its first run was in flight
+	// reactionUnknown: the reply was found on Discord (recall.go), so which
+	// of ✅ and ❌ the message shows is not known.
+	reactionUnknown bool
+	gen             int  // bumped by every re-run; only the newest one edits the reply
+	deleted         bool // the message went away while its first run was in flight
 	// edited is the newest edit that came while the first run was in
 	// flight; it is re-run once the first reply is there.
 	edited *discordgo.Message

@@ -19,7 +19,9 @@
 // the result is edited into the response; hints and rejections are
 // ephemeral. Editing an answered message within the edit window re-runs it
 // into the same reply; deleting it deletes the reply; the mapping is an LRU
-// bounded by Config.MaxAnswers.
+// bounded by Config.MaxAnswers, and what it does not know (after a restart,
+// or once forgotten) is found on Discord by the reply's message_reference
+// (recall.go). With Config.ShardCount the session is one shard of several.
 //
 // discordgo honours Discord's 429s (the reply waits, it is not lost) and
 // resumes the session; the Bot's supervisor reopens the gateway after op 7,
@@ -97,9 +99,15 @@ type Config struct {
 	// APIURL, when set, replaces "https://discord.com/" as the base of the
 	// REST API (e.g. "http://proxy:8080/" for a REST proxy, or a test's
 	// fake); the gateway is the one that API hands out.
-	APIURL  string
-	Render  formatting.RenderOptions
-	Metrics Metrics // nil: none counted
+	APIURL string
+	// ShardID and ShardCount (DISCORD_SHARD_ID, DISCORD_SHARD_COUNT) make
+	// the session one shard of several: Discord sends it the events of the
+	// guilds with (guild_id >> 22) % ShardCount == ShardID, and direct
+	// messages to shard 0. ShardCount 0 or 1 is one session for everything.
+	ShardID    int
+	ShardCount int
+	Render     formatting.RenderOptions
+	Metrics    Metrics // nil: none counted
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -112,6 +120,12 @@ type Config struct {
 // privileged Message Content intent (gateway close code 4014).
 var ErrDisallowedIntents = errors.New("discord refused the Message Content intent (gateway close 4014): " +
 	"turn on \"Message Content Intent\" under Privileged Gateway Intents on the Bot page of the application in the Discord developer portal")
+
+// ErrShardingRequired is returned by Open when Discord wants the bot
+// sharded (gateway close code 4011: it is in too many guilds for one
+// session) or refuses the shard (4010).
+var ErrShardingRequired = errors.New("discord wants this bot sharded (gateway close 4010/4011): " +
+	"run one replica per shard with DISCORD_SHARD_COUNT set to the count (at most 2,500 guilds a shard) and DISCORD_SHARD_ID to each replica's number")
 
 // ErrBadToken is returned by Open when Discord does not accept the token.
 var ErrBadToken = errors.New("discord did not accept DISCORD_BOT_TOKEN: copy it again from the Bot page of the application in the Discord developer portal")
@@ -134,6 +148,7 @@ type Bot struct {
 	sessions int // READY and RESUMED seen
 
 	ready      atomic.Bool
+	openedAt   atomic.Int64    // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
 	reconnect  chan struct{}
 	stop       chan struct{}
@@ -190,8 +205,12 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
+	b.openedAt.Store(b.now().UnixNano())
 	if strings.TrimSpace(b.cfg.Token) == "" {
 		return errors.New("discord: no bot token")
+	}
+	if n := b.cfg.ShardCount; n > 1 && (b.cfg.ShardID < 0 || b.cfg.ShardID >= n) {
+		return fmt.Errorf("discord: shard id %d is not one of the %d shards (0 to %d)", b.cfg.ShardID, n, n-1)
 	}
 
 	s, err := discordgo.New(authToken(b.cfg.Token))
@@ -201,6 +220,9 @@ func (b *Bot) Open(ctx context.Context) error {
 	s.SyncEvents = true // handlers only hand work to goroutines the Bot owns
 	s.ShouldReconnectOnError = false
 	s.Identify.Intents = Intents
+	if b.cfg.ShardCount > 1 {
+		s.ShardID, s.ShardCount = b.cfg.ShardID, b.cfg.ShardCount
+	}
 	s.Client = &http.Client{Timeout: 30 * time.Second}
 	if b.cfg.APIURL != "" {
 		rt, err := newRebase(b.cfg.APIURL, http.DefaultTransport)
@@ -278,7 +300,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	if b.cfg.GuildID != "" {
 		scope = "in guild " + b.cfg.GuildID
 	}
-	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope)
+	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope, "shard", s.ShardID, "shards", max(1, s.ShardCount))
 	b.log.Info("discord invite URL (exactly the permissions runblock needs)", "url", InviteURL(appID))
 	b.ready.Store(true)
 	return nil
@@ -337,7 +359,7 @@ func (b *Bot) supervise() {
 			}
 			err = gatewayError(err)
 			b.log.Warn("reconnecting to the Discord gateway", "attempt", attempt+1, "err", err)
-			if errors.Is(err, ErrDisallowedIntents) || errors.Is(err, ErrBadToken) {
+			if errors.Is(err, ErrDisallowedIntents) || errors.Is(err, ErrBadToken) || errors.Is(err, ErrShardingRequired) {
 				b.log.Error("discord gateway refused the bot; not reconnecting", "err", err)
 				return
 			}
@@ -466,6 +488,8 @@ func gatewayError(err error) error {
 			return fmt.Errorf("%w: %w", ErrDisallowedIntents, err)
 		case 4004:
 			return fmt.Errorf("%w: %w", ErrBadToken, err)
+		case 4010, 4011:
+			return fmt.Errorf("%w: %w", ErrShardingRequired, err)
 		}
 	}
 	return err

@@ -88,6 +88,9 @@ type env struct {
 	guild   string
 	channel string
 	user    *discordgo.User
+
+	cfg    discord.Config // what start made, for restart
+	runner discord.Runner
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -108,10 +111,8 @@ func start(t *testing.T, runner discord.Runner, configure func(*discord.Config))
 	if configure != nil {
 		configure(&cfg)
 	}
-	e.bot = discord.New(cfg, runner, slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, e.logs), &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err := e.bot.Open(e.ctx); err != nil {
-		t.Fatalf("open: %v", err)
-	}
+	e.cfg, e.runner = cfg, runner
+	e.open()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -120,6 +121,15 @@ func start(t *testing.T, runner discord.Runner, configure func(*discord.Config))
 		}
 	})
 	return e
+}
+
+// open connects a new adapter for the env's fake bot, with an empty memory.
+func (e *env) open() {
+	e.t.Helper()
+	e.bot = discord.New(e.cfg, e.runner, slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{e.t}, e.logs), &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err := e.bot.Open(e.ctx); err != nil {
+		e.t.Fatalf("open: %v", err)
+	}
 }
 
 // logBuffer collects log lines for assertions.

@@ -149,7 +149,10 @@ func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate)
 		case a.replyID == "":
 			a.edited, queued = m, true
 		}
-	}); !ok || queued || same {
+	}); !ok {
+		b.recallEdit(s, m)
+		return
+	} else if queued || same {
 		return
 	}
 	b.spawn("edit", func(ctx context.Context) { b.rerun(ctx, s, m) })
@@ -161,6 +164,7 @@ func (b *Bot) onMessageDelete(s *discordgo.Session, md *discordgo.MessageDelete)
 	}
 	a, ok := b.answers.Update(md.ID, func(a *answer) { a.deleted = true })
 	if !ok {
+		b.recallDelete(s, md.ChannelID, md.ID)
 		return
 	}
 	if a.replyID == "" {
@@ -201,6 +205,9 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 			return
 		}
 		b.answers.Update(r.MessageID, func(a *answer) { a.content = m.Content })
+		if b.recalled(ctx, s, src) {
+			return // answered before a restart: an edit re-runs it
+		}
 		b.metricReceived()
 		b.answerMessage(ctx, s, src, ex)
 	})

@@ -202,13 +202,20 @@ func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Mess
 		return
 	}
 	b.metricReplied()
-	if cur.ran && (!out.ran || cur.ok != out.ok) {
+	switch {
+	case cur.reactionUnknown: // either may be there
+		for _, ok := range []bool{true, false} {
+			if !out.ran || ok != out.ok {
+				b.react(ctx, s, cur.channelID, m.ID, resultReaction(ok), false)
+			}
+		}
+	case cur.ran && (!out.ran || cur.ok != out.ok):
 		b.react(ctx, s, cur.channelID, m.ID, resultReaction(cur.ok), false)
 	}
-	if out.ran && (!cur.ran || cur.ok != out.ok) {
+	if out.ran && (cur.reactionUnknown || !cur.ran || cur.ok != out.ok) {
 		b.react(ctx, s, cur.channelID, m.ID, resultReaction(out.ok), true)
 	}
-	b.answers.Update(m.ID, func(a *answer) { a.ok, a.ran = out.ok, out.ran })
+	b.answers.Update(m.ID, func(a *answer) { a.ok, a.ran, a.reactionUnknown = out.ok, out.ran, false })
 }
 
 // reply posts out as a reply to the message and counts it.

@@ -88,9 +88,13 @@ type Config struct {
 	Channels    []string
 	RunReaction string        // SLACK_RUN_REACTION, default "arrow_forward"
 	EditWindow  time.Duration // SLACK_EDIT_WINDOW: edits within it re-run; 0 = never
-	APIURL      string        // test hook: slack.OptionAPIURL, must end in "/"
-	Render      formatting.RenderOptions
-	Metrics     Metrics // nil: none counted
+	// APIURL (SLACK_API_URL), when set, replaces "https://slack.com/api/"
+	// as the Web API's base, ending in "/": GovSlack's
+	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
+	// Socket Mode follows: its URL comes from apps.connections.open.
+	APIURL  string
+	Render  formatting.RenderOptions
+	Metrics Metrics // nil: none counted
 }
 
 // Bot owns the Slack connection.
@@ -107,6 +111,7 @@ type Bot struct {
 	sources  *keyLock                    // one run per source message at a time
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
 	self     atomic.Pointer[who]         // set by Open
+	openedAt atomic.Int64                // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 
 	mu       sync.Mutex
 	opened   bool
@@ -179,6 +184,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
+	b.openedAt.Store(b.now().UnixNano())
 
 	auth, err := b.api.AuthTestContext(ctx)
 	if err != nil {

@@ -24,7 +24,7 @@ func (b *Bot) handleSocket(ctx context.Context, sm *socketmode.Client, ev socket
 	}
 	switch d := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
-		b.onEventsAPI(d)
+		b.onEventsAPI(d, ev.Request.RetryAttempt > 0)
 	case slack.SlashCommand:
 		b.onSlash(d)
 	case slack.InteractionCallback:
@@ -33,8 +33,9 @@ func (b *Bot) handleSocket(ctx context.Context, sm *socketmode.Client, ev socket
 }
 
 // onEventsAPI dispatches an event_callback, once per event id: Slack
-// redelivers events it thinks were lost, over a socket or HTTP alike.
-func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent) {
+// redelivers events it thinks were lost, over a socket or HTTP alike, and
+// says so (retry).
+func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent, retry bool) {
 	self := b.self.Load()
 	if self == nil {
 		return
@@ -50,9 +51,9 @@ func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent) {
 	b.log.Debug("event", "type", e.InnerEvent.Type)
 	switch ie := e.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
-		b.onMention(self, team, ie)
+		b.onMention(self, team, ie, retry)
 	case *slackevents.MessageEvent:
-		b.onMessage(self, team, ie)
+		b.onMessage(self, team, ie, retry)
 	case *slackevents.ReactionAddedEvent:
 		b.onReaction(self, team, ie)
 	}
@@ -106,7 +107,7 @@ func (b *Bot) received() {
 	b.cfg.Metrics.MessageReceived(Platform)
 }
 
-func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent) {
+func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent, retry bool) {
 	// An edited mention arrives as message_changed too; that path re-runs
 	// it. Direct messages are handled as messages, mention or not.
 	if fromBot(self, ev.BotID, ev.User) || ev.Edited != nil || isDM(ev.Channel) {
@@ -116,7 +117,7 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent)
 	src := source{
 		what: "mention", team: team, user: ev.User, channel: ev.Channel,
 		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-		text: stripMention(self, ev.Text), triggered: true,
+		text: stripMention(self, ev.Text), triggered: true, first: true, retry: retry,
 	}
 	if !b.allowed(ev.Channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
@@ -125,7 +126,7 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent)
 	b.start(src)
 }
 
-func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
+func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, retry bool) {
 	dm := ev.ChannelType == slackevents.ChannelTypeIM || isDM(ev.Channel)
 	switch ev.SubType {
 	case "", "thread_broadcast", "file_share":
@@ -139,7 +140,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
 		src := source{
 			what: "channel", team: team, user: ev.User, channel: ev.Channel,
 			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-			text: ev.Text, quiet: !dm,
+			text: ev.Text, quiet: !dm, first: true, retry: retry,
 		}
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
@@ -153,8 +154,12 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent) {
 		if ts == "" && ev.PreviousMessage != nil {
 			ts = ev.PreviousMessage.Timestamp
 		}
+		thread := ts
+		if ev.PreviousMessage != nil && ev.PreviousMessage.ThreadTimestamp != "" {
+			thread = ev.PreviousMessage.ThreadTimestamp
+		}
 		if ts != "" {
-			b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, ev.Channel, ts) })
+			b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, ev.Channel, ts, thread) })
 		}
 	}
 }
@@ -197,13 +202,19 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 
 // tsAge is how long ago a Slack message timestamp ("1700000000.000100") was.
 func tsAge(ts string, now time.Time) (time.Duration, bool) {
+	at, ok := tsTime(ts)
+	return now.Sub(at), ok
+}
+
+// tsTime is the time of a Slack message timestamp.
+func tsTime(ts string) (time.Time, bool) {
 	sec, frac, _ := strings.Cut(ts, ".")
 	s, err := strconv.ParseInt(sec, 10, 64)
 	if err != nil {
-		return 0, false
+		return time.Time{}, false
 	}
 	us, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
-	return now.Sub(time.Unix(s, us*1000)), true
+	return time.Unix(s, us*1000), true
 }
 
 // onReaction runs a message a person reacted to with the run reaction,

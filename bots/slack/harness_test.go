@@ -79,6 +79,11 @@ type harness struct {
 	bot     *Bot
 	metrics *counts
 	logs    *logBuffer
+
+	// what start was given, for restart
+	cfg    Config
+	runner Runner
+	before []func(*Bot)
 }
 
 // start runs a Bot with cfg (tokens and API URL filled in) against a fresh
@@ -94,15 +99,10 @@ func start(t testing.TB, cfg Config, runner Runner, socket bool, before ...func(
 		cfg.AppToken = fakeslack.AppToken
 	}
 	cfg.APIURL = fake.APIURL()
-	h := &harness{t: t, ctx: ctx, fake: fake, metrics: &counts{}, logs: &logBuffer{}}
+	h := &harness{t: t, ctx: ctx, fake: fake, metrics: &counts{}, logs: &logBuffer{}, runner: runner, before: before}
 	cfg.Metrics = h.metrics
-	h.bot = New(cfg, runner, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	for _, f := range before {
-		f(h.bot)
-	}
-	if err := h.bot.Open(ctx); err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	h.cfg = cfg
+	h.open()
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
@@ -114,6 +114,18 @@ func start(t testing.TB, cfg Config, runner Runner, socket bool, before ...func(
 		}
 	})
 	return h
+}
+
+// open starts a new Bot on the harness's fake, with an empty memory.
+func (h *harness) open() {
+	h.t.Helper()
+	h.bot = New(h.cfg, h.runner, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	for _, f := range h.before {
+		f(h.bot)
+	}
+	if err := h.bot.Open(h.ctx); err != nil {
+		h.t.Fatalf("Open: %v", err)
+	}
 }
 
 // channel returns a fresh public channel id.
@@ -200,6 +212,7 @@ type clock struct{ offset atomic.Int64 }
 
 func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+func (c *clock) set(d time.Duration)     { c.offset.Store(int64(d)) }
 func (c *clock) install() func(*Bot)     { return func(b *Bot) { b.now = c.now } }
 
 // edit changes m's text in the fake and sends the message_changed event.

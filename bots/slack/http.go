@@ -71,7 +71,7 @@ func (b *Bot) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "not ready", http.StatusServiceUnavailable) // Slack retries later
 			return
 		}
-		b.onEventsAPI(ev)
+		b.onEventsAPI(ev, r.Header.Get("X-Slack-Retry-Num") != "")
 		w.WriteHeader(http.StatusOK)
 		return
 	}

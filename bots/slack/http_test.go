@@ -159,6 +159,9 @@ func TestManifestMatchesAdapter(t *testing.T) {
 		"command: " + SlashCommand, "callback_id: " + ShortcutCallbackID, "socket_mode_enabled: true",
 		"- app_mention\n", "- message.channels\n", "- message.im\n", "- reaction_added\n",
 		"- chat:write\n", "- reactions:write\n", "- reactions:read\n", "- files:write\n", "- commands\n",
+		// Reading the reply metadata back (recall.go) in every kind of
+		// conversation the bot answers in.
+		"- channels:history\n", "- groups:history\n", "- im:history\n", metadataType,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("manifest lacks %q", want)

@@ -31,6 +31,11 @@ type source struct {
 	// quiet: a message that was not addressed to the bot (a listed
 	// channel), so finding no code is no reason to answer.
 	quiet bool
+	// first: the message's first delivery (not an edit, a reaction or a
+	// shortcut); if it already has a reply, it is a redelivery. retry:
+	// Slack says it delivers it again; only then may an earlier process
+	// have answered it.
+	first, retry bool
 	// responseURL, for /run and the shortcut, takes ephemeral notices.
 	responseURL string
 	// only, when set, is the notice to send instead of running.
@@ -74,14 +79,18 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	if key != "" {
 		unlock := b.sources.lock(key)
 		defer unlock()
-		rec, _ = b.replies.Get(key)
+		rec = b.recall(ctx, log, src.channel, src.ts, src.thread, !src.first || src.retry)
+		if rec != nil && src.first {
+			log.Info("already answered; a redelivered event is not run again", "reply", rec.ts)
+			return
+		}
 	}
 	ext := formatting.Extract(src.text, formatting.ExtractOptions{Platform: formatting.Slack, Triggered: src.triggered, Raw: src.raw})
 	if !ext.Found {
 		text := formatting.RenderNotice(formatting.Slack, ext.Notice())
 		switch {
 		case rec != nil: // edited into something that does not run: say so in place
-			if _, err := b.reply(ctx, src, rec.ts, text); err != nil {
+			if _, err := b.reply(ctx, src, rec.ts, text, tag{}.of(rec)); err != nil {
 				log.Error("updating the reply", "err", err)
 			}
 			b.unreact(ctx, log, src, rec.reaction)
@@ -103,9 +112,9 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		replyTS = rec.ts
 	}
 	prog := progress.Watch(ctx, log, progress.Chat{
-		Post: func(ctx context.Context, text string) (string, error) { return b.reply(ctx, src, "", text) },
+		Post: func(ctx context.Context, text string) (string, error) { return b.reply(ctx, src, "", text, tag{}) },
 		Edit: func(ctx context.Context, ts, text string) error {
-			_, err := b.reply(ctx, src, ts, text)
+			_, err := b.reply(ctx, src, ts, text, tag{})
 			return err
 		},
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Slack, pr) },
@@ -126,7 +135,8 @@ func (b *Bot) handle(ctx context.Context, src source) {
 	}
 
 	rep := formatting.RenderRun(formatting.Slack, ext, res, b.cfg.Render)
-	ts, err := b.reply(ctx, src, replyTS, rep.Text)
+	done := tag{reaction: rep.Reaction(formatting.Slack)}
+	ts, err := b.reply(ctx, src, replyTS, rep.Text, done) // the earlier files go below
 	if err != nil && src.responseURL != "" && replyTS == "" {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
@@ -167,7 +177,13 @@ func (b *Bot) handle(ctx context.Context, src source) {
 			rec.files = append(rec.files, f.ID)
 		}
 	}
-	rec.reaction = rep.Reaction(formatting.Slack)
+	if len(rec.files) > 0 && key != "" {
+		// The reply's metadata names the file too, for a later process.
+		if _, err := b.reply(ctx, src, ts, rep.Text, done.of(rec)); err != nil {
+			log.Warn("tagging the reply with its output file", "err", err)
+		}
+	}
+	rec.reaction = done.reaction
 	b.react(ctx, log, src, rec.reaction)
 	if key != "" {
 		b.replies.Put(key, rec)
@@ -187,7 +203,7 @@ func (b *Bot) rejected(ctx context.Context, log *slog.Logger, src source, key st
 		b.notify(ctx, log, src, text)
 		return
 	}
-	ts, perr := b.reply(ctx, src, replyTS, text)
+	ts, perr := b.reply(ctx, src, replyTS, text, tag{}.of(rec))
 	if perr != nil {
 		log.Error("posting the reply", "err", perr)
 		return
@@ -219,9 +235,13 @@ func msgOptions(text string) []slack.MsgOption {
 }
 
 // reply updates the reply ts in place, or posts a new one in src's thread,
-// and returns the reply's ts.
-func (b *Bot) reply(ctx context.Context, src source, ts, text string) (string, error) {
+// and returns the reply's ts. A reply to a message carries metadata naming
+// it, with t.
+func (b *Bot) reply(ctx context.Context, src source, ts, text string, t tag) (string, error) {
 	opts := msgOptions(text)
+	if src.ts != "" {
+		opts = append(opts, metadata(src, t))
+	}
 	if ts != "" {
 		_, _, _, err := b.api.UpdateMessageContext(ctx, src.channel, ts, opts...)
 		return ts, err
@@ -277,15 +297,17 @@ func (b *Bot) unreact(ctx context.Context, log *slog.Logger, src source, name st
 }
 
 // deleteReply deletes the reply (and its output file) to a deleted message.
-func (b *Bot) deleteReply(ctx context.Context, channel, ts string) {
+// thread is where its reply would be.
+func (b *Bot) deleteReply(ctx context.Context, channel, ts, thread string) {
 	key := channel + "/" + ts
 	unlock := b.sources.lock(key)
 	defer unlock()
-	rec, ok := b.replies.Remove(key)
-	if !ok {
+	log := b.log.With("channel", channel, "ts", ts)
+	rec := b.recall(ctx, log, channel, ts, thread, true)
+	if rec == nil {
 		return
 	}
-	log := b.log.With("channel", channel, "ts", ts)
+	b.replies.Remove(key)
 	if _, _, err := b.api.DeleteMessageContext(ctx, rec.channel, rec.ts); err != nil {
 		log.Warn("deleting the reply to a deleted message", "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -39,6 +40,13 @@ type Config struct {
 	LogFormat    string // "text" or "json"
 	Render       formatting.RenderOptions
 	DrainTimeout time.Duration // RUNBLOCK_DRAIN_TIMEOUT
+	// ExecutorURLs are the remote executors `runblock serve` sends runs to
+	// (RUNBLOCK_EXECUTOR_URL); none: its own sandbox.
+	ExecutorURLs []string
+	// APITokens are the bearer tokens of the execute API (RUNBLOCK_API_TOKEN,
+	// a comma list): `runblock executor` accepts each, `runblock serve`
+	// sends the first to its remote executors.
+	APITokens []string
 	// Warnings are unknown variables with a runblock prefix (likely typos).
 	Warnings []string
 	// Notes are remarks on settings that were read, for the log.
@@ -53,9 +61,11 @@ var Variables = []string{
 	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY", "RUNBLOCK_MAX_OUTPUT_BYTES",
 	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL", "RUNBLOCK_CGROUP",
 	"RUNBLOCK_CONCURRENCY", "RUNBLOCK_QUEUE", "RUNBLOCK_USER_RATE", "RUNBLOCK_USER_BURST", "RUNBLOCK_USER_MAX_JOBS",
-	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW",
+	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW", "SLACK_API_URL",
 	"DISCORD_BOT_TOKEN", "DISCORD_CHANNELS", "DISCORD_PREFIX", "DISCORD_GUILD_ID", "DISCORD_RUN_REACTION", "DISCORD_EDIT_WINDOW",
+	"DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT", "DISCORD_API_URL",
 	"RUNBLOCK_HTTP_ADDR", "RUNBLOCK_DRAIN_TIMEOUT",
+	"RUNBLOCK_EXECUTOR_URL", "RUNBLOCK_API_TOKEN",
 	"LOG_LEVEL", "LOG_FORMAT",
 	"RUNBLOCK_REPLY_LINES", "RUNBLOCK_REPLY_CHARS",
 }
@@ -65,7 +75,7 @@ var Variables = []string{
 var aliases = []string{"RUNBLOCK_MEMORY_MB", "DISCORD_TOKEN"}
 
 // secretVariables hold credentials: their values are never printed.
-var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN", "DISCORD_TOKEN"}
+var secretVariables = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_BOT_TOKEN", "DISCORD_TOKEN", "RUNBLOCK_API_TOKEN"}
 
 // Error is a bad setting. Its message is one line naming the variable
 // and the fix; it never holds the value of a secret.
@@ -155,7 +165,8 @@ const (
 	Scheduler                  // concurrency, queue and per-user limits
 	Chat                       // Slack, Discord and the reply's shape
 	HTTP                       // the HTTP listener and the drain
-	All       = Sandbox | Scheduler | Chat | HTTP
+	Remote                     // the execute API's tokens and the remote executors
+	All       = Sandbox | Scheduler | Chat | HTTP | Remote
 )
 
 // Defaults that belong to no package but this one.
@@ -209,6 +220,7 @@ func Parse(env Env, parts Part) (Config, error) {
 			Channels:      p.list("SLACK_CHANNELS"),
 			RunReaction:   strings.Trim(p.str("SLACK_RUN_REACTION", slack.DefaultRunReaction), ":"),
 			EditWindow:    p.duration("SLACK_EDIT_WINDOW", slack.DefaultEditWindow, false),
+			APIURL:        p.apiURL("SLACK_API_URL", "https://slack-gov.com/api/ for GovSlack, or your proxy's URL"),
 		}
 		c.Discord = discord.Config{
 			Token:       p.discordToken(),
@@ -217,7 +229,9 @@ func Parse(env Env, parts Part) (Config, error) {
 			GuildID:     p.snowflake("DISCORD_GUILD_ID"),
 			RunReaction: p.str("DISCORD_RUN_REACTION", discord.DefaultRunReaction),
 			EditWindow:  p.duration("DISCORD_EDIT_WINDOW", discord.DefaultEditWindow, false),
+			APIURL:      p.apiURL("DISCORD_API_URL", "the base URL of your REST proxy, such as http://discord-proxy:8080/"),
 		}
+		c.Discord.ShardID, c.Discord.ShardCount = p.shards("DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT")
 		c.Render = formatting.RenderOptions{
 			MaxLines: p.int("RUNBLOCK_REPLY_LINES", formatting.DefaultMaxLines, 1, "a number of output lines shown inline, such as 15"),
 			MaxChars: p.int("RUNBLOCK_REPLY_CHARS", formatting.DefaultMaxChars, 1, "a number of output characters shown inline, such as 1500"),
@@ -228,6 +242,10 @@ func Parse(env Env, parts Part) (Config, error) {
 	if parts&HTTP != 0 {
 		c.HTTPAddr = p.addr("RUNBLOCK_HTTP_ADDR")
 		c.DrainTimeout = p.duration("RUNBLOCK_DRAIN_TIMEOUT", DefaultDrainTimeout, true)
+	}
+	if parts&Remote != 0 {
+		c.ExecutorURLs = p.urls("RUNBLOCK_EXECUTOR_URL")
+		c.APITokens = p.tokens("RUNBLOCK_API_TOKEN")
 	}
 	c.LogLevel = p.level("LOG_LEVEL")
 	_, c.LogLevelSet = p.get("LOG_LEVEL")
@@ -260,7 +278,7 @@ func (c Config) DiscordEnabled() bool { return c.Discord.Token != "" }
 // Secrets returns the credentials in c, for redaction.
 func (c Config) Secrets() []string {
 	var s []string
-	for _, v := range []string{c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret, c.Discord.Token} {
+	for _, v := range append([]string{c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret, c.Discord.Token}, c.APITokens...) {
 		if v != "" {
 			s = append(s, v)
 		}
@@ -297,8 +315,14 @@ func (c Config) LogValue() slog.Value {
 		slog.String("discord_bot_token", set(c.Discord.Token)),
 		slog.Any("discord_channels", c.Discord.Channels),
 		slog.String("discord_prefix", c.Discord.Prefix),
+		slog.String("slack_api_url", c.Slack.APIURL),
+		slog.String("discord_api_url", c.Discord.APIURL),
+		slog.Int("discord_shard_id", c.Discord.ShardID),
+		slog.Int("discord_shard_count", c.Discord.ShardCount),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.Duration("drain_timeout", c.DrainTimeout),
+		slog.Any("executor_urls", c.ExecutorURLs),
+		slog.Int("api_tokens", len(c.APITokens)),
 	)
 }
 
@@ -555,6 +579,31 @@ func (p *parser) list(name string) []string {
 	return out
 }
 
+// urls reads a comma list of http(s) base URLs.
+func (p *parser) urls(name string) []string {
+	list := p.list(name)
+	for _, v := range list {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			p.fail(name, v, "not a base URL", "use http://host:port, such as http://runblock-executor:8080, or a comma list of them")
+			return nil
+		}
+	}
+	return list
+}
+
+// tokens reads a comma list of secrets.
+func (p *parser) tokens(name string) []string {
+	list := p.list(name)
+	for _, v := range list {
+		if strings.ContainsAny(v, " \t\r\n") || len(v) < 16 {
+			p.fail(name, "", "holds a token that is too short or contains whitespace", "use random tokens of at least 16 characters, such as the output of `openssl rand -hex 32`, comma-separated")
+			return nil
+		}
+	}
+	return list
+}
+
 func (p *parser) secret(name string) string {
 	v, ok := p.get(name)
 	if !ok {
@@ -608,6 +657,58 @@ func (p *parser) snowflake(name string) string {
 	}
 	return v
 }
+
+// apiURL reads the base URL of a chat platform's API (a proxy, or another
+// deployment of it), normalized to end in "/".
+func (p *parser) apiURL(name, example string) string {
+	v, ok := p.get(name)
+	if !ok {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		p.fail(name, v, "not an http(s) base URL", "use "+example)
+		return ""
+	}
+	if !strings.HasSuffix(v, "/") {
+		v += "/"
+	}
+	return v
+}
+
+// shards reads the shard of this process out of count: the id is a number
+// or a StatefulSet pod name ("runblock-bot-2", its ordinal last), so the
+// pod's name can be passed as it is. Neither set means one shard.
+func (p *parser) shards(idName, countName string) (id, count int) {
+	count = p.intIn(countName, 1, 1, maxShards, "the number of shards (bot replicas), such as 2")
+	v, ok := p.get(idName)
+	if !ok {
+		if count > 1 {
+			p.fail(countName, strconv.Itoa(count), "is set without "+idName, "give each replica its shard id, 0 to "+strconv.Itoa(count-1)+" (a StatefulSet's pod name works)")
+		}
+		return 0, count
+	}
+	ordinal := v
+	if _, err := strconv.Atoi(v); err != nil {
+		if i := strings.LastIndexByte(v, '-'); i > 0 {
+			ordinal = v[i+1:]
+		}
+	}
+	id, err := strconv.Atoi(ordinal)
+	switch {
+	case err != nil || id < 0:
+		p.fail(idName, v, "not a shard id", "use a number from 0, or a StatefulSet pod name ending in its ordinal")
+	case id >= count:
+		p.fail(idName, v, fmt.Sprintf("must be less than %s (%d)", countName, count), "number the shards 0 to "+strconv.Itoa(count-1)+", and set "+countName+" on every replica")
+	case ordinal != v:
+		p.notes = append(p.notes, fmt.Sprintf("%s=%s read as shard %d (the ordinal at the end of the name)", idName, v, id))
+	}
+	return id, count
+}
+
+// maxShards bounds DISCORD_SHARD_COUNT: Discord wants a shard per 2,500
+// guilds at most, so this is room for millions.
+const maxShards = 4096
 
 func (p *parser) addr(name string) string {
 	v, ok := p.get(name)

@@ -49,6 +49,10 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"discord prefix", c.Discord.Prefix, "!run"},
 		{"discord reaction", c.Discord.RunReaction, "▶️"},
 		{"discord edit window", c.Discord.EditWindow, 10 * time.Minute},
+		{"discord shard", c.Discord.ShardID, 0},
+		{"discord shards", c.Discord.ShardCount, 1},
+		{"discord api url", c.Discord.APIURL, ""},
+		{"slack api url", c.Slack.APIURL, ""},
 		{"http", c.HTTPAddr, ""},
 		{"drain", c.DrainTimeout, 20 * time.Second},
 		{"log level", c.LogLevel, slog.LevelInfo},
@@ -110,6 +114,16 @@ func TestParseConfigValues(t *testing.T) {
 		}},
 		{"discord Bot prefix stripped", Env{"DISCORD_BOT_TOKEN": "Bot " + testDiscord}, func(c Config) bool { return c.Discord.Token == testDiscord }},
 		{"discord channels", Env{"DISCORD_CHANNELS": "1,2"}, func(c Config) bool { return slices.Equal(c.Discord.Channels, []string{"1", "2"}) }},
+		{"govslack", Env{"SLACK_API_URL": "https://slack-gov.com/api/"}, func(c Config) bool { return c.Slack.APIURL == "https://slack-gov.com/api/" }},
+		{"slack api url gets its slash", Env{"SLACK_API_URL": "http://egress:3128/slack/api"}, func(c Config) bool { return c.Slack.APIURL == "http://egress:3128/slack/api/" }},
+		{"discord rest proxy", Env{"DISCORD_API_URL": "http://discord-proxy:8080"}, func(c Config) bool { return c.Discord.APIURL == "http://discord-proxy:8080/" }},
+		{"discord shard", Env{"DISCORD_SHARD_ID": "2", "DISCORD_SHARD_COUNT": "3"}, func(c Config) bool {
+			return c.Discord.ShardID == 2 && c.Discord.ShardCount == 3 && len(c.Notes) == 0
+		}},
+		{"discord shard from a pod name", Env{"DISCORD_SHARD_ID": "runblock-bot-1", "DISCORD_SHARD_COUNT": "2"}, func(c Config) bool {
+			return c.Discord.ShardID == 1 && c.Discord.ShardCount == 2 && len(c.Notes) == 1 && strings.Contains(c.Notes[0], "shard 1")
+		}},
+		{"discord shard 0 of 1", Env{"DISCORD_SHARD_ID": "0"}, func(c Config) bool { return c.Discord.ShardID == 0 && c.Discord.ShardCount == 1 }},
 		{"http", Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:9090"}, func(c Config) bool { return c.HTTPAddr == "127.0.0.1:9090" }},
 		{"drain", Env{"RUNBLOCK_DRAIN_TIMEOUT": "1m"}, func(c Config) bool { return c.DrainTimeout == time.Minute }},
 		{"log level", Env{"LOG_LEVEL": "DEBUG"}, func(c Config) bool { return c.LogLevel == slog.LevelDebug && c.LogLevelSet }},
@@ -181,6 +195,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"slack token in discord", Env{"DISCORD_BOT_TOKEN": testBotToken}, "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN"},
 		{"discord token garbage", Env{"DISCORD_BOT_TOKEN": "SECRETnodots"}, "DISCORD_BOT_TOKEN", "developer portal"},
 		{"guild id", Env{"DISCORD_GUILD_ID": "my-server"}, "DISCORD_GUILD_ID", "Copy Server ID"},
+		{"slack api url not a url", Env{"SLACK_API_URL": "slack-gov.com/api"}, "SLACK_API_URL", "https://slack-gov.com/api/"},
+		{"slack api url with query", Env{"SLACK_API_URL": "https://slack.com/api/?x=1"}, "SLACK_API_URL", "https://slack-gov.com/api/"},
+		{"discord api url scheme", Env{"DISCORD_API_URL": "ftp://proxy/"}, "DISCORD_API_URL", "http://discord-proxy:8080/"},
+		{"shard id not below count", Env{"DISCORD_SHARD_ID": "2", "DISCORD_SHARD_COUNT": "2"}, "DISCORD_SHARD_ID", "0 to 1"},
+		{"shard id negative", Env{"DISCORD_SHARD_ID": "-1", "DISCORD_SHARD_COUNT": "2"}, "DISCORD_SHARD_ID", "number from 0"},
+		{"shard id without count", Env{"DISCORD_SHARD_ID": "1"}, "DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT"},
+		{"shard id a word", Env{"DISCORD_SHARD_ID": "first", "DISCORD_SHARD_COUNT": "2"}, "DISCORD_SHARD_ID", "ordinal"},
+		{"shard count without id", Env{"DISCORD_SHARD_COUNT": "4"}, "DISCORD_SHARD_COUNT", "DISCORD_SHARD_ID"},
+		{"shard count zero", Env{"DISCORD_SHARD_COUNT": "0"}, "DISCORD_SHARD_COUNT", "at least 1"},
 		{"http addr", Env{"RUNBLOCK_HTTP_ADDR": "8080"}, "RUNBLOCK_HTTP_ADDR", ":8080"},
 		{"http port", Env{"RUNBLOCK_HTTP_ADDR": ":http-ish"}, "RUNBLOCK_HTTP_ADDR", ":8080"},
 		{"log level", Env{"LOG_LEVEL": "loud"}, "LOG_LEVEL", "debug, info, warn or error"},
@@ -401,5 +424,38 @@ func TestPartsValidateOnlyWhatACommandUses(t *testing.T) {
 	}
 	if _, err := Parse(Env{"RUNBLOCK_TIMEOUT": "soon"}, Chat); err != nil {
 		t.Errorf("the chat part read a sandbox setting: %v", err)
+	}
+}
+
+func TestRemoteSettings(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	c, err := Parse(Env{"RUNBLOCK_EXECUTOR_URL": "http://a:8080, http://b:8080/", "RUNBLOCK_API_TOKEN": tok + ",second-token-123456"}, All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ExecutorURLs) != 2 || c.ExecutorURLs[0] != "http://a:8080" || len(c.APITokens) != 2 || c.APITokens[0] != tok {
+		t.Errorf("parsed %q and %d tokens", c.ExecutorURLs, len(c.APITokens))
+	}
+	if !slices.Contains(c.Secrets(), tok) {
+		t.Error("the API token is not among the secrets to redact")
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"RUNBLOCK_EXECUTOR_URL", "runblock-executor:8080", "not a base URL"},
+		{"RUNBLOCK_EXECUTOR_URL", "http://a:8080/v1/run", "not a base URL"},
+		{"RUNBLOCK_API_TOKEN", "tok3n", "too short"},
+		{"RUNBLOCK_API_TOKEN", "a-token-long-enough but spaced", "too short or contains whitespace"},
+	} {
+		_, err := Parse(Env{tc.name: tc.value}, All)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: %v, want %q", tc.name, tc.value, err, tc.want)
+			continue
+		}
+		if tc.name == "RUNBLOCK_API_TOKEN" && strings.Contains(err.Error(), tc.value) {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
+	// Commands that do not use them do not read them.
+	if _, err := Parse(Env{"RUNBLOCK_API_TOKEN": "short"}, Sandbox); err != nil {
+		t.Errorf("exec's settings refused over RUNBLOCK_API_TOKEN: %v", err)
 	}
 }

@@ -3,10 +3,11 @@
 // for an unmodified discordgo client. Every REST request is recorded with its
 // decoded JSON (also out of multipart payload_json) and files, so tests can
 // wait for "the reply in channel X" and inspect exactly what went over the
-// wire. The gateway sends HELLO, checks IDENTIFY (token and the privileged
-// Message Content intent), answers READY, heartbeats and RESUME, and lets a
-// test dispatch events, ask for a reconnect (op 7), invalidate the session
-// (op 9) or drop the socket. REST responses can be scripted to 429.
+// wire. The gateway sends HELLO, checks IDENTIFY (token, the privileged
+// Message Content intent, the shard array of a sharded account), answers
+// READY, heartbeats and RESUME, and lets a test dispatch events (to the
+// guild's shard), ask for a reconnect (op 7), invalidate the session (op 9)
+// or drop the socket. REST responses can be scripted to 429.
 //
 // discordgo builds its URLs from package variables: a session reaches the
 // fake through an http.Client whose transport rewrites the host (Client, or
@@ -70,7 +71,6 @@ func New(opts Options) *Server {
 		bots:         make(map[string]*Bot),
 		messages:     make(map[string]*discordgo.Message),
 		interactions: make(map[string]*interaction),
-		nextID:       1_000_000_000_000_000,
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -157,11 +157,16 @@ func (s *Server) waitFor(ctx context.Context, what string, check func() bool) er
 	return nil
 }
 
-// newIDLocked returns a fresh snowflake-like id; s.mu must be held.
+// newIDLocked returns a fresh snowflake: the milliseconds since Discord's
+// epoch in the top bits, as discordgo.SnowflakeTimestamp reads them, and
+// each one greater than the last; s.mu must be held.
 func (s *Server) newIDLocked() string {
-	s.nextID++
+	s.nextID = max(s.nextID+1, (time.Now().UnixMilli()-discordEpoch)<<22)
 	return strconv.FormatInt(s.nextID, 10)
 }
+
+// discordEpoch is the first millisecond of 2015, in Unix ms.
+const discordEpoch = 1420070400000
 
 // NewID returns a fresh snowflake-like id, for channels, users and messages
 // that a test invents.

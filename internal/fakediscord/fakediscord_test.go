@@ -232,3 +232,68 @@ func TestInvalidSessionReidentifies(t *testing.T) {
 		t.Fatalf("identifies = %d", n)
 	}
 }
+
+func TestChannelMessagesList(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	bot := fake.NewBot("history")
+	s, err := discordgo.New("Bot " + bot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Client = fake.Client()
+	ch := fake.NewID()
+	var ids []string
+	for i := range 5 {
+		m := fake.PutMessage(discordgo.Message{ChannelID: ch, Content: strings.Repeat("x", i+1), Author: &discordgo.User{ID: "1"}})
+		ids = append(ids, m.ID)
+	}
+	fake.PutMessage(discordgo.Message{ChannelID: fake.NewID(), Content: "elsewhere"})
+	reply, err := s.ChannelMessageSendReply(ch, "answer", &discordgo.MessageReference{MessageID: ids[1], ChannelID: ch}, discordgo.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(limit int, before, after, around string) []string {
+		t.Helper()
+		msgs, err := s.ChannelMessages(ch, limit, before, after, around, discordgo.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	want := func(what string, got []string, want ...string) {
+		t.Helper()
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	want("newest 3", got(3, "", "", ""), reply.ID, ids[4], ids[3])
+	want("2 after the second", got(2, "", ids[1], ""), ids[3], ids[2])
+	want("all after the fourth", got(100, "", ids[3], ""), reply.ID, ids[4])
+	want("2 before the third", got(2, ids[2], "", ""), ids[1], ids[0])
+	want("3 around the third", got(3, "", "", ids[2]), ids[3], ids[2], ids[1])
+
+	msgs, err := s.ChannelMessages(ch, 10, "", ids[1], "", discordgo.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := msgs[0]; r.ID != reply.ID || r.Type != discordgo.MessageTypeReply || r.MessageReference == nil ||
+		r.MessageReference.MessageID != ids[1] || r.Author == nil || r.Author.ID != bot.UserID {
+		t.Fatalf("the reply as listed = %+v", r)
+	}
+	if _, err := s.ChannelMessages(ch, 101, "", "", "", discordgo.WithContext(ctx)); restStatus(err) != 400 {
+		t.Fatalf("limit 101: %v, want 400", err)
+	}
+}
+
+func restStatus(err error) int {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.StatusCode
+	}
+	return 0
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,8 @@ import (
 // Gateway close codes the fake uses.
 const (
 	CloseAuthenticationFailed = 4004
+	CloseInvalidShard         = 4010
+	CloseShardingRequired     = 4011
 	CloseDisallowedIntents    = 4014
 )
 
@@ -42,6 +45,11 @@ type Bot struct {
 	identifies  []Identify
 	resumes     int
 	sessions    int // READY and RESUMED sent
+
+	// Sharding (RequireShards): each shard is a session of its own, a Bot
+	// sharing the account's identity, by shard id.
+	shardCount int
+	shards     map[int]*Bot
 }
 
 type frame struct {
@@ -113,6 +121,47 @@ type Identify struct {
 	Token    string           `json:"token"`
 	Intents  discordgo.Intent `json:"intents"`
 	Compress bool             `json:"compress"`
+	Shard    *[2]int          `json:"shard,omitempty"` // [shard id, shard count]
+}
+
+// RequireShards makes the account need n shards, as Discord does from
+// 2,500 guilds: IDENTIFY without the shard array [id, n] closes with 4011
+// (sharding required), a shard array with another count or an id out of
+// range with 4010 (invalid shard). Each shard is a session of its own;
+// Dispatch sends an event with a guild_id to the shard
+// (guild_id >> 22) % n, and one without (a DM) to shard 0.
+func (b *Bot) RequireShards(n int) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.shardCount = n
+}
+
+// Shard returns the session of shard id, for its WaitSessions and the like.
+func (b *Bot) Shard(id int) *Bot {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return b.shardLocked(id)
+}
+
+func (b *Bot) shardLocked(id int) *Bot {
+	if b.shards == nil {
+		b.shards = make(map[int]*Bot)
+	}
+	sh := b.shards[id]
+	if sh == nil {
+		sh = &Bot{s: b.s, Token: b.Token, UserID: b.UserID, AppID: b.AppID, Username: b.Username}
+		b.shards[id] = sh
+	}
+	return sh
+}
+
+// ShardOf is the shard that gets the events of guildID out of n.
+func ShardOf(guildID string, n int) int {
+	g, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil || n < 1 {
+		return 0
+	}
+	return int((g >> 22) % uint64(n))
 }
 
 // Identifies returns the IDENTIFY payloads received so far.
@@ -145,6 +194,13 @@ func (b *Bot) WaitDisconnected(ctx context.Context) error {
 func (b *Bot) Dispatch(t string, d any) {
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
+	if b.shardCount > 1 {
+		var g struct {
+			GuildID string `json:"guild_id"`
+		}
+		_ = json.Unmarshal(marshal(d), &g)
+		b = b.shardLocked(ShardOf(g.GuildID, b.shardCount))
+	}
 	b.seq++
 	f := frame{Op: 0, Type: t, Seq: b.seq, Data: marshal(d)}
 	b.events = append(b.events, f)
@@ -367,6 +423,17 @@ func (s *Server) identify(c *gwConn, id Identify) *Bot {
 		c.close(CloseDisallowedIntents, "Disallowed intent(s).")
 		return nil
 	}
+	if sh := id.Shard; sh != nil && (sh[1] < 1 || sh[0] < 0 || sh[0] >= sh[1] || (bot.shardCount > 1 && sh[1] != bot.shardCount)) {
+		c.close(CloseInvalidShard, "Invalid shard.")
+		return nil
+	}
+	if bot.shardCount > 1 {
+		if id.Shard == nil {
+			c.close(CloseShardingRequired, "Sharding required.")
+			return nil
+		}
+		bot = bot.shardLocked(id.Shard[0])
+	}
 	if bot.conn != nil && bot.conn != c {
 		bot.conn.ws.Close()
 	}
@@ -382,6 +449,9 @@ func (s *Server) identify(c *gwConn, id Identify) *Bot {
 		"private_channels":   []any{},
 		"resume_gateway_url": s.GatewayURL(),
 	}
+	if id.Shard != nil {
+		ready["shard"] = id.Shard
+	}
 	_ = c.write(frame{Op: 0, Type: "READY", Seq: bot.seq, Data: marshal(ready)}, id.Compress)
 	return bot
 }
@@ -393,6 +463,13 @@ func (s *Server) resume(c *gwConn, token, sessionID string, seq int64) *Bot {
 	defer s.mu.Unlock()
 	defer s.notifyLocked()
 	bot := s.bots[strings.TrimPrefix(token, "Bot ")]
+	if bot != nil {
+		for _, sh := range bot.shards {
+			if sh.sessionID == sessionID {
+				bot = sh
+			}
+		}
+	}
 	if bot == nil || bot.sessionID == "" || bot.sessionID != sessionID {
 		_ = c.write(frame{Op: 9, Data: marshal(false)}, false)
 		return nil

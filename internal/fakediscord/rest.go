@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -345,6 +346,12 @@ func (s *Server) channelLocked(bot *Bot, req *Request, channelID string, rest []
 			return 400, apiError{Message: "Invalid Form Body: " + err.Error(), Code: 50035}, nil
 		}
 		return 200, m, nil
+	case len(rest) == 1 && rest[0] == "messages" && req.Method == "GET":
+		msgs, err := s.listMessagesLocked(channelID, req.Query)
+		if err != nil {
+			return 400, apiError{Message: "Invalid Form Body: " + err.Error(), Code: 50035}, nil
+		}
+		return 200, msgs, nil
 	case len(rest) == 2 && rest[0] == "messages":
 		m := s.messages[rest[1]]
 		if m == nil || m.ChannelID != channelID {
@@ -358,6 +365,66 @@ func (s *Server) channelLocked(bot *Bot, req *Request, channelID string, rest []
 		return 204, nil, nil
 	}
 	return 404, errNotFound, nil
+}
+
+// listMessagesLocked answers GET /channels/{c}/messages: at most limit
+// (1 to 100, default 50) messages before, after or around a message id, or
+// the newest; newest first, as Discord returns them.
+func (s *Server) listMessagesLocked(channelID string, q url.Values) ([]*discordgo.Message, error) {
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return nil, fmt.Errorf("limit: must be between 1 and 100")
+		}
+		limit = n
+	}
+	anchors := 0
+	for _, k := range []string{"before", "after", "around"} {
+		if q.Has(k) {
+			anchors++
+		}
+	}
+	if anchors > 1 {
+		return nil, fmt.Errorf("only one of before, after and around")
+	}
+	var in []*discordgo.Message // oldest first
+	for _, m := range s.messages {
+		if m.ChannelID == channelID {
+			in = append(in, m)
+		}
+	}
+	slices.SortFunc(in, func(a, b *discordgo.Message) int { return cmpID(a.ID, b.ID) })
+	var out []*discordgo.Message
+	switch {
+	case q.Has("after"):
+		after := q.Get("after")
+		i, _ := slices.BinarySearchFunc(in, after, func(m *discordgo.Message, id string) int { return cmpID(m.ID, id) })
+		for i < len(in) && cmpID(in[i].ID, after) <= 0 {
+			i++
+		}
+		out = in[i:min(len(in), i+limit)]
+	case q.Has("before"):
+		i, _ := slices.BinarySearchFunc(in, q.Get("before"), func(m *discordgo.Message, id string) int { return cmpID(m.ID, id) })
+		out = in[max(0, i-limit):i]
+	case q.Has("around"):
+		i, _ := slices.BinarySearchFunc(in, q.Get("around"), func(m *discordgo.Message, id string) int { return cmpID(m.ID, id) })
+		lo := max(0, i-limit/2)
+		out = in[lo:min(len(in), lo+limit)]
+	default:
+		out = in[max(0, len(in)-limit):]
+	}
+	out = slices.Clone(out)
+	slices.Reverse(out)
+	return out, nil
+}
+
+// cmpID orders snowflakes numerically.
+func cmpID(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
 }
 
 // payload is what the fake reads of a message create or edit.
@@ -394,6 +461,9 @@ func (s *Server) newMessageLocked(req *Request, channelID string, author *discor
 	m := &discordgo.Message{
 		ID: s.newIDLocked(), ChannelID: channelID, Author: author, Timestamp: time.Now().UTC(),
 		Flags: p.Flags, MessageReference: p.Reference, Attachments: s.attachmentsLocked(req.Files),
+	}
+	if p.Reference != nil {
+		m.Type = discordgo.MessageTypeReply
 	}
 	if p.Content != nil {
 		m.Content = *p.Content

@@ -199,6 +199,13 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		if m.BotID != BotID {
 			return http.StatusOK, failed("cant_update_message")
 		}
+		meta, set, ok := metadataOf(c)
+		if !ok {
+			return http.StatusOK, failed("invalid_metadata_format")
+		}
+		if set {
+			m.Metadata = meta
+		}
 		m.Text = c.Get("text")
 		m.Edits++
 		return http.StatusOK, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text}
@@ -254,12 +261,57 @@ func (s *Server) postMessageLocked(c Call) (int, map[string]any) {
 	if c.Get("text") == "" && c.Get("blocks") == "" {
 		return http.StatusOK, failed("no_text")
 	}
-	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: BotUserID, BotID: BotID, Text: c.Get("text")}
+	meta, _, ok := metadataOf(c)
+	if !ok {
+		return http.StatusOK, failed("invalid_metadata_format")
+	}
+	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: BotUserID, BotID: BotID, Text: c.Get("text"), Metadata: meta}
 	if m.ThreadTS != "" && s.findLocked(ch, m.ThreadTS) == nil {
 		return http.StatusOK, failed("thread_not_found")
 	}
 	s.putLocked(m)
 	return http.StatusOK, map[string]any{"ok": true, "channel": ch, "ts": m.TS, "message": m}
+}
+
+// metadataOf reads a call's "metadata": set reports whether it was sent
+// (an empty object removes the metadata: meta is nil), ok whether it was
+// well-formed (an event_type and an object payload).
+func metadataOf(c Call) (meta *Metadata, set, ok bool) {
+	raw := c.Get("metadata")
+	if raw == "" {
+		return nil, false, true
+	}
+	var m struct {
+		EventType    *string         `json:"event_type"`
+		EventPayload json.RawMessage `json:"event_payload"`
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, true, false
+	}
+	if m.EventType == nil && m.EventPayload == nil {
+		return nil, true, true
+	}
+	meta = &Metadata{}
+	if m.EventType == nil || *m.EventType == "" || json.Unmarshal(m.EventPayload, &meta.EventPayload) != nil || meta.EventPayload == nil {
+		return nil, true, false
+	}
+	meta.EventType = *m.EventType
+	return meta, true, true
+}
+
+// listed is msgs as conversations.history and .replies return them: their
+// metadata only with include_all_metadata.
+func listed(c Call, msgs []*Message) []*Message {
+	if c.Get("include_all_metadata") == "1" || c.Get("include_all_metadata") == "true" {
+		return msgs
+	}
+	out := make([]*Message, len(msgs))
+	for i, m := range msgs {
+		cp := *m
+		cp.Metadata = nil
+		out[i] = &cp
+	}
+	return out
 }
 
 func (s *Server) reactLocked(c Call) (int, map[string]any) {
@@ -308,7 +360,7 @@ func (s *Server) historyLocked(c Call) (int, map[string]any) {
 		}
 		out = append(out, m)
 	}
-	return http.StatusOK, map[string]any{"ok": true, "messages": out, "has_more": false}
+	return http.StatusOK, map[string]any{"ok": true, "messages": listed(c, out), "has_more": false}
 }
 
 func (s *Server) repliesLocked(c Call) (int, map[string]any) {
@@ -327,7 +379,7 @@ func (s *Server) repliesLocked(c Call) (int, map[string]any) {
 			out = append(out, x)
 		}
 	}
-	return http.StatusOK, map[string]any{"ok": true, "messages": out, "has_more": false}
+	return http.StatusOK, map[string]any{"ok": true, "messages": listed(c, out), "has_more": false}
 }
 
 func (s *Server) completeUploadLocked(c Call) (int, map[string]any) {

@@ -140,10 +140,10 @@ func (s *Server) waitFor(ctx context.Context, what string, check func() bool) er
 	return nil
 }
 
-// newTSLocked returns a fresh message timestamp ("1700000000.000101"),
-// starting at the time the server started.
+// newTSLocked returns a fresh message timestamp ("1700000000.000101"):
+// the time now, or just after the last one.
 func (s *Server) newTSLocked() string {
-	s.nextTS++
+	s.nextTS = max(s.nextTS+1, time.Now().UnixMicro())
 	return fmt.Sprintf("%d.%06d", s.nextTS/1_000_000, s.nextTS%1_000_000)
 }
 
@@ -163,16 +163,26 @@ func (s *Server) NewID(prefix string) string {
 
 // Message is a message in a channel.
 type Message struct {
-	Channel   string   `json:"-"`
-	TS        string   `json:"ts"`
-	ThreadTS  string   `json:"thread_ts,omitempty"`
-	User      string   `json:"user,omitempty"`
-	BotID     string   `json:"bot_id,omitempty"`
-	SubType   string   `json:"subtype,omitempty"`
-	Text      string   `json:"text"`
-	Reactions []string `json:"-"`
+	Channel  string `json:"-"`
+	TS       string `json:"ts"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	User     string `json:"user,omitempty"`
+	BotID    string `json:"bot_id,omitempty"`
+	SubType  string `json:"subtype,omitempty"`
+	Text     string `json:"text"`
+	// Metadata is the message metadata its app attached (chat.postMessage
+	// or chat.update "metadata"); conversations.history and .replies return
+	// it only with include_all_metadata.
+	Metadata  *Metadata `json:"metadata,omitempty"`
+	Reactions []string  `json:"-"`
 	// Edits counts chat.update calls on this message.
 	Edits int `json:"-"`
+}
+
+// Metadata is Slack's message metadata.
+type Metadata struct {
+	EventType    string         `json:"event_type"`
+	EventPayload map[string]any `json:"event_payload"`
 }
 
 // PutMessage stores a message the way Slack would have after a user (or

@@ -215,3 +215,47 @@ func TestAutoRedelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMessageMetadata(t *testing.T) {
+	s, api, ctx := setup(t, fakeslack.Options{})
+	parent := s.PutMessage(fakeslack.Message{Channel: "C1", User: "U1", Text: "hi"})
+	meta := slack.SlackMetadata{EventType: "runblock_reply", EventPayload: map[string]any{"source_ts": parent.TS}}
+	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("reply", false), slack.MsgOptionTS(parent.TS), slack.MsgOptionMetadata(meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := func(all bool) slack.Message {
+		t.Helper()
+		msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: parent.TS, IncludeAllMetadata: all})
+		if err != nil || len(msgs) != 2 || msgs[1].Timestamp != ts {
+			t.Fatalf("conversations.replies = %+v, %v", msgs, err)
+		}
+		return msgs[1]
+	}
+	if got := replies(true).Metadata; got.EventType != "runblock_reply" || got.EventPayload["source_ts"] != parent.TS {
+		t.Fatalf("metadata with include_all_metadata = %+v", got)
+	}
+	if got := replies(false).Metadata; got.EventType != "" || got.EventPayload != nil {
+		t.Fatalf("metadata without include_all_metadata = %+v, want none", got)
+	}
+
+	// chat.update without metadata keeps it; with new metadata replaces it.
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText("edited", false)); err != nil {
+		t.Fatal(err)
+	}
+	if got := replies(true).Metadata; got.EventPayload["source_ts"] != parent.TS {
+		t.Fatalf("metadata after an update without it = %+v", got)
+	}
+	meta.EventPayload["reaction"] = "x"
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText("again", false), slack.MsgOptionMetadata(meta)); err != nil {
+		t.Fatal(err)
+	}
+	if got := replies(true).Metadata; got.EventPayload["reaction"] != "x" {
+		t.Fatalf("metadata after an update with it = %+v", got)
+	}
+
+	_, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText("bad", false), slack.MsgOptionMetadata(slack.SlackMetadata{EventPayload: map[string]any{}}))
+	if err == nil || err.Error() != "invalid_metadata_format" {
+		t.Fatalf("metadata without event_type: %v, want invalid_metadata_format", err)
+	}
+}

@@ -78,11 +78,14 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	hello := map[string]any{"type": "hello", "num_connections": 1,
 		"debug_info":      map[string]any{"host": "fakeslack", "approximate_connection_time": 3600},
 		"connection_info": map[string]any{"app_id": AppID}}
+	// hello and the connection going live are one step: a client that has
+	// seen hello finds the connection live (Disconnect, Drop).
+	s.mu.Lock()
 	if c.write(hello) != nil {
+		s.mu.Unlock()
 		s.drop(c)
 		return
 	}
-	s.mu.Lock()
 	s.conn = c
 	s.conns++
 	pending := s.pending

@@ -1,5 +1,6 @@
 // Package httpserver serves runblock's operational endpoints: /healthz,
-// /readyz, /metrics and, for the Slack Events API, /slack/.
+// /readyz, /metrics, for the Slack Events API /slack/ and, in
+// `runblock executor`, the execute API.
 package httpserver
 
 import (
@@ -21,6 +22,17 @@ type Readiness struct {
 	// Adapters maps each configured adapter to whether it is connected.
 	Adapters map[string]bool `json:"adapters"`
 	Draining bool            `json:"draining,omitempty"`
+	// Load is the executor service's capacity and queue (`runblock
+	// executor`); remote runners balance on it.
+	Load *Load `json:"load,omitempty"`
+}
+
+// Load is an executor service's capacity and how much of it is in use.
+type Load struct {
+	Capacity  int `json:"capacity"`   // runs at once
+	Running   int `json:"running"`    // runs now
+	Queued    int `json:"queued"`     // jobs waiting
+	QueueSize int `json:"queue_size"` // jobs that may wait
 }
 
 // Config configures the Server.
@@ -32,7 +44,11 @@ type Config struct {
 	Readiness func() Readiness
 	// Slack, when set, serves everything under /slack/ (the Events API and
 	// interactivity endpoints).
-	Slack  http.Handler
+	Slack http.Handler
+	// API, when set, serves every other path (the execute API of `runblock
+	// executor`). Its handlers set their own write deadlines, as a run may
+	// wait in the queue longer than WriteTimeout.
+	API    http.Handler
 	Logger *slog.Logger
 }
 
@@ -63,6 +79,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Slack != nil {
 		mux.Handle("/slack/", cfg.Slack)
+	}
+	if cfg.API != nil {
+		mux.Handle("/", cfg.API)
 	}
 	s.srv = &http.Server{
 		Handler:           mux,

@@ -1,0 +1,486 @@
+// Package remote runs snippets on `runblock executor` services over their
+// native API (POST /v1/run): it implements executor.Runner for a bot whose
+// sandboxes live elsewhere, such as executor pods behind a headless
+// Kubernetes Service.
+//
+// Each configured URL is one executor, or, when its host is a name, one
+// executor per address the name resolves to, re-resolved periodically. A
+// run goes to the least-loaded healthy executor (its /readyz load and this
+// runner's own runs in flight); a full one (429) or a draining one (503) is
+// skipped; one that dies mid-run costs one retry on another, which is safe
+// as a run has no effect outside its sandbox. Otherwise the run fails with
+// executor.ErrUnavailable: "executor unavailable, try again".
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/internal/httpserver"
+)
+
+// Defaults.
+const (
+	DefaultRefresh        = 5 * time.Second
+	DefaultAttemptTimeout = 2 * time.Minute
+	// downFor keeps an executor that failed out of the choice until the next
+	// refresh finds it ready, or this long.
+	downFor = 10 * time.Second
+)
+
+// Config configures the Runner.
+type Config struct {
+	// URLs are the executors' base URLs (RUNBLOCK_EXECUTOR_URL), such as
+	// http://runblock-executor:8080; an http URL whose host is a name
+	// stands for every address it resolves to.
+	URLs []string
+	// Token is sent as the bearer token (RUNBLOCK_API_TOKEN).
+	Token string
+	// Resolve looks a host name up; nil is net.DefaultResolver.LookupHost.
+	Resolve func(ctx context.Context, host string) ([]string, error)
+	// Refresh is how often names are re-resolved and /readyz polled.
+	Refresh time.Duration
+	// AttemptTimeout bounds one attempt on one executor, queueing included,
+	// so that an executor cut off without a reset cannot hang a run.
+	AttemptTimeout time.Duration
+	Client         *http.Client     // nil: a client of the runner's own
+	Now            func() time.Time // nil: time.Now
+	Logger         *slog.Logger
+}
+
+// Runner sends runs to remote executors. It implements executor.Runner.
+type Runner struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	now    func() time.Time
+	bases  []*url.URL
+
+	mu         sync.Mutex
+	endpoints  map[string]*endpoint // by base URL
+	rotate     int
+	capacity   int       // last reported to onCapacity
+	onCapacity func(int) // see OnCapacity
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// endpoint is one executor.
+type endpoint struct {
+	base      string
+	source    string // the configured URL it came from
+	ready     bool
+	polled    bool
+	load      httpserver.Load
+	inflight  int
+	downUntil time.Time
+}
+
+// New resolves the URLs, polls every executor once and starts refreshing
+// them in the background. It fails when no URL is valid; executors not yet
+// ready are not an error (Capacity tells).
+func New(ctx context.Context, cfg Config) (*Runner, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("remote: no executor URL")
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if cfg.Resolve == nil {
+		cfg.Resolve = net.DefaultResolver.LookupHost
+	}
+	r := &Runner{cfg: cfg, log: cfg.Logger, client: cfg.Client, now: cfg.Now, endpoints: map[string]*endpoint{}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.client == nil {
+		r.client = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	}
+	for _, s := range cfg.URLs {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("remote: executor URL %q: give http://host:port", s)
+		}
+		u.Path = ""
+		r.bases = append(r.bases, u)
+	}
+	r.Refresh(ctx)
+	loop, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	r.wg.Go(func() { r.refreshLoop(loop) })
+	return r, nil
+}
+
+// Close stops the background refresh. Runs in flight go on until their
+// contexts end.
+func (r *Runner) Close() error {
+	r.stop()
+	r.wg.Wait()
+	r.client.CloseIdleConnections()
+	return nil
+}
+
+func (r *Runner) refreshLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Refresh(ctx)
+		}
+	}
+}
+
+// Refresh re-resolves the URLs and polls every executor's /readyz now.
+func (r *Runner) Refresh(ctx context.Context) {
+	seen := map[string]string{}
+	for _, u := range r.bases {
+		for _, b := range r.expand(ctx, u) {
+			seen[b] = u.String()
+		}
+	}
+	r.mu.Lock()
+	for b, src := range seen {
+		if r.endpoints[b] == nil {
+			r.endpoints[b] = &endpoint{base: b, source: src}
+			r.log.Info("executor found", "url", b)
+		}
+	}
+	for b, e := range r.endpoints {
+		if _, ok := seen[b]; !ok && e.inflight == 0 {
+			delete(r.endpoints, b)
+			r.log.Info("executor gone", "url", b)
+		}
+	}
+	bases := make([]string, 0, len(r.endpoints))
+	for b := range r.endpoints {
+		bases = append(bases, b)
+	}
+	r.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, b := range bases {
+		wg.Go(func() { r.poll(ctx, b) })
+	}
+	wg.Wait()
+	r.reportCapacity()
+}
+
+// OnCapacity makes the runner call f with the ready executors' total
+// capacity whenever a refresh finds it changed (and not zero): the bot's
+// scheduler runs as many jobs at once as the executors take.
+func (r *Runner) OnCapacity(f func(n int)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onCapacity = f
+}
+
+func (r *Runner) reportCapacity() {
+	n := r.Capacity()
+	r.mu.Lock()
+	f, changed := r.onCapacity, n != r.capacity && n > 0
+	if changed {
+		r.capacity = n
+	}
+	r.mu.Unlock()
+	if f != nil && changed {
+		r.log.Info("executors' capacity changed", "capacity", n)
+		f(n)
+	}
+}
+
+// expand returns the executor base URLs u stands for. A name that does not
+// resolve keeps the executors it had.
+func (r *Runner) expand(ctx context.Context, u *url.URL) []string {
+	host, port := u.Hostname(), u.Port()
+	if u.Scheme != "http" || net.ParseIP(host) != nil {
+		return []string{u.String()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := r.cfg.Resolve(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		r.log.Warn("resolving executors failed; keeping the ones known", "host", host, "err", err)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var kept []string
+		for b, e := range r.endpoints {
+			if e.source == u.String() {
+				kept = append(kept, b)
+			}
+		}
+		return kept
+	}
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		v := *u
+		v.Host = a
+		if port != "" {
+			v.Host = net.JoinHostPort(a, port)
+		}
+		out = append(out, v.String())
+	}
+	return out
+}
+
+// poll reads one executor's /readyz.
+func (r *Runner) poll(ctx context.Context, base string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var rd httpserver.Readiness
+	err := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := r.client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&rd); err != nil {
+			return fmt.Errorf("/readyz: %w", err)
+		}
+		if rd.Load == nil || rd.Load.Capacity <= 0 {
+			return fmt.Errorf("/readyz reports no capacity: not a runblock executor?")
+		}
+		return nil
+	}()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.endpoints[base]
+	if e == nil {
+		return
+	}
+	was := e.ready && e.polled
+	e.polled = true
+	e.ready = err == nil && rd.Ready
+	if err == nil {
+		e.load = *rd.Load
+	}
+	if e.ready {
+		e.downUntil = time.Time{}
+	}
+	switch {
+	case e.ready && !was:
+		r.log.Info("executor ready", "url", base, "capacity", e.load.Capacity)
+	case !e.ready && was:
+		r.log.Warn("executor not ready", "url", base, "err", err, "draining", rd.Draining)
+	}
+}
+
+// Capacity is the runs the ready executors take at once.
+func (r *Runner) Capacity() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.endpoints {
+		if e.ready {
+			n += e.load.Capacity
+		}
+	}
+	return n
+}
+
+// pick returns the least-loaded executor not in tried, counting the run in
+// its load; nil when none is left. Ready executors come first; the others
+// (not polled ready, not marked down) are tried after them.
+func (r *Runner) pick(tried map[string]bool) *endpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var best *endpoint
+	var bestLoad float64
+	bestReady := false
+	cands := make([]*endpoint, 0, len(r.endpoints))
+	for _, e := range r.endpoints {
+		cands = append(cands, e)
+	}
+	slices.SortFunc(cands, func(a, b *endpoint) int { return strings.Compare(a.base, b.base) })
+	r.rotate++
+	for i := range cands {
+		e := cands[(i+r.rotate)%len(cands)]
+		if tried[e.base] || now.Before(e.downUntil) {
+			continue
+		}
+		load := float64(e.inflight+e.load.Queued) / float64(max(e.load.Capacity, 1))
+		if best == nil || (e.ready && !bestReady) || (e.ready == bestReady && load < bestLoad) {
+			best, bestLoad, bestReady = e, load, e.ready
+		}
+	}
+	if best != nil {
+		best.inflight++
+	}
+	return best
+}
+
+// done ends a run's count on e; down takes e out of the choice until a
+// poll finds it ready again.
+func (r *Runner) done(e *endpoint, down bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.inflight--
+	if down {
+		e.ready = false
+		e.downUntil = r.now().Add(downFor)
+	}
+}
+
+// outcome classifies an attempt.
+type outcome int
+
+const (
+	ran     outcome = iota // the executor answered the run
+	skipped                // full, draining or unreachable: nothing ran
+	died                   // the executor went away mid-run
+	refused                // the executor refused the request itself
+)
+
+// Run runs req on an executor, as described in the package comment.
+func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
+	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes}
+	for _, f := range req.Files {
+		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
+	}
+	body, err := json.Marshal(rr)
+	if err != nil {
+		return executor.Result{}, &executor.Error{Code: executor.ErrInternal, Message: "encoding the run", Err: err}
+	}
+	tried := map[string]bool{}
+	deaths := 0
+	var full *executor.Error
+	var last error
+	for {
+		e := r.pick(tried)
+		if e == nil {
+			if full != nil {
+				return executor.Result{}, full
+			}
+			return executor.Result{}, r.unavailable(last)
+		}
+		tried[e.base] = true
+		res, out, err := r.attempt(ctx, e.base, body)
+		if ctx.Err() != nil {
+			// The caller gave up: no word on the executor.
+			r.done(e, false)
+			return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
+		}
+		r.done(e, out == skipped && !isBusy(err) || out == died)
+		switch out {
+		case ran:
+			return res, nil
+		case refused:
+			return executor.Result{}, err
+		case skipped:
+			if isBusy(err) {
+				errors.As(err, &full)
+			}
+			last = err
+			r.log.Debug("executor skipped", "url", e.base, "err", err)
+		case died:
+			last = err
+			deaths++
+			r.log.Warn("executor failed mid-run", "url", e.base, "err", err, "retrying", deaths == 1)
+			if deaths > 1 {
+				return executor.Result{}, r.unavailable(err)
+			}
+		}
+	}
+}
+
+// unavailable is the error of a run no executor could take: worth trying
+// again once the next refresh has looked for executors.
+func (r *Runner) unavailable(err error) *executor.Error {
+	return &executor.Error{Code: executor.ErrUnavailable, Message: "executor unavailable, try again", RetryAfter: r.cfg.Refresh, Err: err}
+}
+
+func isBusy(err error) bool { return executor.ErrorCode(err) == executor.ErrBusy }
+
+// attempt posts one run to one executor.
+func (r *Runner) attempt(ctx context.Context, base string, body []byte) (executor.Result, outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.AttemptTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/run", bytes.NewReader(body))
+	if err != nil {
+		return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: "building the request", Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if r.cfg.Token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+	}
+	resp, err := r.client.Do(hreq)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return executor.Result{}, skipped, fmt.Errorf("%s: %w", base, err)
+		}
+		return executor.Result{}, died, fmt.Errorf("%s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return executor.Result{}, died, fmt.Errorf("%s: reading the answer: %w", base, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		var rr api.RunResponse
+		if err := json.Unmarshal(b, &rr); err != nil {
+			return executor.Result{}, died, fmt.Errorf("%s: the answer is not a result: %w", base, err)
+		}
+		res := rr.Result
+		res.Duration = time.Duration(res.DurationMS) * time.Millisecond
+		res.TimeoutLimit = time.Duration(rr.TimeoutLimitMS) * time.Millisecond
+		return res, ran, nil
+	}
+	var er api.ErrorResponse
+	_ = json.Unmarshal(b, &er)
+	msg := er.Error
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		e := executor.Errorf(executor.ErrBusy, "every executor is busy")
+		if s, err := time.ParseDuration(resp.Header.Get("Retry-After") + "s"); err == nil {
+			e.RetryAfter = s
+		}
+		return executor.Result{}, skipped, e
+	case http.StatusServiceUnavailable:
+		return executor.Result{}, skipped, fmt.Errorf("%s: %s", base, msg)
+	case http.StatusRequestEntityTooLarge:
+		return executor.Result{}, refused, executor.Errorf(executor.ErrTooLarge, "%s", msg)
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		// The executor failed, not the request: worth the one retry.
+		return executor.Result{}, died, fmt.Errorf("%s: %d %s", base, resp.StatusCode, msg)
+	}
+	r.log.Error("executor refused the run", "url", base, "status", resp.StatusCode, "err", msg)
+	return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", resp.StatusCode, msg)}
+}

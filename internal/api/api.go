@@ -1,0 +1,278 @@
+// Package api is the execute API of `runblock executor`: a native endpoint
+// (POST /v1/run), a snekbox-compatible one (POST /eval) and a
+// Piston-compatible one (POST /api/v2/execute, GET /api/v2/runtimes), every
+// run going through the executor's Scheduler, one client one "user" of its
+// fairness order.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// Submitter is what the API needs of the executor's Scheduler.
+type Submitter interface {
+	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+// Config configures the Handler.
+type Config struct {
+	Scheduler Submitter
+	// Tokens are the accepted bearer tokens (RUNBLOCK_API_TOKEN, a comma
+	// list); each is one client of the fairness order. None: no
+	// authentication, for a loopback-only listener (see CheckListener).
+	Tokens []string
+	// Timeout and MemoryBytes are the server's limits: the default of a
+	// request, and the most it may ask for.
+	Timeout     time.Duration
+	MemoryBytes int64
+	// MaxCodeBytes caps code + stdin + files of a request.
+	MaxCodeBytes int64
+	// PythonVersion is the interpreter's version, such as "3.13.5".
+	PythonVersion string
+	// Draining reports that the service is shutting down (503).
+	Draining func() bool
+	Logger   *slog.Logger
+}
+
+// Handler serves the execute API.
+type Handler struct {
+	cfg    Config
+	log    *slog.Logger
+	lim    limits
+	tokens []token
+	mux    *http.ServeMux
+}
+
+type token struct {
+	hash [sha256.Size]byte
+	id   string // client key: a hash prefix, never the token
+}
+
+// New returns the API's handler.
+func New(cfg Config) *Handler {
+	h := &Handler{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.cfg.Draining == nil {
+		h.cfg.Draining = func() bool { return false }
+	}
+	h.lim = limits{maxTimeout: cfg.Timeout, maxMemory: cfg.MemoryBytes, maxBytes: cfg.MaxCodeBytes}
+	for _, t := range cfg.Tokens {
+		sum := sha256.Sum256([]byte(t))
+		h.tokens = append(h.tokens, token{hash: sum, id: "token:" + hex.EncodeToString(sum[:4])})
+	}
+	h.mux.Handle("POST /v1/run", h.endpoint(nativeErrors, h.native))
+	h.mux.Handle("POST /eval", h.endpoint(snekboxErrors, h.snekbox))
+	for _, prefix := range []string{"/api/v2", "/api/v2/piston"} {
+		h.mux.Handle("POST "+prefix+"/execute", h.endpoint(pistonErrors, h.piston))
+		h.mux.Handle("GET "+prefix+"/runtimes", h.endpoint(pistonErrors, h.runtimes))
+	}
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// CheckListener refuses to serve without a token on anything but a
+// loopback address: anyone who reaches the port could run code.
+func CheckListener(addr string, tokens []string) error {
+	if len(tokens) > 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve the execute API on %q without RUNBLOCK_API_TOKEN: set a token, or listen on 127.0.0.1 only", addr)
+}
+
+// apiError is an error answered with an HTTP status.
+type apiError struct {
+	status     int
+	message    string
+	retryAfter time.Duration
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...)}
+}
+
+// errorWriter writes an error in an endpoint's own format.
+type errorWriter func(w http.ResponseWriter, status int, message string)
+
+// handlerFunc is an endpoint: it answers, or returns the error to answer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, client string) error
+
+// endpoint wraps fn with authentication, draining, the body cap and error
+// answers in the endpoint's format.
+func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client, ok := h.client(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runblock"`)
+			writeErr(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN)")
+			return
+		}
+		if h.cfg.Draining() {
+			w.Header().Set("Retry-After", "1")
+			writeErr(w, http.StatusServiceUnavailable, "the executor is shutting down, try another one")
+			return
+		}
+		// A run may wait in the queue: the server's WriteTimeout must not cut it.
+		if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+			h.log.Debug("clearing write deadline", "err", err)
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody())
+		err := fn(w, r, client)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = h.runError(err)
+		}
+		if ae.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.retryAfter.Seconds()))))
+		}
+		if ae.status >= 500 && ae.status != http.StatusServiceUnavailable {
+			h.log.Error("api request failed", "path", r.URL.Path, "client", client, "err", err)
+		} else {
+			h.log.Debug("api request refused", "path", r.URL.Path, "client", client, "status", ae.status, "err", ae.message)
+		}
+		writeErr(w, ae.status, ae.message)
+	})
+}
+
+// maxBody caps a request body: the code, stdin and files, JSON-escaped
+// (up to 6 bytes a byte for control characters), plus room for the rest.
+func (h *Handler) maxBody() int64 { return 6*h.lim.maxBytes + 64<<10 }
+
+// client authenticates r and returns its key in the fairness order: the
+// token's identity, or the remote address when no token is configured.
+func (h *Handler) client(r *http.Request) (string, bool) {
+	if len(h.tokens) == 0 {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		return "addr:" + host, true
+	}
+	auth := r.Header.Get("Authorization")
+	if scheme, rest, ok := strings.Cut(auth, " "); ok && strings.EqualFold(scheme, "Bearer") {
+		auth = rest
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(auth)))
+	for _, t := range h.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t.hash[:]) == 1 {
+			return t.id, true
+		}
+	}
+	return "", false
+}
+
+// decode reads r's JSON body into v, whatever its Content-Type (some
+// clients send none). strict rejects unknown fields.
+func decode(r *http.Request, v any, strict bool) error {
+	dec := json.NewDecoder(r.Body)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			return badRequest("the body must be one JSON object, with nothing after it")
+		}
+		return nil
+	}
+	var tooLarge *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body is over the limit of %d bytes", tooLarge.Limit)}
+	case errors.Is(err, io.EOF):
+		return badRequest("the body is empty: send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("the body is not valid JSON: it ends early")
+	case errors.As(err, &syntax):
+		return badRequest("the body is not valid JSON (at byte %d): %v", syntax.Offset, err)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return badRequest("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		}
+		return badRequest("the body must be a JSON object, not %s", typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return badRequest("the body is not a valid request: %v", err)
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "bool":
+		return "true or false"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number"
+	}
+	return "a number"
+}
+
+// submit runs req as client's job through the scheduler.
+func (h *Handler) submit(r *http.Request, client string, req executor.Request) (executor.Result, error) {
+	return h.cfg.Scheduler.Submit(r.Context(), executor.Job{User: client, Request: req})
+}
+
+// runError maps an executor error to its HTTP answer.
+func (h *Handler) runError(err error) *apiError {
+	var e *executor.Error
+	if !errors.As(err, &e) {
+		return &apiError{status: http.StatusInternalServerError, message: "internal error"}
+	}
+	switch e.Code {
+	case executor.ErrBusy, executor.ErrRateLimited:
+		return &apiError{status: http.StatusTooManyRequests, message: e.Message, retryAfter: max(e.RetryAfter, time.Second)}
+	case executor.ErrTooLarge:
+		return &apiError{status: http.StatusRequestEntityTooLarge, message: e.Message}
+	case executor.ErrShutdown, executor.ErrUnavailable:
+		return &apiError{status: http.StatusServiceUnavailable, message: e.Message, retryAfter: time.Second}
+	case executor.ErrCanceled:
+		return &apiError{status: 499, message: "the request was cancelled"}
+	}
+	return &apiError{status: http.StatusInternalServerError, message: "internal error"}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

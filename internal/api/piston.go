@@ -1,0 +1,168 @@
+package api
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// pistonRequest is the body of Piston's POST /api/v2/execute. Compile
+// settings are accepted and ignored: Python has no compile stage.
+type pistonRequest struct {
+	Language string `json:"language"`
+	Version  string `json:"version"`
+	Files    []struct {
+		Name     string `json:"name"`
+		Content  string `json:"content"`
+		Encoding string `json:"encoding"` // "utf8" (default), "base64" or "hex"
+	} `json:"files"`
+	Stdin          string   `json:"stdin"`
+	Args           []string `json:"args"`
+	RunTimeout     *float64 `json:"run_timeout"`      // ms; -1 or absent: the server's limit
+	RunMemoryLimit *float64 `json:"run_memory_limit"` // bytes; -1 or absent: the server's limit
+}
+
+type pistonResponse struct {
+	Language string    `json:"language"`
+	Version  string    `json:"version"`
+	Run      pistonRun `json:"run"`
+}
+
+// pistonRun is one stage's outcome: code is null when a signal ended the
+// run; status is Piston's short reason (TO timeout, SG signal, RE runtime
+// error, OL output limit), null on success.
+type pistonRun struct {
+	Stdout   string  `json:"stdout"`
+	Stderr   string  `json:"stderr"`
+	Output   string  `json:"output"`
+	Code     *int    `json:"code"`
+	Signal   *string `json:"signal"`
+	Message  *string `json:"message"`
+	Status   *string `json:"status"`
+	WallTime int64   `json:"wall_time"`
+}
+
+type pistonRuntime struct {
+	Language string   `json:"language"`
+	Version  string   `json:"version"`
+	Aliases  []string `json:"aliases"`
+	Runtime  string   `json:"runtime,omitempty"`
+}
+
+var pythonAliases = []string{"py", "py3", "python3"}
+
+func pistonErrors(w http.ResponseWriter, status int, message string) {
+	writeJSON(w, status, map[string]string{"message": message})
+}
+
+func (h *Handler) runtimes(w http.ResponseWriter, _ *http.Request, _ string) error {
+	writeJSON(w, http.StatusOK, []pistonRuntime{{Language: "python", Version: h.cfg.PythonVersion, Aliases: pythonAliases}})
+	return nil
+}
+
+// servesVersion reports whether a requested Piston version selector can be
+// served by our python: "*", empty, or any Python 3 version (clients pin
+// the version the public Piston had; the answer names ours).
+func (h *Handler) servesVersion(v string) bool {
+	v = strings.TrimSpace(v)
+	return v == "" || v == "*" || v == "x" || v == "3" || strings.HasPrefix(v, "3.") || strings.HasPrefix(v, "^3") || strings.HasPrefix(v, "~3")
+}
+
+func (h *Handler) piston(w http.ResponseWriter, r *http.Request, client string) error {
+	var body pistonRequest
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	lang := strings.ToLower(body.Language)
+	if lang == "" {
+		return badRequest("language is required")
+	}
+	if (lang != "python" && !slices.Contains(pythonAliases, lang)) || !h.servesVersion(body.Version) {
+		return badRequest("%s-%s runtime is unknown", body.Language, body.Version)
+	}
+	if len(body.Files) == 0 {
+		return badRequest("files is required as an array with at least one file")
+	}
+	if len(body.Files) > maxFiles {
+		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
+	}
+	p := program{mode: "file", stdin: body.Stdin}
+	for i, f := range body.Files {
+		name := f.Name
+		if name == "" {
+			name = fmt.Sprintf("file%d.code", i)
+		}
+		if err := checkPath(name); err != nil {
+			return badRequest("%v", err)
+		}
+		data, err := pistonContent(f.Content, f.Encoding)
+		if err != nil {
+			return badRequest("file %q: %v", name, err)
+		}
+		p.files = append(p.files, file{Path: name, Data: data})
+	}
+	p.target = p.files[0].Path
+	p.argv = append([]string{p.target}, body.Args...)
+	if t := body.RunTimeout; t != nil && *t > 0 {
+		p.timeout = time.Duration(*t * float64(time.Millisecond))
+	}
+	if m := body.RunMemoryLimit; m != nil && *m > 0 {
+		p.memory = int64(*m)
+	}
+	req, err := p.request(h.lim)
+	if err != nil {
+		return err
+	}
+	res, err := h.submit(r, client, req)
+	if err != nil {
+		return err
+	}
+	run := pistonRun{Stdout: res.Stdout, Stderr: res.Stderr, Output: res.Stdout + res.Stderr, WallTime: res.DurationMS}
+	status := ""
+	switch {
+	case res.Timeout:
+		status = "TO"
+	case res.Signal != "":
+		status = "SG"
+	case res.OutputLimit:
+		status = "OL"
+	case !res.Success:
+		status = "RE"
+	}
+	if res.Timeout || res.Signal != "" {
+		sig := res.Signal
+		if sig == "" {
+			sig = "SIGKILL"
+		}
+		run.Signal = &sig
+	} else {
+		code := res.ExitCode
+		run.Code = &code
+	}
+	if status != "" {
+		run.Status = &status
+	}
+	if res.Timeout {
+		msg := fmt.Sprintf("timed out after %s", res.TimeoutLimit)
+		run.Message = &msg
+	} else if res.MemoryExceeded {
+		msg := "memory limit exceeded"
+		run.Message = &msg
+	}
+	writeJSON(w, http.StatusOK, pistonResponse{Language: "python", Version: h.cfg.PythonVersion, Run: run})
+	return nil
+}
+
+func pistonContent(s, encoding string) ([]byte, error) {
+	if encoding == "hex" {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("content is not valid hex")
+		}
+		return b, nil
+	}
+	return content(s, encoding)
+}

@@ -1,0 +1,145 @@
+package api
+
+import (
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+//go:embed launch.py
+var launcher string
+
+// maxFiles bounds the files of one request.
+const maxFiles = 100
+
+// program is what one request runs: Python code, a file or a module, with
+// sys.argv and files put beside it in the work dir first.
+type program struct {
+	mode   string // "code", "file" or "module"
+	target string // the code, the file's path or the module's name
+	argv   []string
+	files  []file
+	stdin  string
+	// timeout and memory are the requested limits (0: the server's).
+	timeout time.Duration
+	memory  int64
+}
+
+// file is one input file, its path relative to the work dir.
+type file struct {
+	Path string `json:"path"`
+	Data []byte `json:"data"` // base64 in JSON
+}
+
+// limits are the server's caps on what a request may ask for.
+type limits struct {
+	maxTimeout time.Duration
+	maxMemory  int64
+	maxBytes   int64 // code + stdin + files
+}
+
+// minMemory is the least memory limit a request gets: below it the
+// interpreter cannot start, which would only read as a confusing failure.
+const minMemory = 32 << 20
+
+// request turns p into an executor.Request within lim. A plain snippet
+// goes as it is; files, argv, a script or a module go through the launcher.
+func (p program) request(lim limits) (executor.Request, error) {
+	n := int64(len(p.target) + len(p.stdin))
+	for _, f := range p.files {
+		n += int64(len(f.Data))
+	}
+	if n > lim.maxBytes {
+		return executor.Request{}, executor.Errorf(executor.ErrTooLarge,
+			"code, stdin and files are %d bytes, over the limit of %d bytes", n, lim.maxBytes)
+	}
+	req := executor.Request{Stdin: p.stdin, Timeout: p.timeout, MemoryBytes: p.memory}
+	if req.Timeout > lim.maxTimeout {
+		req.Timeout = lim.maxTimeout
+	}
+	if req.MemoryBytes > lim.maxMemory {
+		req.MemoryBytes = lim.maxMemory
+	}
+	if req.MemoryBytes > 0 && req.MemoryBytes < minMemory {
+		req.MemoryBytes = minMemory
+	}
+	if p.mode == "code" && len(p.files) == 0 && len(p.argv) == 1 {
+		req.Code = p.target
+		return req, nil
+	}
+	spec, err := json.Marshal(struct {
+		Files  []file   `json:"files"`
+		Argv   []string `json:"argv"`
+		Mode   string   `json:"mode"`
+		Target string   `json:"target"`
+	}{p.files, p.argv, p.mode, p.target})
+	if err != nil {
+		return executor.Request{}, err
+	}
+	req.Code = launcher + "\n_runblock_launch(\"" + base64.StdEncoding.EncodeToString(spec) + "\")\n"
+	// A sandbox that places files and arguments itself gets them too: the
+	// launcher then finds the files in place and leaves them untouched, so
+	// they do not come back as files the run wrote.
+	req.Args = p.argv[1:]
+	for _, f := range p.files {
+		req.Files = append(req.Files, executor.File{Path: f.Path, Size: int64(len(f.Data)), Content: f.Data})
+	}
+	return req, nil
+}
+
+// checkPath validates an input file's path: relative, inside the work dir.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("a file has an empty path")
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("file path %q contains a NUL byte", p)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("file path %q must be relative to the work dir", p)
+	case path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == "..":
+		return fmt.Errorf("file path %q must be a clean path inside the work dir (no .., no //)", p)
+	}
+	return nil
+}
+
+// pythonArgs parses a python command line (without the executable) into a
+// program: -c CODE, -m MODULE or FILE, then the script's arguments. Options
+// that change nothing here (-u, -B, -E, -s, -S, -I, -q, -O, -W x, -X x) are
+// accepted and ignored.
+func pythonArgs(args []string) (program, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-c" || a == "-m":
+			if i+1 >= len(args) {
+				return program{}, fmt.Errorf("python option %s needs an argument", a)
+			}
+			if a == "-c" {
+				return program{mode: "code", target: args[i+1], argv: append([]string{"-c"}, args[i+2:]...)}, nil
+			}
+			return program{mode: "module", target: args[i+1], argv: append([]string{args[i+1]}, args[i+2:]...)}, nil
+		case a == "-W" || a == "-X":
+			i++
+		case strings.HasPrefix(a, "-c") && len(a) > 2:
+			return program{mode: "code", target: a[2:], argv: append([]string{"-c"}, args[i+1:]...)}, nil
+		case strings.HasPrefix(a, "-m") && len(a) > 2:
+			return program{mode: "module", target: a[2:], argv: append([]string{a[2:]}, args[i+1:]...)}, nil
+		case strings.HasPrefix(a, "-W") || strings.HasPrefix(a, "-X"):
+		case a == "-" || a == "--":
+			return program{}, fmt.Errorf("python reading its program from stdin is not supported: use -c CODE or a file")
+		case strings.HasPrefix(a, "-"):
+			if strings.Trim(a[1:], "uBEsSIqOb") != "" {
+				return program{}, fmt.Errorf("python option %s is not supported", a)
+			}
+		default:
+			return program{mode: "file", target: a, argv: args[i:]}, nil
+		}
+	}
+	return program{}, fmt.Errorf("args name no program: give [\"-c\", CODE], [\"-m\", MODULE, ...] or a file name")
+}
