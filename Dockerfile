@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# docker build -t runblock .
+# docker build -t runblock .                      # with numpy, pandas, matplotlib, scipy, sympy, networkx
+# docker build --target slim -t runblock:slim .   # the standard library only
 # docker run --rm --env-file .env -p 8080:8080 \
 #   --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
 #   --security-opt systempaths=unconfined runblock
@@ -20,9 +21,11 @@ COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/runblock .
 
-FROM debian:bookworm-slim
+# slim: python3 and the standard library. ca-certificates: with
+# --no-install-recommends nothing else brings it, and the bots speak HTTPS.
+FROM debian:bookworm-slim AS slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 \
+ && apt-get install -y --no-install-recommends python3 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --create-home --home-dir /home/runblock --shell /usr/sbin/nologin runblock
 COPY --from=build /out/runblock /usr/local/bin/runblock
@@ -37,3 +40,14 @@ EXPOSE 8080
 HEALTHCHECK --interval=60s --timeout=20s --start-period=10s --retries=3 CMD ["runblock", "doctor"]
 ENTRYPOINT ["runblock"]
 CMD ["serve"]
+
+# The default image: slim plus Debian's scientific stack, what snippets in
+# chat import (snekbox ships the same). matplotlib's font cache is built by
+# runblock at start-up, outside any snippet's time.
+FROM slim AS full
+USER root
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      python3-numpy python3-pandas python3-matplotlib python3-scipy python3-sympy python3-networkx \
+ && rm -rf /var/lib/apt/lists/*
+USER 10001:10001

@@ -176,7 +176,18 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 
-	final := stages[len(stages)-1]
+	// The final image's instructions: those of its stage and of the stages
+	// it is built FROM, base first.
+	stageOf := func(name string) int { return slices.Index(stageName, name) }
+	chain := func(i int) []instruction {
+		var out []instruction
+		for i >= 0 {
+			out = append(slices.Clone(stages[i]), out...)
+			i = stageOf(strings.Fields(stages[i][0].args)[0])
+		}
+		return out
+	}
+	final := chain(len(stages) - 1)
 	find := func(cmd string) []instruction {
 		var out []instruction
 		for _, in := range final {
@@ -215,6 +226,50 @@ func TestDockerfile(t *testing.T) {
 		}
 		if _, words := splitFlags(hc[0].args); len(words) < 2 || words[0] != "CMD" || !strings.Contains(strings.Join(words[1:], " "), "runblock") {
 			t.Errorf("HEALTHCHECK %q does not run runblock, the one tool the image is sure to have", hc[0].args)
+		}
+	})
+
+	installs := func(ins []instruction, pkg string) bool {
+		re := regexp.MustCompile(`apt-get install [^&]*(^|\s)` + regexp.QuoteMeta(pkg) + `(\s|$)`)
+		for _, in := range ins {
+			if in.cmd == "RUN" && re.MatchString(in.args) {
+				return true
+			}
+		}
+		return false
+	}
+	scientific := []string{"python3-numpy", "python3-pandas", "python3-matplotlib", "python3-scipy", "python3-sympy", "python3-networkx"}
+
+	t.Run("default image ships the scientific stack and CA certificates", func(t *testing.T) {
+		for _, pkg := range append([]string{"python3", "ca-certificates"}, scientific...) {
+			if !installs(final, pkg) {
+				t.Errorf("the default (last) stage does not install %s", pkg)
+			}
+		}
+	})
+
+	t.Run("slim target: runblock without the stack", func(t *testing.T) {
+		i := stageOf("slim")
+		if i < 0 {
+			t.Fatal("no stage named slim (docker build --target slim)")
+		}
+		slim := chain(i)
+		for _, pkg := range []string{"python3", "ca-certificates"} {
+			if !installs(slim, pkg) {
+				t.Errorf("slim does not install %s", pkg)
+			}
+		}
+		for _, pkg := range scientific {
+			if installs(slim, pkg) {
+				t.Errorf("slim installs %s", pkg)
+			}
+		}
+		var entry bool
+		for _, in := range slim {
+			entry = entry || in.cmd == "ENTRYPOINT" && in.args == `["runblock"]`
+		}
+		if !entry {
+			t.Error(`slim has no ENTRYPOINT ["runblock"]`)
 		}
 	})
 

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -67,7 +68,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "", "run every configured chat adapter (the console when no token is set)", config.All, runServe},
-		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] FILE|-", "run one snippet and print its whole output", config.Sandbox, runExec},
+		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] [--file PATH]... [--out DIR] FILE|-", "run one snippet, print its whole output and save the files it made", config.Sandbox, runExec},
 		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
 		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", config.Sandbox | config.Scheduler | config.HTTP | config.Remote, runExecutor},
 		{"bench", "[--json]", "measure bare python, the original and the executor side by side", config.Sandbox, runBench},
@@ -422,6 +423,12 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	timeout := fs.Duration("timeout", 0, "time limit such as 5s (default RUNBLOCK_TIMEOUT)")
 	memory := fs.String("memory", "", "memory limit such as 256MiB; a bare number is MiB (default RUNBLOCK_MEMORY)")
 	stdinFile := fs.String("stdin", "", "file whose content is the snippet's standard input")
+	var inputs []string
+	fs.Func("file", "put this file into the snippet's work dir under its base name (repeatable)", func(p string) error {
+		inputs = append(inputs, p)
+		return nil
+	})
+	outDir := fs.String("out", "", "save the files the snippet made here (default: a fresh directory, named on output)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -458,6 +465,17 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 			return fail(1, "input", err)
 		}
 	}
+	for _, p := range inputs {
+		content, err := readLimited(p, c.stdin, c.cfg.Executor.MaxFilesBytes)
+		if err != nil {
+			return fail(1, "input", err)
+		}
+		name, err := executor.CleanPath(filepath.Base(p))
+		if err != nil {
+			return fail(1, executor.ErrorCode(err), err)
+		}
+		req.Files = append(req.Files, executor.File{Path: name, Size: int64(len(content)), Content: []byte(content)})
+	}
 
 	ec := c.cfg.Executor
 	ec.Pool = 0
@@ -484,7 +502,51 @@ func runExec(ctx context.Context, c *cli, args []string) int {
 	}
 	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
 	fmt.Fprintln(c.stdout, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
+	if err := saveFiles(c.stdout, *outDir, res); err != nil {
+		fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+		return 1
+	}
 	return 0
+}
+
+// saveFiles writes the run's files under dir (a fresh directory when "")
+// and lists them, with those that did not come back.
+func saveFiles(w io.Writer, dir string, res executor.Result) error {
+	if len(res.Files) == 0 && len(res.FilesOmitted) == 0 {
+		return nil
+	}
+	if len(res.Files) > 0 {
+		var err error
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "runblock-files-")
+		} else {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return err
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		fmt.Fprintf(w, "files saved in %s:\n", dir)
+		for _, f := range res.Files {
+			if d := filepath.Dir(f.Path); d != "." {
+				if err := root.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := root.WriteFile(f.Path, f.Content, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  %s (%s, %d bytes)\n", f.Path, f.MIME, f.Size)
+		}
+	}
+	for _, f := range res.FilesOmitted {
+		fmt.Fprintf(w, "  not returned: %s (%s)\n", f.Path, f.Reason)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -643,6 +705,15 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 		}
 		fmt.Fprintln(stdout, line)
 	}
+	if len(rep.Packages) > 0 {
+		fmt.Fprintln(stdout, "packages:")
+		for _, p := range rep.Packages {
+			fmt.Fprintf(stdout, "  %-20s %s\n", p.Name, p.Version)
+		}
+	}
+	if rep.FontCache != "" {
+		fmt.Fprintf(stdout, "matplotlib font cache: %s\n", rep.FontCache)
+	}
 	return status
 }
 
@@ -659,6 +730,8 @@ func runBench(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&opts.SharedDir, "shared", "", "directory with reference/ and data/ (default ../shared)")
 	fs.BoolVar(&opts.SkipOriginal, "skip-original", false, "do not run the original seed_bench.py")
 	fs.BoolVar(&opts.SkipFlood, "skip-flood", false, "do not measure memory under an output flood")
+	fs.BoolVar(&opts.SkipPlot, "skip-plot", false, "do not measure the numpy and matplotlib plot snippet")
+	fs.IntVar(&opts.PlotRuns, "plot-runs", 0, "runs of the plot snippet per row (default 10)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

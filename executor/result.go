@@ -101,7 +101,8 @@ type Code string
 const (
 	ErrBusy        Code = "busy"         // queue full
 	ErrRateLimited Code = "rate_limited" // per-user rate or per-user job limit
-	ErrTooLarge    Code = "too_large"    // snippet or stdin over the configured limit
+	ErrTooLarge    Code = "too_large"    // snippet, stdin or input files over the configured limit
+	ErrInvalid     Code = "invalid"      // malformed request, such as an input file path that is not clean
 	ErrShutdown    Code = "shutdown"     // service is shutting down
 	ErrCanceled    Code = "canceled"     // caller's context ended
 	ErrUnavailable Code = "unavailable"  // no isolation tier allowed to run code

@@ -23,6 +23,11 @@ type Config struct {
 	MaxCodeBytes    int64         // RUNBLOCK_MAX_CODE_BYTES, default 1 MiB (code + stdin)
 	AllowUnisolated bool          // RUNBLOCK_ALLOW_UNISOLATED
 	Pool            int           // RUNBLOCK_POOL, pre-started sandboxes, 0 = off
+	MaxFiles        int           // RUNBLOCK_MAX_FILES, files in and out, default 10; < 0: no files come back
+	MaxFilesBytes   int64         // RUNBLOCK_MAX_FILES_BYTES, their total size, default 8 MiB
+	// Preload names modules pooled sandboxes import before the hand-over
+	// (RUNBLOCK_PRELOAD, e.g. "numpy,matplotlib.pyplot").
+	Preload []string
 	// Cgroup (RUNBLOCK_CGROUP) names a cgroup v2 subtree delegated to the
 	// service, below /sys/fs/cgroup or absolute, with memory and pids
 	// enabled in its cgroup.subtree_control; "" = the service's own
@@ -39,6 +44,8 @@ const (
 	DefaultMaxOutputBytes = 1 << 20
 	DefaultKeepBytes      = 64 << 10
 	DefaultMaxCodeBytes   = 1 << 20
+	DefaultMaxFiles       = 10 // Discord's attachments per message
+	DefaultMaxFilesBytes  = 8 << 20
 )
 
 func (c Config) withDefaults() Config {
@@ -56,6 +63,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxCodeBytes <= 0 {
 		c.MaxCodeBytes = DefaultMaxCodeBytes
+	}
+	if c.MaxFiles == 0 {
+		c.MaxFiles = DefaultMaxFiles
+	}
+	if c.MaxFilesBytes <= 0 {
+		c.MaxFilesBytes = DefaultMaxFilesBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -110,6 +123,11 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 			"python", report.Python, "off", report.off())
 	}
 	if cfg.Pool > 0 {
+		if len(cfg.Preload) > 0 {
+			if missing, err := missingModules(ctx, cfg, pl, cfg.Preload); err != nil || len(missing) > 0 {
+				e.log.Warn("RUNBLOCK_PRELOAD names modules a snippet cannot import; they are skipped", "missing", missing, "err", err)
+			}
+		}
 		e.pool = newPool(e, cfg.Pool)
 	}
 	return e, nil
@@ -120,6 +138,9 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
 	if n := int64(len(req.Code) + len(req.Stdin)); n > e.cfg.MaxCodeBytes {
 		return executor.Result{}, executor.Errorf(executor.ErrTooLarge, "snippet and stdin are %d bytes, over the limit of %d bytes", n, e.cfg.MaxCodeBytes)
+	}
+	if err := checkFiles(req.Files, max(e.cfg.MaxFiles, 0), e.cfg.MaxFilesBytes); err != nil {
+		return executor.Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: err}
@@ -188,6 +209,16 @@ type Report struct {
 	Tier   string  `json:"tier"` // "full", "reduced", "unisolated"
 	Python string  `json:"python"`
 	Layers []Layer `json:"layers"`
+	// Packages are the notable packages a snippet can import (Doctor only).
+	Packages []Package `json:"packages,omitempty"`
+	// FontCache is matplotlib's prebuilt font cache, "" without matplotlib.
+	FontCache string `json:"font_cache,omitempty"`
+}
+
+// Package is an importable distribution and its version.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 func (r Report) off() []string {
@@ -211,7 +242,13 @@ type Layer struct {
 // Doctor probes every isolation layer with canary runs and reports them,
 // with the python found, without starting an executor. The tier is the one
 // New would pick ("unavailable" when none is allowed); err says why.
+// It also lists the notable packages importable in a sandbox.
 func Doctor(ctx context.Context, cfg Config) (Report, error) {
-	_, report, err := probe(ctx, cfg.withDefaults())
+	cfg = cfg.withDefaults()
+	pl, report, err := probe(ctx, cfg)
+	if err != nil {
+		return report, err
+	}
+	report.Packages, err = packages(ctx, cfg, pl)
 	return report, err
 }

@@ -1,22 +1,28 @@
 # runblock guard prelude and runner.
 #
-# Started as `python -I -S -c <this file> RLIMITS [site-dir ...]` (in effect:
-# the service passes this file compiled once, see guardLoader in plan.go)
-# with these fds (RLIMITS is "resource:limit,..." set as soft and hard limits):
+# Started as `python -I -S -c <this file> RLIMITS MODE FONTCACHE PRELOAD [site-dir ...]`
+# (in effect: the service passes this file compiled once, see guardLoader in
+# plan.go). RLIMITS is "resource:limit,..." set as soft and hard limits; MODE
+# is "isolated" (kernel layers contain the snippet) or "strict" (the guard is
+# all there is); FONTCACHE is a read-only directory holding matplotlib's
+# prebuilt font cache, or ""; PRELOAD names modules to import before
+# "ready" ("numpy,matplotlib.pyplot"), or "". The fds are:
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
-#   3 request pipe: the snippet's source, until EOF,
+#   3 request pipe: the request (see readRequest below), until EOF,
 #   4 status pipe: this runner writes "ready" once the guard is in place and
 #     "started" once it has the snippet; it then closes 3 and 4, so the
 #     snippet holds 0, 1 and 2 only (any other descriptor is closed first).
 # Nothing written here decides the verdict: the service takes it from wait
 # statuses and its own and the init's accounting.
 # The service pre-starts the interpreter, waits for "ready", then hands over
-# the snippet. Everything here runs before the hand-over, so none of it counts
-# against the snippet's timeout.
+# the request. Everything before that runs outside the snippet's timeout.
 #
-# The neutralisations are those of the original execute_code (human-eval's
-# reliability_guard). They are a courtesy against accidents, not the security
-# boundary: the kernel isolation around this process is.
+# The guard is a courtesy against accidents, not the security boundary: the
+# kernel isolation around this process is. What it refuses raises
+# PermissionError naming the function; in the isolated tiers it refuses only
+# what has no use in a sandbox, so libraries (numpy, pandas, matplotlib,
+# multiprocessing, subprocess) work. The strict tier keeps the original
+# execute_code (human-eval's reliability_guard) list.
 
 
 def _runblock_run():
@@ -38,35 +44,94 @@ def _runblock_run():
         res, limit = map(int, item.split(":"))
         resource.setrlimit(res, (limit, limit))
     del resource
-    sys.path.extend(sys.argv[2:])
-    sys.argv = ["-c"]
-
+    strict = sys.argv[2] == "strict"
+    fontcache = sys.argv[3]
+    preload = [name for name in sys.argv[4].split(",") if name]
+    sys.path.extend(sys.argv[5:])
+    workdir = posix.getcwd()
     faulthandler.disable()
-    builtins.exit = None
-    builtins.quit = None
-    builtins.help = None
-    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-        sys.modules[name] = None
 
-    # The snippet's environment already has OMP_NUM_THREADS=1.
-    def fix_os(module):
-        for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
-                     "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
-                     "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
-                     "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
-            setattr(module, name, None)
+    def refuse(qualname, why):
+        def refused(*args, **kwargs):
+            raise PermissionError(f"{qualname} is disabled in runblock ({why})")
+        refused.__name__ = refused.__qualname__ = qualname.rpartition(".")[2]
+        return refused
 
-    # os, shutil and subprocess cost ~1 ms and ~12 ms to import, so they are
-    # patched when first imported instead of up front: the snippet sees the
-    # same modules.
-    def fix_shutil(module):
-        for name in ("rmtree", "move", "chown"):
-            setattr(module, name, None)
+    class Quitter:
+        def __init__(self, name):
+            self.name = name
 
-    def fix_subprocess(module):
-        module.Popen = None
+        def __repr__(self):
+            return f"Use {self.name}() to exit"
 
-    fixes = {"os": fix_os, "shutil": fix_shutil, "subprocess": fix_subprocess}
+        def __call__(self, code=None):
+            raise SystemExit(code)
+
+    class Helper:
+        def __repr__(self):
+            return "Type help(object) for help about object."
+
+        def __call__(self, *args, **kwargs):
+            import pydoc
+            return pydoc.help(*args, **kwargs)
+
+    if strict:
+        for name in ("exit", "quit", "help"):
+            setattr(builtins, name, refuse(name, "no kernel isolation: strict guard"))
+        for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+            sys.modules[name] = None
+        refused = {
+            "os": ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
+                   "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
+                   "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
+                   "lchflags", "lchmod", "lchown", "getcwd", "chdir"),
+            "shutil": ("rmtree", "move", "chown"),
+            "subprocess": ("Popen",),
+        }
+        why = "no kernel isolation: strict guard"
+    else:
+        # -S leaves these out; they are site's, made here.
+        builtins.exit, builtins.quit, builtins.help = Quitter("exit"), Quitter("quit"), Helper()
+        refused = {"os": ("system", "setuid", "setgid", "chroot")}
+        why = "it has no use in a sandbox"
+
+    # Matplotlib draws off-screen (MPLBACKEND=Agg); plt.show() and the
+    # figures open at the end become PNG files in the work dir, which come
+    # back with the run's other files.
+    shown = {"n": 0}
+
+    def save_figures(plt):
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            shown["n"] += 1
+            name = f"{workdir}/figure-{shown['n']}.png"
+            while posix.access(name, posix.F_OK):
+                shown["n"] += 1
+                name = f"{workdir}/figure-{shown['n']}.png"
+            try:
+                fig.savefig(name, format="png")
+            except Exception as exc:
+                sys.stderr.write(f"runblock: could not save figure {num}: {exc}\n")
+            plt.close(fig)
+
+    def fix_pyplot(module):
+        def show(*args, **kwargs):
+            save_figures(module)
+        show.__doc__ = "Attach every open figure to the reply as a PNG (runblock)."
+        module.show = show
+
+    def fix_module(name):
+        def fix(module):
+            for attr in refused.get(name, ()):
+                if hasattr(module, attr):
+                    setattr(module, attr, refuse(f"{name}.{attr}", why))
+        return fix
+
+    # The patched modules are patched when first imported instead of up
+    # front (os, shutil and subprocess cost ~1 ms and ~12 ms): the snippet
+    # sees the same modules.
+    fixes = {name: fix_module(name) for name in refused}
+    fixes["matplotlib.pyplot"] = fix_pyplot
 
     class Loader:
         def __init__(self, loader, fix):
@@ -98,6 +163,28 @@ def _runblock_run():
             return None
 
     sys.meta_path.insert(0, Finder)
+    for name in fixes:
+        if name in sys.modules:
+            fixes[name](sys.modules[name])
+
+    # matplotlib's font cache, built once by the service: linked into the
+    # per-run MPLCONFIGDIR so no snippet pays for building it.
+    if fontcache:
+        mpldir = workdir + "/.config/matplotlib"
+        for d in (workdir + "/.config", mpldir):
+            try:
+                posix.mkdir(d, 0o700)
+            except FileExistsError:
+                pass
+        for entry in posix.listdir(fontcache):
+            if entry.endswith(".json"):
+                posix.symlink(f"{fontcache}/{entry}", f"{mpldir}/{entry}")
+
+    for name in preload:
+        try:
+            __import__(name)
+        except Exception:
+            pass  # the snippet's own import says why; the service warned at start
 
     write(4, b"ready\n")
     chunks = []
@@ -109,8 +196,9 @@ def _runblock_run():
     close(3)
     write(4, b"started\n")
     close(4)
-    source = b"".join(chunks)
+    source, args = _runblock_unpack(b"".join(chunks), workdir)
     del chunks
+    sys.argv = ["<snippet>"] + args
 
     # Fresh globals {'__name__': '__main__'} that are also sys.modules['__main__'],
     # so pickling and multiprocessing find the snippet's functions.
@@ -132,14 +220,25 @@ def _runblock_run():
     # sight, the collections at interpreter exit skip it (~1 ms of CPU).
     gc.freeze()
     del gc
+    failed = None
     try:
         for code in codes:
             exec(code, main)
     except SystemExit:
         raise
     except BaseException as exc:
+        failed = exc
+    finally:
+        # Figures still open at the end are attached, as a notebook would.
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None and not isinstance(failed, MemoryError):
+            try:
+                save_figures(plt)
+            except Exception:
+                pass
+    if failed is not None:
         # Drop this runner's frame so the traceback starts in the snippet.
-        _runblock_report(exc, exc.__traceback__.tb_next, source)
+        _runblock_report(failed, failed.__traceback__.tb_next, source)
         sys.exit(1)
 
 
@@ -190,10 +289,70 @@ def _runblock_future_flags():
 _runblock_future_flags = _runblock_future_flags()
 
 
+def _runblock_unpack(data, workdir):
+    # The request is "<code bytes> <args> <files>\n" then the code, each
+    # argument as "<bytes>\n<arg>", each file as "<path bytes> <bytes>\n<path><content>".
+    # The service has checked the paths (relative, clean, no "..").
+    import posix
+
+    def header(pos):
+        end = data.index(b"\n", pos)
+        return [int(x) for x in data[pos:end].split()], end + 1
+
+    (ncode, nargs, nfiles), pos = header(0)
+    source = data[pos:pos + ncode]
+    pos += ncode
+    args = []
+    for _ in range(nargs):
+        (n,), pos = header(pos)
+        args.append(data[pos:pos + n].decode("utf-8", "surrogateescape"))
+        pos += n
+    for _ in range(nfiles):
+        (npath, n), pos = header(pos)
+        path = data[pos:pos + npath].decode("utf-8", "surrogateescape")
+        pos += npath
+        parts = path.split("/")
+        d = workdir
+        for part in parts[:-1]:
+            d += "/" + part
+            try:
+                posix.mkdir(d, 0o755)
+            except FileExistsError:
+                pass
+        fd = posix.open(workdir + "/" + path, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data)[pos:pos + n]
+            while view:
+                view = view[posix.write(fd, view):]
+        finally:
+            posix.close(fd)
+        pos += n
+    return source, args
+
+
 def _runblock_report(exc, tb, source):
     import linecache
     import sys
     import traceback
+
+    # Leave the guard's own frames (a refused function) out of tracebacks.
+    def strip(t):
+        frames = []
+        while t is not None:
+            if t.tb_frame.f_code.co_filename != "<runblock>":
+                frames.append(t)
+            t = t.tb_next
+        for a, b in zip(frames, frames[1:] + [None]):
+            a.tb_next = b
+        return frames[0] if frames else None
+
+    tb = strip(tb)
+    seen = {id(exc)}
+    chained = exc.__cause__ or exc.__context__
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        chained.__traceback__ = strip(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
 
     lines = source.decode("utf-8", "replace").splitlines(True)
     linecache.cache["<snippet>"] = (len(source), None, lines, "<snippet>")

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -30,7 +31,12 @@ type layerSet struct {
 
 // python is the interpreter found at start.
 type python struct {
-	Executable string   `json:"executable"` // real binary, not a shim
+	// Executable is the binary to run: the real one, not a shim, except in
+	// a virtualenv, whose python must be run by its path in the venv (a
+	// symlink to Real) for the venv's prefix and packages to be used.
+	Executable string   `json:"executable"`
+	Real       string   `json:"-"`
+	Venv       bool     `json:"venv"`
 	Version    string   `json:"version"`
 	Prefixes   []string `json:"prefixes"`
 	Site       []string `json:"site"`
@@ -57,8 +63,10 @@ func findPython(ctx context.Context, name string) (python, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	const probe = `import json, marshal, platform, site, sys
-guard = marshal.dumps(compile(sys.stdin.read(), "<string>", "exec")).hex()
+guard = marshal.dumps(compile(sys.stdin.read(), "<runblock>", "exec")).hex()
+site.venv(None)  # -S leaves a virtualenv's prefix and packages to site
 print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
+    "venv": sys.prefix != sys.base_prefix,
     "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),
     "site": site.getsitepackages(), "guard": guard}))`
 	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", probe)
@@ -73,8 +81,13 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 	if err := json.Unmarshal(out, &py); err != nil {
 		return python{}, fmt.Errorf("read %s's answer: %w", path, err)
 	}
-	if py.Executable, err = filepath.EvalSymlinks(py.Executable); err != nil {
+	if py.Real, err = filepath.EvalSymlinks(py.Executable); err != nil {
 		return python{}, fmt.Errorf("resolve %s: %w", py.Executable, err)
+	}
+	if !py.Venv {
+		// Run the real binary: a python that is a symlink into a directory
+		// the sandbox does not bind would not start there.
+		py.Executable = py.Real
 	}
 	return py, nil
 }
@@ -84,18 +97,31 @@ type plan struct {
 	layers   layerSet
 	seccomp  []byte // see seccompFilter
 	py       python
-	hostUID  int // first host uid (and gid) of the snippets, -1: the service's own
-	uidSlots int // the snippets' host uids are hostUID + [0, uidSlots)
-	uidSeq   atomic.Uint64
+	hostUID  int            // first host uid (and gid) of the snippets, -1: the service's own
+	uidSlots int            // the snippets' host uids are hostUID + [0, uidSlots)
+	uidSeq   *atomic.Uint64 // shared by copies of the plan (the pool's)
 	mapRoot  bool
 	cgroup   *cgroupTree // delegated cgroup v2 subtree, nil: none
 	binds    []string
 	files    []string
 	symlinks map[string]string
+	// fontCache is the host directory of matplotlib's prebuilt font cache,
+	// "" when there is none; preload is RUNBLOCK_PRELOAD.
+	fontCache string
+	preload   string
+	// caps bound the files that come back (RUNBLOCK_MAX_FILES,
+	// RUNBLOCK_MAX_FILES_BYTES); 0 files: none come back.
+	caps collectLimits
+}
+
+// transfer bounds what the collector reads: twice the caps, see
+// collectLimits.
+func (p *plan) transfer() collectLimits {
+	return collectLimits{MaxFiles: 2 * p.caps.MaxFiles, MaxBytes: 2 * p.caps.MaxBytes}
 }
 
 func newPlan(py python, layers layerSet) (*plan, error) {
-	p := &plan{layers: layers, py: py, hostUID: -1, symlinks: map[string]string{}}
+	p := &plan{layers: layers, py: py, hostUID: -1, uidSeq: new(atomic.Uint64), symlinks: map[string]string{}}
 	if layers.Seccomp {
 		var err error
 		if p.seccomp, err = seccompFilter(); err != nil {
@@ -122,7 +148,7 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 			p.binds = append(p.binds, dir)
 		}
 	}
-	for _, dir := range append(py.Prefixes, filepath.Dir(py.Executable)) {
+	for _, dir := range append(py.Prefixes, filepath.Dir(py.Executable), filepath.Dir(py.Real)) {
 		if !p.covered(dir) {
 			p.binds = append(p.binds, dir)
 		}
@@ -220,15 +246,25 @@ func (p *plan) accounted() bool { return p.cgroup != nil || p.layers.Namespaces 
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
 	lim.Accounted = p.accounted()
+	mode := "isolated"
+	if p.layers == (layerSet{}) {
+		mode = "strict"
+	}
+	fontCache := p.fontCache
+	if p.layers.Namespaces && fontCache != "" {
+		fontCache = policy.FontCacheDir
+	}
 	spec := stageSpec{
 		Python:  p.py.Executable,
-		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, p.py.Guard, rlimitArg(lim)}, p.py.Site),
+		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, p.py.Guard, rlimitArg(lim), mode, fontCache, p.preload}, p.py.Site),
 		Env:     env(dir),
 		Dir:     dir,
 		Seccomp: p.seccomp,
 	}
 	if p.layers.Namespaces {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
+		spec.FontCache = p.fontCache
+		spec.Collect = p.transfer()
 		spec.WorkBytes = min(policy.WorkBytes, lim.Memory)
 		if p.cgroup == nil {
 			spec.MemoryBytes = lim.Memory
@@ -249,6 +285,9 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		} else {
 			// The locker execs python in place: "self" is python then too.
 			files = append(files, append(p.files, "/proc/self/status")...)
+			if p.fontCache != "" {
+				ro = append(ro, p.fontCache)
+			}
 		}
 		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: policy.WriteFiles}
 	}
@@ -258,8 +297,8 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 // env is the snippet's environment with its work dir in dir.
 func env(dir string) []string {
 	env := slices.Clone(policy.Env)
-	for _, k := range policy.WorkDirEnv {
-		env = append(env, k+"="+dir)
+	for _, k := range slices.Sorted(maps.Keys(policy.WorkDirEnv)) {
+		env = append(env, k+"="+filepath.Join(dir, policy.WorkDirEnv[k]))
 	}
 	return env
 }

@@ -44,7 +44,15 @@ import (
 //   - is bounded by rlimits: address space (a loose backstop per process
 //     where the run's memory is accounted, the memory limit where it is
 //     not), CPU time, file size, open files, processes, no core dumps;
-//   - gets only the environment below.
+//     use keyrings, perf, io_uring, modules or the clock (EPERM), nor make a
+//     syscall of another ABI (int 0x80, x32): that kills it;
+//   - is bounded by rlimits: address space (the run's memory limit), CPU
+//     time, file size, open files, processes, no core dumps;
+//   - gets only the environment below: heavy libraries single-threaded,
+//     matplotlib drawing off-screen with its config in the work dir;
+//   - gets back the files it leaves in its work dir, within the caps of the
+//     executor's Config, read by the service without following symlinks
+//     (see collectFiles); names starting with "_" or "." are scratch.
 var policy = struct {
 	// Python runs as `python <PythonFlags> -c <guard loader> ...`:
 	// isolated mode (no user site, no PYTHON* variables), no site import,
@@ -73,6 +81,10 @@ var policy = struct {
 	SystemDirs []string
 	// SystemFiles are bound read-only, where they exist.
 	SystemFiles []string
+	// FontCacheDir is where matplotlib's font cache, built once by the
+	// service at start-up, is bound read-only; the guard links it into the
+	// per-run MPLCONFIGDIR.
+	FontCacheDir string
 	// /dev is a read-only tmpfs with binds of Devices and the links DevLinks.
 	DevTmpfs string
 	Devices  []string
@@ -85,6 +97,12 @@ var policy = struct {
 	WorkBytes  int64
 	WorkInodes int
 	WorkNoExec bool
+	// ShmDir, in the work dir, is made by the init and linked from
+	// /dev/shm (POSIX semaphores of multiprocessing), so it counts in the
+	// work dir's size.
+	ShmDir string
+	// ScratchPrefixes mark work dir names that never come back as files.
+	ScratchPrefixes []string
 	// /proc is the sandbox's own, with ProcOptions; /etc holds only the
 	// system files and a passwd and group naming root and the sandbox user.
 	ProcOptions string
@@ -127,9 +145,9 @@ var policy = struct {
 	Rlimits []rlimitRule
 
 	// Env is the snippet's whole environment; WorkDirEnv variables are set
-	// to the work dir.
+	// to the work dir joined with their value.
 	Env        []string
-	WorkDirEnv []string
+	WorkDirEnv map[string]string
 }{
 	PythonFlags: []string{"-I", "-S", "-u"},
 
@@ -141,16 +159,21 @@ var policy = struct {
 	HostUID:  1_900_000_000,
 	HostUIDs: 1 << 16,
 
-	RootTmpfs:   "size=1m,nr_inodes=1024,mode=755",
-	SystemDirs:  []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"},
-	SystemFiles: []string{"/etc/ld.so.cache", "/etc/localtime"},
-	DevTmpfs:    "size=64k,nr_inodes=64,mode=755",
-	Devices:     []string{"null", "zero", "random", "urandom"},
-	DevLinks:    map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"},
-	WorkDir:     "/sandbox",
-	WorkBytes:   workBytes,
-	WorkInodes:  4096,
-	WorkNoExec:  true,
+	RootTmpfs: "size=1m,nr_inodes=1024,mode=755",
+	// /etc/alternatives holds the links Debian's BLAS and LAPACK are found
+	// by (numpy); /etc/fonts is fontconfig's configuration.
+	SystemDirs:      []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives", "/etc/fonts"},
+	SystemFiles:     []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/matplotlibrc", "/etc/mime.types"},
+	FontCacheDir:    "/etc/runblock/matplotlib",
+	DevTmpfs:        "size=64k,nr_inodes=64,mode=755",
+	Devices:         []string{"null", "zero", "random", "urandom"},
+	DevLinks:        map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"},
+	WorkDir:         "/sandbox",
+	WorkBytes:       workBytes,
+	WorkInodes:      4096,
+	ShmDir:          ".shm",
+	ScratchPrefixes: []string{"_", "."},
+	WorkNoExec:      true,
 	// hidepid hides PID 1 (the init, another uid); subset=pid leaves out
 	// /proc/sys and friends.
 	ProcOptions: "hidepid=invisible,subset=pid",
@@ -198,8 +221,10 @@ var policy = struct {
 		{"CORE", unix.RLIMIT_CORE, func(limits) uint64 { return 0 }},
 	},
 
-	Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8", "OMP_NUM_THREADS=1"},
-	WorkDirEnv: []string{"HOME", "TMPDIR"},
+	Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8",
+		"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1",
+		"VECLIB_MAXIMUM_THREADS=1", "GOTO_NUM_THREADS=1", "MPLBACKEND=Agg"},
+	WorkDirEnv: map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"},
 }
 
 // workBytes bounds the snippet's writable work dir and RLIMIT_FSIZE.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +17,7 @@ const poolMaxAge = 5 * time.Minute
 // sandbox runs one snippet and is destroyed; nothing passes between runs.
 type pool struct {
 	e      *Executor
+	plan   *plan // the executor's, with Config.Preload
 	idle   chan *proc
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -23,7 +25,9 @@ type pool struct {
 
 func newPool(e *Executor, size int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{e: e, idle: make(chan *proc), cancel: cancel}
+	pl := *e.plan
+	pl.preload = strings.Join(e.cfg.Preload, ",")
+	p := &pool{e: e, plan: &pl, idle: make(chan *proc), cancel: cancel}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })
 	}
@@ -36,7 +40,7 @@ func (p *pool) fill(ctx context.Context) {
 	defer backoff.Stop()
 	<-backoff.C
 	for ctx.Err() == nil {
-		sb, err := spawn(ctx, p.e.plan, p.e.defaultLimits(), p.e.cfg.KeepBytes, p.e.cfg.MaxOutputBytes)
+		sb, err := spawn(ctx, p.plan, p.e.defaultLimits(), p.e.cfg.KeepBytes, p.e.cfg.MaxOutputBytes)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.e.log.Error("pool: start sandbox", "err", err)

@@ -32,6 +32,19 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	if err != nil && cfg.Cgroup != "" {
 		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "RUNBLOCK_CGROUP", Err: err}
 	}
+	fontCache, err := buildFontCache(ctx, py)
+	report.FontCache = fontCache
+	if err != nil {
+		cfg.Logger.Warn("no prebuilt matplotlib font cache: each run importing pyplot builds its own", "err", err)
+	}
+	newPlan := func(py python, set layerSet) (*plan, error) {
+		pl, err := newPlan(py, set)
+		if err == nil {
+			pl.fontCache = fontCache
+			pl.caps = collectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
+		}
+		return pl, err
+	}
 	var reasons []string
 	for i, set := range tiers {
 		pl, err := newPlan(py, set)
@@ -48,6 +61,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 			}
 		}
 		if err != nil {
+			cfg.Logger.Debug("isolation tier does not work here", "layers", set.String(), "err", err)
 			reasons = append(reasons, fmt.Sprintf("[%s] %v", set, err))
 			continue
 		}
@@ -76,6 +90,52 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	}
 	report.Tier = TierUnisolated
 	return pl, report, nil
+}
+
+// notablePackages are the distributions doctor looks for, by import name
+// and distribution name: snekbox's scientific set and the usual company.
+var notablePackages = [][2]string{
+	{"numpy", "numpy"}, {"pandas", "pandas"}, {"matplotlib", "matplotlib"}, {"scipy", "scipy"},
+	{"sympy", "sympy"}, {"networkx", "networkx"}, {"PIL", "pillow"}, {"sklearn", "scikit-learn"},
+	{"seaborn", "seaborn"}, {"statsmodels", "statsmodels"}, {"polars", "polars"}, {"pyarrow", "pyarrow"},
+	{"requests", "requests"}, {"bs4", "beautifulsoup4"}, {"yaml", "PyYAML"}, {"attrs", "attrs"},
+	{"dateutil", "python-dateutil"}, {"pytz", "pytz"}, {"mpmath", "mpmath"}, {"regex", "regex"},
+}
+
+// packages lists the notable packages a snippet of pl can import: found
+// on its path, without importing them, with their installed versions.
+func packages(ctx context.Context, cfg Config, pl *plan) ([]Package, error) {
+	var b strings.Builder
+	b.WriteString("import importlib.util, importlib.metadata, json\nfound = []\nfor mod, dist in [")
+	for _, p := range notablePackages {
+		fmt.Fprintf(&b, "(%q, %q), ", p[0], p[1])
+	}
+	b.WriteString(`]:
+    if importlib.util.find_spec(mod) is None:
+        continue
+    try:
+        version = importlib.metadata.version(dist)
+    except Exception:
+        version = "?"
+    found.append({"name": dist, "version": version})
+print(json.dumps(found))
+`)
+	p, err := spawn(ctx, pl, limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}, 1<<20, 4<<20)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.run(ctx, executor.Request{Code: b.String()})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Success {
+		return nil, fmt.Errorf("list packages: %s", res.Error)
+	}
+	var pkgs []Package
+	if err := json.Unmarshal([]byte(res.Stdout), &pkgs); err != nil {
+		return nil, fmt.Errorf("list packages: %w", err)
+	}
+	return pkgs, nil
 }
 
 func (s layerSet) String() string {
@@ -242,4 +302,30 @@ func mapKeys(m map[string]string) []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// missingModules returns those of modules whose top-level package a
+// snippet of pl cannot find (found without importing them).
+func missingModules(ctx context.Context, cfg Config, pl *plan, modules []string) ([]string, error) {
+	names, err := json.Marshal(modules)
+	if err != nil {
+		return nil, err
+	}
+	code := "import importlib.util, json\nprint(json.dumps([m for m in json.loads(input()) if importlib.util.find_spec(m.split('.')[0]) is None]))"
+	p, err := spawn(ctx, pl, limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}, 1<<20, 4<<20)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.run(ctx, executor.Request{Code: code, Stdin: string(names) + "\n"})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Success {
+		return nil, fmt.Errorf("check preload: %s", res.Error)
+	}
+	var missing []string
+	if err := json.Unmarshal([]byte(res.Stdout), &missing); err != nil {
+		return nil, fmt.Errorf("check preload: %w", err)
+	}
+	return missing, nil
 }

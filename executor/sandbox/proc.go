@@ -32,6 +32,7 @@ type limits struct {
 // waits for exactly one snippet; run hands it over and collects the result.
 type proc struct {
 	cmd     *exec.Cmd
+	plan    *plan
 	kill    context.CancelFunc // kills the whole sandbox (its PID 1 or process group)
 	lim     limits
 	born    time.Time
@@ -59,7 +60,7 @@ type proc struct {
 // in place. The sandbox lives until run ends or destroy is called, not
 // until ctx ends: ctx only bounds the wait for readiness.
 func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (*proc, error) {
-	p := &proc{lim: lim, born: time.Now(), ready: make(chan string, 1), statusDone: make(chan struct{}),
+	p := &proc{plan: plan, lim: lim, born: time.Now(), ready: make(chan string, 1), statusDone: make(chan struct{}),
 		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput)}
 	var childEnds []*os.File
 	pipe := func() (r, w *os.File, err error) {
@@ -164,7 +165,9 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 		p.namespaced = true
 		go func() {
 			defer close(p.initDone)
-			p.initStatus, _ = io.ReadAll(io.LimitReader(initR, 64<<10))
+			// Base64 of the files, and room for names and omitted files.
+			t := plan.transfer()
+			p.initStatus, _ = io.ReadAll(io.LimitReader(initR, 4*t.MaxBytes/3+int64(t.MaxFiles+4*policy.WorkInodes)*1024+64<<10))
 		}()
 	} else {
 		close(p.initDone)
@@ -281,7 +284,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 			f.Close()
 		})
 	}
-	feed(p.request, req.Code)
+	feed(p.request, string(encodeRequest(req)))
 	feed(p.stdin, req.Stdin)
 	timer := time.NewTimer(p.lim.Timeout)
 	defer timer.Stop()
@@ -354,6 +357,9 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	// apart: a hint that cannot change whether the run failed.
 	res.MemoryExceeded = killedForMemory ||
 		(!res.Success && !res.Timeout && !res.OutputLimit && res.Signal == "" && strings.HasPrefix(errorLine(res.Stderr), "MemoryError"))
+	if err := p.files(&res, req.Files); err != nil {
+		return res, err
+	}
 	switch {
 	case res.Success:
 	case killedForMemory:
@@ -366,6 +372,33 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 		res.Error = errorLine(res.Stderr)
 	}
 	return res, nil
+}
+
+// files fills in the files the snippet left: sent by the init, which read
+// them in the sandbox's own view after every process in it died, or read
+// here from the host work dir once the sandbox's process group is dead.
+// A killed sandbox (timeout, output limit) returns none.
+func (p *proc) files(res *executor.Result, in []executor.File) error {
+	if p.plan.caps.MaxFiles <= 0 {
+		return nil
+	}
+	var got []executor.File
+	var omitted []executor.OmittedFile
+	switch {
+	case len(p.initStatus) > 0:
+		var st initStatus
+		if err := json.Unmarshal(p.initStatus, &st); err != nil {
+			return &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
+		}
+		got, omitted = st.Files, st.Omitted
+	case p.hostDir != "" && !res.Timeout && !res.OutputLimit:
+		var err error
+		if got, omitted, err = collectFiles(p.hostDir, p.plan.transfer()); err != nil {
+			return &executor.Error{Code: executor.ErrInternal, Message: "read the work dir", Err: err}
+		}
+	}
+	finishFiles(res, in, got, omitted, p.plan.caps.MaxFiles, p.plan.caps.MaxBytes)
+	return nil
 }
 
 // exitStatus fills in how python ended: from stage 1's report when it ran

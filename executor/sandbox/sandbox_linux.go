@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,6 +120,19 @@ func sandboxInit() {
 	st, err := superviseRun(pid, spec.MemoryBytes)
 	if err != nil {
 		die(fdInitStatus, err)
+	}
+	// Python is done: end whatever it left running, so nothing changes
+	// the work dir while its files are read.
+	unix.Kill(-1, unix.SIGKILL)
+	for {
+		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
+			break
+		}
+	}
+	if spec.Collect.MaxFiles > 0 {
+		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, spec.Collect); err != nil {
+			die(fdInitStatus, fmt.Errorf("read the work dir: %w", err))
+		}
 	}
 	b, _ := json.Marshal(st)
 	syscall.Write(fdInitStatus, append(b, '\n'))
@@ -258,6 +272,21 @@ func buildRoot(spec stageSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	// What is bound may live under the staging root's mount point (a
+	// virtualenv or the font cache in /tmp): hold every source open before
+	// that is covered, and bind it through its fd.
+	src := map[string]string{}
+	for _, path := range slices.Concat(spec.Binds, spec.Files, []string{spec.FontCache}) {
+		if path == "" {
+			continue
+		}
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		src[path] = fmt.Sprintf("/proc/self/fd/%d", fd)
+	}
 	r := stagingRoot
 	if err := unix.Mount("tmpfs", r, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, policy.RootTmpfs); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
@@ -266,7 +295,15 @@ func buildRoot(spec stageSpec) error {
 		if err := os.MkdirAll(r+dir, 0o755); err != nil {
 			return err
 		}
-		if err := bindReadOnly(dir, r+dir, unix.MS_REC); err != nil {
+		if err := bindReadOnly(src[dir], r+dir, unix.MS_REC); err != nil {
+			return err
+		}
+	}
+	if spec.FontCache != "" {
+		if err := os.MkdirAll(r+policy.FontCacheDir, 0o755); err != nil {
+			return err
+		}
+		if err := bindReadOnly(src[spec.FontCache], r+policy.FontCacheDir, 0); err != nil {
 			return err
 		}
 	}
@@ -274,7 +311,7 @@ func buildRoot(spec stageSpec) error {
 		if err := touch(r + file); err != nil {
 			return err
 		}
-		if err := bindReadOnly(file, r+file, 0); err != nil {
+		if err := bindReadOnly(src[file], r+file, 0); err != nil {
 			return err
 		}
 	}
@@ -283,7 +320,7 @@ func buildRoot(spec stageSpec) error {
 			return err
 		}
 	}
-	if err := buildDev(r + "/dev"); err != nil {
+	if err := buildDev(r+"/dev", policy.WorkDir+"/"+policy.ShmDir); err != nil {
 		return err
 	}
 	if err := os.Mkdir(r+policy.WorkDir, 0o755); err != nil {
@@ -296,6 +333,13 @@ func buildRoot(spec stageSpec) error {
 	}
 	if err := unix.Mount("tmpfs", r+policy.WorkDir, "tmpfs", workFlags, work); err != nil {
 		return fmt.Errorf("mount work dir: %w", err)
+	}
+	shm := r + policy.WorkDir + "/" + policy.ShmDir
+	if err := os.Mkdir(shm, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chown(shm, spec.UID, spec.GID); err != nil {
+		return err
 	}
 	if err := os.Symlink(policy.WorkDir, r+"/tmp"); err != nil {
 		return err
@@ -339,8 +383,9 @@ func buildRoot(spec stageSpec) error {
 	return nil
 }
 
-// buildDev makes a /dev with the policy's devices and links only.
-func buildDev(dev string) error {
+// buildDev makes a /dev with the policy's devices and links only, and shm
+// linked to the work dir's shm.
+func buildDev(dev, shm string) error {
 	if err := os.Mkdir(dev, 0o755); err != nil {
 		return err
 	}
@@ -359,6 +404,9 @@ func buildDev(dev string) error {
 		if err := os.Symlink(target, dev+"/"+name); err != nil {
 			return err
 		}
+	}
+	if err := os.Symlink(shm, dev+"/shm"); err != nil {
+		return err
 	}
 	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, policy.DevTmpfs)
 }
@@ -379,11 +427,11 @@ func touch(path string) error {
 // atime) are carried over from the source mount.
 func bindReadOnly(src, dst string, flags uintptr) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND|flags, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", src, err)
+		return fmt.Errorf("bind %s: %w", strings.TrimPrefix(dst, stagingRoot), err)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(src, &st); err != nil {
-		return fmt.Errorf("statfs %s: %w", src, err)
+		return fmt.Errorf("statfs %s: %w", strings.TrimPrefix(dst, stagingRoot), err)
 	}
 	remount := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID)
 	for stFlag, msFlag := range map[int64]uintptr{

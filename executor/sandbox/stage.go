@@ -1,6 +1,10 @@
 package sandbox
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/runblock/runblock/executor"
+)
 
 // mainCalled is set by Main: only a binary that calls Main first thing can
 // become a sandbox stage when a sandbox re-executes it.
@@ -37,10 +41,12 @@ type stageSpec struct {
 	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
 	WorkBytes int64             `json:"work_bytes,omitempty"`
 	// MemoryBytes bounds the whole run, accounted by the init (0: not).
-	MemoryBytes int64 `json:"memory_bytes,omitempty"`
-	UID         int   `json:"uid"`
-	GID         int   `json:"gid"`
-	SetGroups   bool  `json:"set_groups"`
+	MemoryBytes int64         `json:"memory_bytes,omitempty"`
+	UID         int           `json:"uid"`
+	GID         int           `json:"gid"`
+	SetGroups   bool          `json:"set_groups"`
+	FontCache   string        `json:"font_cache,omitempty"` // host dir bound read-only at policy.FontCacheDir
+	Collect     collectLimits `json:"collect"`              // what the init sends back of the work dir
 
 	// Both stages.
 	Landlock *landlockSet `json:"landlock,omitempty"`
@@ -55,12 +61,15 @@ type landlockSet struct {
 	RWFiles  []string `json:"rw_files"`
 }
 
-// initStatus is stage 1's report on fd 5.
+// initStatus is stage 1's report on fd 5: how python ended, and the files
+// left in the work dir once every process in the sandbox is dead.
 type initStatus struct {
-	Error    string `json:"error,omitempty"`
-	Exited   bool   `json:"exited"`
-	ExitCode int    `json:"exit_code"`
-	Signal   int    `json:"signal"`
+	Error    string                 `json:"error,omitempty"`
+	Exited   bool                   `json:"exited"`
+	ExitCode int                    `json:"exit_code"`
+	Signal   int                    `json:"signal"`
+	Files    []executor.File        `json:"files,omitempty"`
+	Omitted  []executor.OmittedFile `json:"omitted,omitempty"`
 	// Memory: the init killed the run past its memory limit. Peak is the
 	// most it accounted.
 	Memory bool  `json:"memory,omitempty"`

@@ -54,9 +54,16 @@ type Options struct {
 	// FloodTimeout is the flooding snippet's timeout; 0 = Executor.Timeout,
 	// else sandbox.DefaultTimeout.
 	FloodTimeout time.Duration
-	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood.
+	// PlotRuns is the number of runs of the plot snippet (numpy and
+	// matplotlib, plt.show()) per row, arriving PlotGap apart; 0 = 10 runs,
+	// 2 s.
+	PlotRuns int
+	PlotGap  time.Duration
+	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood; SkipPlot
+	// skips the plot rows.
 	SkipOriginal bool
 	SkipFlood    bool
+	SkipPlot     bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -189,6 +196,19 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
+	if !opts.SkipPlot {
+		r.Plot = b.plotRows(ctx)
+		r.PlotGapMS = ms(b.plotGap)
+		for _, row := range r.Plot {
+			if row.Error != "" {
+				b.note("plot: %s: %s (numpy and matplotlib must be importable: RUNBLOCK_PYTHON=/usr/bin/python3 with python3-numpy and python3-matplotlib)", row.Label, row.Error)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
 	r.compare()
 	r.evaluate()
 	r.ElapsedS = time.Since(start).Seconds()
@@ -230,6 +250,8 @@ type benchmark struct {
 	idleRuns  int
 	idleGap   time.Duration
 	warmup    int
+	plotRuns  int
+	plotGap   time.Duration
 	programs  []string
 	report    *Report
 	log       *slog.Logger
@@ -245,6 +267,8 @@ func newBenchmark(opts Options) *benchmark {
 		idleRuns:  cmp.Or(opts.IdleRuns, 100),
 		idleGap:   cmp.Or(opts.IdleGap, 50*time.Millisecond),
 		warmup:    cmp.Or(opts.Warmup, 10),
+		plotRuns:  cmp.Or(opts.PlotRuns, 10),
+		plotGap:   cmp.Or(opts.PlotGap, 2*time.Second),
 		log:       opts.Logger,
 	}
 	if b.log == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func TestMeasureSmoke(t *testing.T) {
 		HumanEvalPrograms: 2,
 		FloodTimeout:      500 * time.Millisecond,
 		SkipOriginal:      true,
+		SkipPlot:          true, // TestPlotRows
 		Executor:          sandbox.Config{KeepBytes: 4096},
 		Logger:            slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}
@@ -118,5 +120,30 @@ func TestMeasureSmoke(t *testing.T) {
 	var back map[string]any
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON report: %v", err)
+	}
+}
+
+// TestPlotRows measures the plot snippet for real, cold, pooled and
+// preloaded, with the Debian interpreter that has numpy and matplotlib.
+func TestPlotRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real sandboxes; skipped with -short")
+	}
+	const python = "/usr/bin/python3"
+	if out, err := exec.Command(python, "-c", "import numpy, matplotlib").CombinedOutput(); err != nil {
+		t.Skipf("needs %s with numpy and matplotlib (apt-get install python3-numpy python3-matplotlib): %v %s", python, err, out)
+	}
+	b := newBenchmark(Options{PlotRuns: 2, PlotGap: 500 * time.Millisecond,
+		// 512 MiB until RLIMIT_AS becomes a loose backstop (issue 11).
+		Executor: sandbox.Config{Python: python, Timeout: 30 * time.Second, MemoryBytes: 512 << 20}})
+	b.report = &Report{}
+	rows := b.plotRows(context.Background())
+	if len(rows) != 3 {
+		t.Fatalf("%d plot rows, want 3", len(rows))
+	}
+	for _, row := range rows {
+		if row.Error != "" || row.OK != 2 || row.P50MS <= 0 {
+			t.Errorf("%s: %+v", row.Label, row)
+		}
 	}
 }

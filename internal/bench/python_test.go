@@ -11,16 +11,6 @@ import (
 	"time"
 )
 
-// sharedDir returns ../shared beside the module root, or skips the test.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir := findShared()
-	if dir == "" {
-		t.Skip("../shared (HumanEval, seed_bench.py) not found beside the module root; skipping")
-	}
-	return dir
-}
-
 func python(t *testing.T) interpreter {
 	t.Helper()
 	py, err := resolvePython(context.Background(), "python3")

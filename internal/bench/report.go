@@ -37,9 +37,13 @@ type Report struct {
 	Rows              []Row     `json:"rows"`
 	Original          *Original `json:"original,omitempty"`
 	Flood             *Flood    `json:"flood,omitempty"`
-	Targets           []Target  `json:"targets"`
-	Notes             []string  `json:"notes,omitempty"`
-	ElapsedS          float64   `json:"elapsed_s"`
+	// Plot is the snippet that imports numpy and matplotlib and shows a
+	// plot, cold, pooled and pooled with preload, runs PlotGapMS apart.
+	Plot      []PlotRow `json:"plot,omitempty"`
+	PlotGapMS float64   `json:"plot_gap_ms,omitempty"`
+	Targets   []Target  `json:"targets"`
+	Notes     []string  `json:"notes,omitempty"`
+	ElapsedS  float64   `json:"elapsed_s"`
 	// LoadStart and LoadEnd are /proc/loadavg's 1-minute load at the start
 	// and the end: figures drift when other work shares the machine.
 	LoadStart string `json:"load_start,omitempty"`
@@ -361,6 +365,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		he.write(&b)
+	}
+
+	if len(r.Plot) > 0 {
+		b.WriteString("\n")
+		pt := table{head: []string{fmt.Sprintf("import numpy, matplotlib; plt.show() (one at a time, %.0f ms apart)", r.PlotGapMS), "p50 ms", "p90 ms", "ok"}}
+		for _, row := range r.Plot {
+			if row.Error != "" && row.OK == 0 {
+				pt.add(row.Label, "-", "-", "not measured")
+				continue
+			}
+			pt.add(row.Label, num(row.P50MS, 0), num(row.P90MS, 0), fmt.Sprintf("%d/%d", row.OK, row.Runs))
+		}
+		pt.write(&b)
 	}
 
 	startup := table{head: []string{"sandbox.New (probe and canaries)", "ms"}}

@@ -59,7 +59,7 @@ type Env map[string]string
 // Variables lists every setting runblock reads, in .env.example order.
 var Variables = []string{
 	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY", "RUNBLOCK_MAX_OUTPUT_BYTES",
-	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL", "RUNBLOCK_CGROUP",
+	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_MAX_FILES", "RUNBLOCK_MAX_FILES_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL", "RUNBLOCK_PRELOAD", "RUNBLOCK_CGROUP",
 	"RUNBLOCK_CONCURRENCY", "RUNBLOCK_QUEUE", "RUNBLOCK_USER_RATE", "RUNBLOCK_USER_BURST", "RUNBLOCK_USER_MAX_JOBS",
 	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW", "SLACK_API_URL",
 	"DISCORD_BOT_TOKEN", "DISCORD_CHANNELS", "DISCORD_PREFIX", "DISCORD_GUILD_ID", "DISCORD_RUN_REACTION", "DISCORD_EDIT_WINDOW",
@@ -176,6 +176,8 @@ const (
 	MinMemoryBytes = 64 << 20
 	// MaxPool bounds the pre-started sandboxes (each holds about 16 MiB).
 	MaxPool = 64
+	// MaxFiles bounds RUNBLOCK_MAX_FILES.
+	MaxFiles = 100
 	// MaxConcurrency and MaxQueue bound what one process can sensibly run
 	// and hold.
 	MaxConcurrency = 1024
@@ -207,8 +209,14 @@ func Parse(env Env, parts Part) (Config, error) {
 			MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", sandbox.DefaultMaxOutputBytes),
 			KeepBytes:       sandbox.DefaultKeepBytes,
 			MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
+			MaxFiles:        p.intIn("RUNBLOCK_MAX_FILES", sandbox.DefaultMaxFiles, 0, MaxFiles, "a number of files, such as 10, or 0 to return none"),
+			MaxFilesBytes:   p.size("RUNBLOCK_MAX_FILES_BYTES", sandbox.DefaultMaxFilesBytes),
 			AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
 			Cgroup:          p.str("RUNBLOCK_CGROUP", ""),
+			Preload:         p.modules("RUNBLOCK_PRELOAD"),
+		}
+		if c.Executor.MaxFiles == 0 {
+			c.Executor.MaxFiles = -1 // the executor's "none"
 		}
 		c.Executor.Pool = p.intIn("RUNBLOCK_POOL", min(concurrency, MaxPool), 0, MaxPool, "a number of pre-started sandboxes, 0 to turn the pool off")
 	}
@@ -303,6 +311,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("allow_unisolated", c.Executor.AllowUnisolated),
 		slog.Int("pool", c.Executor.Pool),
 		slog.String("cgroup", c.Executor.Cgroup),
+		slog.Int("max_files", max(c.Executor.MaxFiles, 0)),
+		slog.Int64("max_files_bytes", c.Executor.MaxFilesBytes),
+		slog.Any("preload", c.Executor.Preload),
 		slog.Int("concurrency", c.Scheduler.Concurrency),
 		slog.Int("queue", c.Scheduler.QueueSize),
 		slog.String("user_rate", formatRate(c.Scheduler.UserRate)),
@@ -578,6 +589,20 @@ func (p *parser) list(name string) []string {
 	}
 	return out
 }
+
+// modules reads a comma-separated list of Python module names.
+func (p *parser) modules(name string) []string {
+	mods := p.list(name)
+	for _, m := range mods {
+		if !moduleName.MatchString(m) {
+			p.fail(name, m, "is not a Python module name", "name modules such as numpy,matplotlib.pyplot")
+			return nil
+		}
+	}
+	return mods
+}
+
+var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 // urls reads a comma list of http(s) base URLs.
 func (p *parser) urls(name string) []string {

@@ -38,6 +38,8 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"max output", c.Executor.MaxOutputBytes, int64(1 << 20)},
 		{"max code", c.Executor.MaxCodeBytes, int64(1 << 20)},
 		{"allow unisolated", c.Executor.AllowUnisolated, false},
+		{"max files", c.Executor.MaxFiles, 10},
+		{"max files bytes", c.Executor.MaxFilesBytes, int64(8 << 20)},
 		{"pool", c.Executor.Pool, runtime.NumCPU()},
 		{"concurrency", c.Scheduler.Concurrency, runtime.NumCPU()},
 		{"queue", c.Scheduler.QueueSize, 100},
@@ -90,6 +92,13 @@ func TestParseConfigValues(t *testing.T) {
 		{"allow unisolated yes", Env{"RUNBLOCK_ALLOW_UNISOLATED": "Yes"}, func(c Config) bool { return c.Executor.AllowUnisolated }},
 		{"pool follows concurrency", Env{"RUNBLOCK_CONCURRENCY": "7"}, func(c Config) bool { return c.Executor.Pool == 7 && c.Scheduler.Concurrency == 7 }},
 		{"pool off", Env{"RUNBLOCK_POOL": "0"}, func(c Config) bool { return c.Executor.Pool == 0 }},
+		{"max files", Env{"RUNBLOCK_MAX_FILES": "4", "RUNBLOCK_MAX_FILES_BYTES": "2MiB"}, func(c Config) bool {
+			return c.Executor.MaxFiles == 4 && c.Executor.MaxFilesBytes == 2<<20
+		}},
+		{"no files back", Env{"RUNBLOCK_MAX_FILES": "0"}, func(c Config) bool { return c.Executor.MaxFiles < 0 }},
+		{"preload", Env{"RUNBLOCK_PRELOAD": " numpy, matplotlib.pyplot ,"}, func(c Config) bool {
+			return slices.Equal(c.Executor.Preload, []string{"numpy", "matplotlib.pyplot"})
+		}},
 		{"rate per second", Env{"RUNBLOCK_USER_RATE": "2/s"}, func(c Config) bool { return c.Scheduler.UserRate == 2 }},
 		{"rate per hour", Env{"RUNBLOCK_USER_RATE": "36/h"}, func(c Config) bool { return c.Scheduler.UserRate == 0.01 }},
 		{"rate per minute spaced", Env{"RUNBLOCK_USER_RATE": " 30 / minute "}, func(c Config) bool { return c.Scheduler.UserRate == 0.5 }},
@@ -178,6 +187,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"code bytes negative", Env{"RUNBLOCK_MAX_CODE_BYTES": "-1"}, "RUNBLOCK_MAX_CODE_BYTES", "positive"},
 		{"bool", Env{"RUNBLOCK_ALLOW_UNISOLATED": "maybe"}, "RUNBLOCK_ALLOW_UNISOLATED", "1 or 0"},
 		{"pool negative", Env{"RUNBLOCK_POOL": "-2"}, "RUNBLOCK_POOL", "negative"},
+		{"max files huge", Env{"RUNBLOCK_MAX_FILES": "1000"}, "RUNBLOCK_MAX_FILES", "at most"},
+		{"preload not a module", Env{"RUNBLOCK_PRELOAD": "numpy; import os"}, "RUNBLOCK_PRELOAD", "module name"},
 		{"concurrency zero", Env{"RUNBLOCK_CONCURRENCY": "0"}, "RUNBLOCK_CONCURRENCY", "at least 1"},
 		{"queue word", Env{"RUNBLOCK_QUEUE": "lots"}, "RUNBLOCK_QUEUE", "whole number"},
 		{"rate without unit", Env{"RUNBLOCK_USER_RATE": "5"}, "RUNBLOCK_USER_RATE", "5/min"},

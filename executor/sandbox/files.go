@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// collectLimits bound what is read back of a work dir: the count and total
+// size of regular files. The collector reads up to twice the configured
+// caps, so that input files the snippet left unchanged (dropped afterwards)
+// do not crowd out its own; finishFiles applies the caps themselves.
+type collectLimits struct {
+	MaxFiles int   `json:"max_files"`
+	MaxBytes int64 `json:"max_bytes"`
+}
+
+// collectDepth bounds how deep the collector descends into the work dir.
+const collectDepth = 16
+
+// scratch reports whether a work dir name stays behind (see policy).
+func scratch(name string) bool {
+	return slices.ContainsFunc(policy.ScratchPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
+
+// candidate is a regular file found in the work dir, not yet read.
+type candidate struct {
+	path  string
+	size  int64
+	mtime int64 // ns
+}
+
+// byAppearance orders files as they appeared: by modification time, then
+// by name.
+func byAppearance(a, b candidate) int {
+	return cmp.Or(cmp.Compare(a.mtime, b.mtime), strings.Compare(a.path, b.path))
+}
+
+// finishFiles turns what the collector read into the run's files: input
+// files that came back unchanged are dropped, the caps applied in order
+// (what is over them is named in FilesOmitted), and each file gets a MIME
+// type.
+func finishFiles(res *executor.Result, in []executor.File, got []executor.File, omitted []executor.OmittedFile, maxFiles int, maxBytes int64) {
+	var total int64
+	res.Files, res.FilesOmitted = []executor.File{}, nil
+	for _, f := range got {
+		if slices.ContainsFunc(in, func(i executor.File) bool { return i.Path == f.Path && bytes.Equal(i.Content, f.Content) }) {
+			continue
+		}
+		f.Size = int64(len(f.Content))
+		switch {
+		case len(res.Files) >= maxFiles:
+			res.FilesOmitted = append(res.FilesOmitted, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: executor.OmitCount})
+		case total+f.Size > maxBytes:
+			res.FilesOmitted = append(res.FilesOmitted, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: executor.OmitSize})
+		default:
+			total += f.Size
+			f.MIME = detectMIME(f.Path, f.Content)
+			res.Files = append(res.Files, f)
+		}
+	}
+	res.FilesOmitted = append(res.FilesOmitted, omitted...)
+}
+
+// detectMIME types a file by its extension, else by its content (the
+// WHATWG sniffing of net/http), so "plot.png" and "data.csv" are what
+// their names say and a nameless blob gets a safe guess.
+func detectMIME(name string, content []byte) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return http.DetectContentType(content)
+}
+
+// checkFiles validates a request's input files against the caps and
+// cleans nothing: a path must already be what executor.CleanPath returns.
+func checkFiles(files []executor.File, maxFiles int, maxBytes int64) error {
+	if len(files) > maxFiles {
+		return executor.Errorf(executor.ErrTooLarge, "%d input files, over the limit of %d", len(files), maxFiles)
+	}
+	var total int64
+	seen := map[string]bool{}
+	for _, f := range files {
+		clean, err := executor.CleanPath(f.Path)
+		if err != nil {
+			return err
+		}
+		if clean != f.Path {
+			return executor.Errorf(executor.ErrInvalid, "input file path %q is not clean (use %q)", f.Path, clean)
+		}
+		if seen[clean] {
+			return executor.Errorf(executor.ErrInvalid, "input file %q given twice", f.Path)
+		}
+		seen[clean] = true
+		total += int64(len(f.Content))
+	}
+	if total > maxBytes {
+		return executor.Errorf(executor.ErrTooLarge, "input files are %d bytes, over the limit of %d", total, maxBytes)
+	}
+	return nil
+}
+
+// encodeRequest is what goes down the request pipe (see guard.py's
+// _runblock_unpack): a header, the code, the arguments, the input files.
+func encodeRequest(req executor.Request) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d %d %d\n%s", len(req.Code), len(req.Args), len(req.Files), req.Code)
+	for _, a := range req.Args {
+		b.WriteString(strconv.Itoa(len(a)) + "\n" + a)
+	}
+	for _, f := range req.Files {
+		fmt.Fprintf(&b, "%d %d\n%s", len(f.Path), len(f.Content), f.Path)
+		b.Write(f.Content)
+	}
+	return b.Bytes()
+}

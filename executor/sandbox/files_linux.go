@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/runblock/runblock/executor"
+	"golang.org/x/sys/unix"
+)
+
+// resolveBeneath is how every path below the work dir is opened: never
+// through a symlink (not even the last component), never out of the work
+// dir, never onto another mount. A snippet's symlink to a host file is
+// omitted, not read (judge0's CVE-2024-28185).
+var resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+func openBeneath(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{
+			Flags:   uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC),
+			Resolve: uint64(resolveBeneath),
+		})
+		if !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
+			return fd, err
+		}
+	}
+}
+
+// collectFiles reads the regular files beneath dir, scratch names left
+// out, in the order they appeared, within lim. It runs where every process
+// of the snippet is dead: in the init, inside the sandbox's own mount
+// namespace (it sees what the snippet saw, nothing of the host), or in the
+// service on a host work dir, where openat2 keeps it beneath dir.
+func collectFiles(dir string, lim collectLimits) ([]executor.File, []executor.OmittedFile, error) {
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(root)
+	var found []candidate
+	var omitted []executor.OmittedFile
+	budget := 4 * policy.WorkInodes // entries looked at, at most
+	var walk func(fd int, prefix string, depth int) error
+	walk = func(fd int, prefix string, depth int) error {
+		f := os.NewFile(uintptr(fd), prefix)
+		defer f.Close()
+		if budget <= 0 {
+			return nil
+		}
+		names, err := f.Readdirnames(budget)
+		if err != nil && err != io.EOF {
+			return err
+		}
+		budget -= len(names)
+		slices.Sort(names)
+		for _, name := range names {
+			if scratch(name) {
+				continue
+			}
+			rel := prefix + name
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFREG:
+				found = append(found, candidate{path: rel, size: st.Size, mtime: st.Mtim.Nano()})
+			case unix.S_IFDIR:
+				if depth >= collectDepth || budget <= 0 {
+					continue
+				}
+				sub, err := openBeneath(fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+				if err != nil {
+					continue
+				}
+				if err := walk(sub, rel+"/", depth+1); err != nil {
+					return err
+				}
+			case unix.S_IFLNK:
+				omitted = append(omitted, executor.OmittedFile{Path: rel, Reason: executor.OmitSymlink})
+			default:
+				omitted = append(omitted, executor.OmittedFile{Path: rel, Reason: executor.OmitNotRegular})
+			}
+		}
+		return nil
+	}
+	dup, err := unix.Dup(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := walk(dup, "", 0); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(found, byAppearance)
+	var files []executor.File
+	left := lim.MaxBytes
+	for _, c := range found {
+		switch {
+		case len(files) >= lim.MaxFiles:
+			omitted = append(omitted, executor.OmittedFile{Path: c.path, Size: c.size, Reason: executor.OmitCount})
+		case c.size > left:
+			omitted = append(omitted, executor.OmittedFile{Path: c.path, Size: c.size, Reason: executor.OmitSize})
+		default:
+			content, reason := readBeneath(root, c.path, left)
+			if reason != "" {
+				omitted = append(omitted, executor.OmittedFile{Path: c.path, Size: c.size, Reason: reason})
+				continue
+			}
+			left -= int64(len(content))
+			files = append(files, executor.File{Path: c.path, Size: int64(len(content)), Content: content})
+		}
+	}
+	return files, omitted, nil
+}
+
+// readBeneath reads the regular, singly linked file rel beneath root, at
+// most max bytes; reason says why not.
+func readBeneath(root int, rel string, max int64) ([]byte, string) {
+	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return nil, executor.OmitSymlink
+	}
+	if err != nil {
+		return nil, executor.OmitUnreadable
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, executor.OmitUnreadable
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, executor.OmitNotRegular
+	case st.Nlink != 1:
+		// A hard link may be a link to a file the snippet may not show.
+		return nil, executor.OmitHardLink
+	case st.Size > max:
+		return nil, executor.OmitSize
+	}
+	content, err := io.ReadAll(io.LimitReader(f, max+1))
+	switch {
+	case err != nil:
+		return nil, executor.OmitUnreadable
+	case int64(len(content)) > max:
+		return nil, executor.OmitSize
+	}
+	return content, ""
+}

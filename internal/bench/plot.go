@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
+)
+
+// plotCode imports numpy and matplotlib and shows a small plot: what a
+// teacher's first snippet does.
+const plotCode = `import numpy as np
+import matplotlib.pyplot as plt
+x = np.linspace(0, 2 * np.pi, 100)
+plt.plot(x, np.sin(x))
+plt.title("sin")
+plt.show()
+print("ok")
+`
+
+// plotPreload is RUNBLOCK_PRELOAD of the preloaded row.
+var plotPreload = []string{"numpy", "matplotlib.pyplot"}
+
+// PlotRow is the plot snippet on one executor: runs arriving one at a
+// time, PlotGapMS apart, so a pool has refilled before each.
+type PlotRow struct {
+	Label string  `json:"label"`
+	Runs  int     `json:"runs"`
+	OK    int     `json:"ok"`
+	P50MS float64 `json:"p50_ms"`
+	P90MS float64 `json:"p90_ms"`
+	Error string  `json:"error,omitempty"`
+}
+
+// plotRows measures the plot snippet cold, pooled, and pooled with
+// numpy and matplotlib.pyplot preloaded.
+func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
+	pooled := b.coldConfig()
+	pooled.Pool = 1
+	preloaded := pooled
+	preloaded.Preload = plotPreload
+	rows := []struct {
+		label string
+		cfg   sandbox.Config
+	}{
+		{"executor cold (pool off)", b.coldConfig()},
+		{"executor pool (1)", pooled},
+		{"executor pool (1), RUNBLOCK_PRELOAD=" + strings.Join(plotPreload, ","), preloaded},
+	}
+	var out []PlotRow
+	for _, r := range rows {
+		row := PlotRow{Label: r.label, Runs: b.plotRuns}
+		b.log.Info("bench: plot", "row", r.label, "runs", b.plotRuns)
+		ex, err := sandbox.New(ctx, r.cfg)
+		if err != nil {
+			row.Error = err.Error()
+			out = append(out, row)
+			continue
+		}
+		var why string
+		run := func(ctx context.Context, _ int) (bool, error) {
+			res, err := ex.Run(ctx, executor.Request{Code: plotCode})
+			if err != nil {
+				return false, err
+			}
+			ok := res.Success && res.Stdout == "ok\n" && len(res.Files) == 1 && bytes.HasPrefix(res.Files[0].Content, []byte("\x89PNG"))
+			if !ok && why == "" {
+				why = cmp.Or(res.Error, fmt.Sprintf("stdout %.40q, %d files", res.Stdout, len(res.Files)))
+			}
+			return ok, nil
+		}
+		// Warm-up: the pool's first sandbox, the page cache.
+		if _, err = run(ctx, 0); err == nil {
+			select {
+			case <-time.After(b.plotGap):
+			case <-ctx.Done():
+			}
+			var p phase
+			if p, err = measure(ctx, b.plotRuns, 1, b.plotGap, run); err == nil {
+				s := summary(1, true, p)
+				row.OK, row.P50MS, row.P90MS = s.Passed, s.P50MS, s.P90MS
+			}
+		}
+		if err != nil {
+			row.Error = err.Error()
+		} else if why != "" {
+			row.Error = why
+		}
+		ex.Close()
+		out = append(out, row)
+	}
+	return out
+}
