@@ -268,10 +268,7 @@ with ThreadPoolExecutor(8) as ex:
 		t.Skipf("numpy and matplotlib of %s missing (apt-get install python3-numpy python3-matplotlib): %v", debian, err)
 	}
 	e = newHardened(t, Config{Python: debian})
-	// The guard's os patches are relaxed for numpy in issue 12.
-	res = runCode(t, e, executor.Request{Code: `import os, posix
-os.putenv, os.unsetenv = posix.putenv, posix.unsetenv
-import numpy as np
+	res = runCode(t, e, executor.Request{Code: `import numpy as np
 a = np.random.rand(300, 300)
 print((a @ a).shape)
 import matplotlib
@@ -280,9 +277,6 @@ import matplotlib.pyplot as plt
 plt.plot([1, 2, 3])
 plt.savefig("p.png")
 print("plotted")`, Timeout: 30 * time.Second})
-	if strings.Contains(res.Stderr, "cannot open shared object file") {
-		t.Skipf("numpy's BLAS is reached through /etc/alternatives, which the sandbox binds from issue 12 on: %s", res.Error)
-	}
 	if !res.Success || res.Stdout != "(300, 300)\nplotted\n" {
 		t.Errorf("numpy and matplotlib: stdout=%q error=%q stderr=%s", res.Stdout, res.Error, res.Stderr)
 	}
