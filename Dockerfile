@@ -38,6 +38,9 @@ EXPOSE 8080
 # doctor starts a canary snippet under the configured isolation: healthy means
 # this container can still run code.
 HEALTHCHECK --interval=60s --timeout=20s --start-period=10s --retries=3 CMD ["runblock", "doctor"]
+# SIGTERM drains (RUNBLOCK_DRAIN_TIMEOUT, 20s): stop with a longer grace
+# period than Docker's 10s (docker stop -t 30, compose's stop_grace_period).
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["runblock"]
 CMD ["serve"]
 

@@ -165,6 +165,13 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	select {
 	case <-ctx.Done():
 		logger.Info("signal received")
+		// At a terminal, a first Ctrl-C cancels the snippet running and the
+		// console goes on; main restored the default action, so a second
+		// one exits.
+		if m.Interactive && m.console != nil && m.console.Interrupt() {
+			fmt.Fprintln(c.stderr, "runblock: run cancelled; Ctrl-C again quits, Ctrl-D ends the input")
+			<-m.Done()
+		}
 	case <-m.Done():
 	}
 	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
@@ -269,6 +276,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
+	sc.RunTimeout = cfg.Executor.Timeout
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
 	m.scheduler = executor.NewScheduler(runner, sc)

@@ -36,14 +36,19 @@ type Runner interface {
 
 // Config bounds the scheduler.
 type Config struct {
-	Concurrency int              // RUNBLOCK_CONCURRENCY, default NumCPU
-	QueueSize   int              // RUNBLOCK_QUEUE, default DefaultQueueSize
-	UserRate    float64          // runs per second per user (RUNBLOCK_USER_RATE "5/min" -> 5/60); <= 0 is unlimited
-	UserBurst   int              // RUNBLOCK_USER_BURST, at least 1 when UserRate is set
-	MaxPerUser  int              // queued-or-running jobs per user, default 1
-	Clock       func() time.Time // nil = time.Now
-	Logger      *slog.Logger     // nil = discard
-	Metrics     Metrics          // nil = none
+	Concurrency int     // RUNBLOCK_CONCURRENCY, default NumCPU
+	QueueSize   int     // RUNBLOCK_QUEUE, default DefaultQueueSize
+	UserRate    float64 // runs per second per user (RUNBLOCK_USER_RATE "5/min" -> 5/60); <= 0 is unlimited
+	UserBurst   int     // RUNBLOCK_USER_BURST, at least 1 when UserRate is set
+	MaxPerUser  int     // queued-or-running jobs per user, default 1
+	// RunTimeout is the longest a run lasts unless its Request sets a
+	// Timeout (the executor's timeout); a user refused for MaxPerUser is
+	// told to retry when their first job will have ended. 0: estimated
+	// from the runs measured.
+	RunTimeout time.Duration
+	Clock      func() time.Time // nil = time.Now
+	Logger     *slog.Logger     // nil = discard
+	Metrics    Metrics          // nil = none
 }
 
 // Metrics receives the scheduler's observations. QueueDepth is called
@@ -82,6 +87,7 @@ type Scheduler struct {
 	concurrency int
 	queueSize   int
 	maxPerUser  int
+	runTimeout  time.Duration
 	userRate    rate.Limit
 	userBurst   int
 	now         func() time.Time
@@ -113,10 +119,18 @@ type user struct {
 	key     string
 	queued  int
 	running int
-	next    uint64 // the earliest round of the user's next job
+	next    uint64  // the earliest round of the user's next job
+	tasks   []*task // the user's queued and running jobs
 }
 
 func (u *user) idle() bool { return u.queued == 0 && u.running == 0 }
+
+// drop forgets t, which has left the scheduler.
+func (u *user) drop(t *task) {
+	if i := slices.Index(u.tasks, t); i >= 0 {
+		u.tasks = slices.Delete(u.tasks, i, i+1)
+	}
+}
 
 // task is one submitted job.
 type task struct {
@@ -129,6 +143,7 @@ type task struct {
 	// guarded by Scheduler.mu
 	ahead   int // index in the queue, -1 before the first placement
 	started bool
+	begin   time.Time // when it got its slot
 
 	start chan struct{} // closed when the job gets its slot
 	moved chan struct{} // signalled (never blocking) when ahead changes
@@ -141,6 +156,7 @@ func NewScheduler(r Runner, cfg Config) *Scheduler {
 		concurrency: cfg.Concurrency,
 		queueSize:   cfg.QueueSize,
 		maxPerUser:  cfg.MaxPerUser,
+		runTimeout:  cfg.RunTimeout,
 		userRate:    rate.Limit(cfg.UserRate),
 		userBurst:   cfg.UserBurst,
 		now:         cfg.Clock,
@@ -178,7 +194,8 @@ func NewScheduler(r Runner, cfg Config) *Scheduler {
 
 // Submit queues job and waits for its result. Rejections are *Error with
 // ErrBusy (RetryAfter estimated when runs have been measured), ErrRateLimited
-// (RetryAfter set for the rate, 0 for the per-user job limit), ErrShutdown or
+// (RetryAfter set: for the rate, or for the per-user job limit when the
+// user's first job will have ended and a rate token is there), ErrShutdown or
 // ErrCanceled (wrapping ctx.Err()). Cancelling ctx takes a queued job out of
 // the queue and cancels a running job's Runner context. The Runner's result
 // and error are returned unchanged.
@@ -250,10 +267,14 @@ func (s *Scheduler) admit(job Job) (*task, error) {
 	}
 	u := s.users[job.User]
 	if u != nil && u.queued+u.running >= s.maxPerUser {
+		var e *Error
 		if s.maxPerUser == 1 {
-			return nil, Errorf(ErrRateLimited, "you already have a snippet queued or running")
+			e = Errorf(ErrRateLimited, "you already have a snippet queued or running")
+		} else {
+			e = Errorf(ErrRateLimited, "you already have %d snippets queued or running", s.maxPerUser)
 		}
-		return nil, Errorf(ErrRateLimited, "you already have %d snippets queued or running", s.maxPerUser)
+		e.RetryAfter = s.userFreeLocked(u, now)
+		return nil, e
 	}
 	tok, err := s.reserveLocked(job.User, now)
 	if err != nil {
@@ -285,12 +306,55 @@ func (s *Scheduler) admit(job Job) (*task, error) {
 	s.seq++
 	u.next = t.round + 1
 	u.queued++
+	u.tasks = append(u.tasks, t)
 	i, _ := slices.BinarySearchFunc(s.queue, t, func(a, b *task) int {
 		return cmp.Or(cmp.Compare(a.round, b.round), cmp.Compare(a.seq, b.seq))
 	})
 	s.queue = slices.Insert(s.queue, i, t)
 	s.dispatchLocked()
 	return t, nil
+}
+
+// userFreeLocked estimates how long until u may submit again: until the
+// first of its jobs ends (a running one at its time limit, a queued one
+// after the runs ahead of it and its own), and then until a rate token is
+// there. It is at least a second.
+func (s *Scheduler) userFreeLocked(u *user, now time.Time) time.Duration {
+	wait := time.Duration(-1)
+	for _, t := range u.tasks {
+		var d time.Duration
+		if t.started {
+			d = t.begin.Add(s.runLimit(t)).Sub(now)
+		} else {
+			run := s.runLimit(t)
+			if s.runsMeasured > 0 {
+				run = s.avgRun
+			}
+			d = time.Duration(t.ahead/s.concurrency+1)*run + s.runLimit(t)
+		}
+		if wait < 0 || d < wait {
+			wait = d
+		}
+	}
+	wait = max(wait, time.Second)
+	if lim, ok := s.limiters[u.key]; ok && s.userRate > 0 {
+		if tokens := lim.TokensAt(now.Add(wait)); tokens < 1 {
+			wait += time.Duration((1 - tokens) / float64(s.userRate) * float64(time.Second))
+		}
+	}
+	return wait
+}
+
+// runLimit is the longest t's run should last.
+func (s *Scheduler) runLimit(t *task) time.Duration {
+	switch {
+	case t.job.Request.Timeout > 0:
+		return t.job.Request.Timeout
+	case s.runTimeout > 0:
+		return s.runTimeout
+	default:
+		return s.avgRun
+	}
 }
 
 // token is a rate token reserved for a submission.
@@ -359,6 +423,7 @@ func (s *Scheduler) dispatchLocked() {
 		t := s.queue[0]
 		s.queue = slices.Delete(s.queue, 0, 1)
 		t.started = true
+		t.begin = s.now()
 		t.user.queued--
 		t.user.running++
 		s.running++
@@ -453,6 +518,7 @@ func (s *Scheduler) leave(t *task) bool {
 		s.queue = slices.Delete(s.queue, i, i+1)
 	}
 	t.user.queued--
+	t.user.drop(t)
 	s.releaseLocked(t.user)
 	s.placeLocked()
 	s.checkDrainedLocked()
@@ -499,6 +565,7 @@ func (s *Scheduler) finish(t *task, d time.Duration, ran bool) {
 		}
 	}
 	t.user.running--
+	t.user.drop(t)
 	s.running--
 	s.releaseLocked(t.user)
 	s.dispatchLocked()

@@ -459,8 +459,8 @@ func TestSchedulerMaxPerUser(t *testing.T) {
 			if !strings.Contains(e.Message, tt.message) {
 				t.Errorf("message %q, want %q", e.Message, tt.message)
 			}
-			if e.RetryAfter != 0 {
-				t.Errorf("RetryAfter = %v, want 0", e.RetryAfter)
+			if e.RetryAfter < time.Second {
+				t.Errorf("RetryAfter = %v, want at least 1s", e.RetryAfter)
 			}
 			other := submit(t, s, "b", "b")
 			other.queued(t, 0) // b joins the current round, before a's later jobs
@@ -476,6 +476,59 @@ func TestSchedulerMaxPerUser(t *testing.T) {
 			}
 			g.next(t, "again").finish()
 			again.ok(t)
+		})
+	}
+}
+
+// A user refused for MaxPerUser is told when to retry: when their job will
+// have ended (at its time limit, or after the runs ahead of it when queued),
+// and then a rate token is there; never "in a moment".
+func TestSchedulerMaxPerUserRetryAfter(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     executor.Config
+		other   bool          // another user's job runs first, so a's job is queued
+		timeout time.Duration // a's job's own Request.Timeout
+		want    time.Duration
+	}{
+		{name: "running job ends at the run timeout", cfg: executor.Config{RunTimeout: 10 * time.Second}, want: 7 * time.Second},
+		{name: "the request's own timeout", cfg: executor.Config{RunTimeout: 10 * time.Second}, timeout: 5 * time.Second, want: 2 * time.Second},
+		{name: "queued job waits a run, then runs", cfg: executor.Config{RunTimeout: 10 * time.Second}, other: true, want: 20 * time.Second},
+		{name: "then the rate", cfg: executor.Config{RunTimeout: 10 * time.Second, UserRate: 0.05, UserBurst: 1}, want: 17 * time.Second},
+		{name: "nothing known: a second", want: time.Second},
+		{name: "past the limit: a second", cfg: executor.Config{RunTimeout: 2 * time.Second}, want: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newClock()
+			g := newGate()
+			cfg := tt.cfg
+			cfg.Concurrency, cfg.QueueSize, cfg.Clock = 1, 10, clock.Now
+			s := newScheduler(t, g, cfg)
+			if tt.other {
+				submit(t, s, "b", "b").started(t)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			progress := make(chan executor.Progress, 10)
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Submit(ctx, executor.Job{User: "a", Request: executor.Request{Code: "a", Timeout: tt.timeout},
+					Progress: func(p executor.Progress) { progress <- p }})
+				done <- err
+			}()
+			select {
+			case <-progress:
+			case <-time.After(hang):
+				t.Fatal("a's job was not admitted")
+			}
+			clock.Advance(3 * time.Second)
+			e := wantCode(t, submitNow(s, "a", "again"), executor.ErrRateLimited)
+			if d := e.RetryAfter - tt.want; d < -time.Millisecond || d > time.Millisecond {
+				t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, tt.want)
+			}
+			cancel()
+			<-done
 		})
 	}
 }

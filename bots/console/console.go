@@ -72,6 +72,11 @@ type Bot struct {
 	// run, and Close drains it, then cancels.
 	handlers *handlers.Group
 
+	run struct { // the run in flight, for Interrupt
+		sync.Mutex
+		cancel context.CancelFunc // nil: none
+	}
+
 	ready atomic.Bool
 	done  chan struct{}
 }
@@ -147,6 +152,19 @@ func (b *Bot) Close(ctx context.Context) error {
 	return nil
 }
 
+// Interrupt cancels the run in flight (a Ctrl-C at the terminal); its reply
+// says so and shows the output so far. It reports whether a run was in
+// flight.
+func (b *Bot) Interrupt() bool {
+	b.run.Lock()
+	defer b.run.Unlock()
+	if b.run.cancel == nil {
+		return false
+	}
+	b.run.cancel()
+	return true
+}
+
 // noMetrics is the Metrics of a Config without one.
 type noMetrics struct{}
 
@@ -184,32 +202,39 @@ func (b *Bot) isClosed() bool {
 }
 
 // readMessage reads one message: lines up to an empty line outside a code
-// fence, or to the end of the input. Leading empty lines are skipped. Past
-// MaxMessageBytes the rest of the message is read and dropped, and tooLarge
-// is set.
+// block (``` or ~~~, as Extract reads them), or to the end of the input.
+// Leading empty lines are skipped. Past MaxMessageBytes the rest of the
+// message is read and dropped, and tooLarge is set.
 func (b *Bot) readMessage(r *bufio.Reader) (msg string, tooLarge bool, err error) {
 	var sb strings.Builder
-	inFence := false
+	var fences formatting.Fences
+	droppedOpen := false // tooLarge: a block is open among the dropped lines
 	for {
 		line, long, err := readLine(r, b.cfg.MaxMessageBytes)
 		if err != nil {
 			return sb.String(), tooLarge, err
 		}
-		blank := !long && strings.TrimSpace(line) == ""
-		if blank && !inFence {
+		if !long && strings.TrimSpace(line) == "" {
 			if sb.Len() == 0 && !tooLarge {
 				continue
 			}
-			return sb.String(), tooLarge, nil
-		}
-		if strings.Count(line, "```")%2 == 1 {
-			inFence = !inFence
+			if tooLarge && !droppedOpen || !tooLarge && !fences.Open(sb.String()) {
+				return sb.String(), tooLarge, nil
+			}
 		}
 		sep := 0
 		if sb.Len() > 0 {
 			sep = 1
 		}
-		if long || sb.Len()+sep+len(line) > b.cfg.MaxMessageBytes {
+		if tooLarge || long || sb.Len()+sep+len(line) > b.cfg.MaxMessageBytes {
+			if !tooLarge {
+				droppedOpen = fences.Open(sb.String())
+			}
+			// The text is no longer kept, so blocks are followed roughly: a
+			// fence line, or a line with an odd number of ```, toggles.
+			if togglesFence(line) {
+				droppedOpen = !droppedOpen
+			}
 			tooLarge = true
 			continue
 		}
@@ -220,16 +245,29 @@ func (b *Bot) readMessage(r *bufio.Reader) (msg string, tooLarge bool, err error
 	}
 }
 
+// togglesFence reports whether a dropped line opens or closes a code block,
+// roughly: it starts with ~~~ or holds an odd number of ```.
+func togglesFence(line string) bool {
+	trimmed := strings.TrimLeft(line, " ")
+	return len(line)-len(trimmed) <= 3 && strings.HasPrefix(trimmed, "~~~") || strings.Count(line, "```")%2 == 1
+}
+
 // readLine returns the next line without its line ending, keeping at most
 // max bytes of it (long reports a cut). A last line without a newline is
-// returned with a nil error; io.EOF comes on the following call.
+// returned with a nil error, whatever its length; io.EOF comes on the
+// following call.
 func readLine(r *bufio.Reader, max int) (line string, long bool, err error) {
 	var sb strings.Builder
+	read := false
 	for {
 		frag, isPrefix, err := r.ReadLine()
 		if err != nil {
+			if read && errors.Is(err, io.EOF) {
+				return sb.String(), long, nil
+			}
 			return sb.String(), long, err
 		}
+		read = true
 		if sb.Len()+len(frag) > max {
 			long = true
 		} else {
@@ -275,10 +313,23 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		}
 	}
 	b.log.Debug("run submitted", "code_bytes", len(ext.Code), "stdin_bytes", len(ext.Stdin))
-	res, err := b.runner.Submit(ctx, job)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.run.Lock()
+	b.run.cancel = cancel
+	b.run.Unlock()
+	res, err := b.runner.Submit(runCtx, job)
+	b.run.Lock()
+	b.run.cancel = nil
+	b.run.Unlock()
 	finished.Store(true)
 	if err != nil {
 		text, _ := runerror.Report(ctx, b.log, formatting.Console, err)
+		if ctx.Err() == nil && runCtx.Err() != nil { // interrupted: show what it printed
+			if out := strings.TrimRight(res.Stdout+res.Stderr, "\n"); out != "" {
+				text += "\n" + out
+			}
+		}
 		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)

@@ -327,3 +327,41 @@ func TestPipedOutputHasNoPrompt(t *testing.T) {
 		t.Errorf("piped output shows the prompt:\n%s", got)
 	}
 }
+
+// TestInterruptCancelsTheRun: a Ctrl-C (Interrupt) cancels the run in
+// flight, whose reply says so and shows the output so far; the console goes
+// on with the next message.
+func TestInterruptCancelsTheRun(t *testing.T) {
+	started := make(chan struct{}, 2)
+	r := &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		if job.Request.Code != "loop()" {
+			return fakerunner.Echo("ran: ")(ctx, job)
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		return executor.Result{Stdout: "partial 1\npartial 2\n"}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
+	}}
+	in, feed := io.Pipe()
+	b, out := open(t, in, r, nil)
+	if b.Interrupt() {
+		t.Fatal("Interrupt with nothing running reported a run")
+	}
+	go func() {
+		_, _ = io.WriteString(feed, "`loop()`\n\n")
+	}()
+	<-started
+	if !b.Interrupt() {
+		t.Fatal("Interrupt did not find the run in flight")
+	}
+	go func() {
+		_, _ = io.WriteString(feed, "`print(2)`\n\n")
+		feed.Close()
+	}()
+	<-b.Done()
+	got := out.String()
+	for _, want := range []string{"Canceled", "partial 1\npartial 2", "ran: print(2)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output %q lacks %q", got, want)
+		}
+	}
+}

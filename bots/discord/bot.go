@@ -45,7 +45,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/runblock/runblock/bots/internal/handlers"
+	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -95,7 +97,7 @@ type Config struct {
 	Prefix      string        // DISCORD_PREFIX, default "!run"
 	GuildID     string        // DISCORD_GUILD_ID: register commands per guild
 	RunReaction string        // DISCORD_RUN_REACTION, default "▶️"
-	EditWindow  time.Duration // DISCORD_EDIT_WINDOW, default 10m
+	EditWindow  time.Duration // DISCORD_EDIT_WINDOW: edits within it re-run; 0 = never (config's default is 10m)
 	// APIURL, when set, replaces "https://discord.com/" as the base of the
 	// REST API (e.g. "http://proxy:8080/" for a REST proxy, or a test's
 	// fake); the gateway is the one that API hands out.
@@ -114,6 +116,9 @@ type Config struct {
 	MaxAnswers int
 	// Clock is the time source for the edit window; nil means time.Now.
 	Clock func() time.Time
+	// Retry paces Open's tries while Discord cannot be reached (no network
+	// yet); the zero value is netretry's default, about a minute.
+	Retry netretry.Backoff
 }
 
 // ErrDisallowedIntents is returned by Open when Discord refuses the
@@ -150,6 +155,7 @@ type Bot struct {
 	ready      atomic.Bool
 	openedAt   atomic.Int64    // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
+	turns      *turns.Turns    // each user's runs in the order of their messages
 	reconnect  chan struct{}
 	stop       chan struct{}
 	supervised chan struct{}
@@ -163,8 +169,11 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	if cfg.RunReaction == "" {
 		cfg.RunReaction = DefaultRunReaction
 	}
-	if cfg.EditWindow <= 0 {
-		cfg.EditWindow = DefaultEditWindow
+	// Answers are remembered for the edit window, and for deleting the
+	// reply with its message when edits do not re-run.
+	remember := cfg.EditWindow
+	if remember <= 0 {
+		remember = DefaultEditWindow
 	}
 	if cfg.MaxAnswers <= 0 {
 		cfg.MaxAnswers = DefaultMaxAnswers
@@ -184,8 +193,9 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		runner:     runner,
 		log:        logger,
 		now:        now,
-		answers:    replycache.New[answer](cfg.MaxAnswers, cfg.EditWindow, now),
+		answers:    replycache.New[answer](cfg.MaxAnswers, remember, now),
 		handlers:   handlers.New(maxInFlight, logger),
+		turns:      turns.New(),
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
@@ -244,7 +254,16 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.session = s
 	b.mu.Unlock()
 
-	me, err := s.User("@me", discordgo.WithContext(ctx))
+	var me *discordgo.User
+	err = b.cfg.Retry.Do(ctx, b.log, "Discord", func(ctx context.Context) error {
+		var err error
+		me, err = s.User("@me", discordgo.WithContext(ctx))
+		return err
+	})
+	var unreachable *netretry.Error
+	if errors.As(err, &unreachable) {
+		return fmt.Errorf("discord: %w", err)
+	}
 	if err != nil {
 		if restStatus(err) == http.StatusUnauthorized {
 			return fmt.Errorf("%w (%w)", ErrBadToken, err)
@@ -255,7 +274,8 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.userID = me.ID
 	b.mu.Unlock()
 
-	if err := s.Open(); err != nil {
+	err = b.cfg.Retry.Do(ctx, b.log, "Discord", func(context.Context) error { return s.Open() })
+	if err != nil {
 		err = gatewayError(err)
 		if errors.Is(err, ErrDisallowedIntents) {
 			b.log.Error("the Message Content intent is not enabled for this bot", "hint", ErrDisallowedIntents.Error())

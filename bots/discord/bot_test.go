@@ -3,6 +3,8 @@ package discord_test
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
@@ -322,6 +325,63 @@ func TestEditAfterWindowIsIgnored(t *testing.T) {
 	}
 }
 
+// TestEditWindowZeroNeverReruns: DISCORD_EDIT_WINDOW=0s means edits never
+// re-run; deleting the message still deletes the reply.
+func TestEditWindowZeroNeverReruns(t *testing.T) {
+	t.Parallel()
+	runner := &fakerunner.Runner{}
+	e := start(t, runner, func(c *discord.Config) { c.EditWindow = 0 })
+	m := e.say("!run\n" + block)
+	r := e.replyTo(e.channel, m.ID)
+	var reply discordgo.Message
+	if err := r.DecodeResponse(&reply); err != nil {
+		t.Fatal(err)
+	}
+	edited := *m
+	edited.Content = "!run\n```python\nprint(2)\n```"
+	e.fbot.MessageUpdate(edited)
+	e.fbot.MessageDelete(e.channel, m.ID, e.guild)
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("DELETE", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
+		t.Fatal(err)
+	}
+	closeBot(t, e)
+	if n := len(fake.Requests(fakediscord.MatchPrefix("PATCH", "/channels/"+e.channel+"/messages/"))); n != 0 {
+		t.Fatalf("%d edits with the window at 0", n)
+	}
+	if n := len(runner.Jobs()); n != 1 {
+		t.Fatalf("%d jobs, want 1", n)
+	}
+}
+
+// TestOpenWithoutNetwork: Discord out of reach is a network problem, said
+// so and retried with backoff, not a bad token.
+func TestOpenWithoutNetwork(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/"
+	l.Close()
+	var waits []time.Duration
+	retry := netretry.Backoff{Initial: time.Second, Max: 4 * time.Second, Attempts: 4, Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}}
+	b := discord.New(discord.Config{Token: "some-token", APIURL: closed, Retry: retry}, &fakerunner.Runner{}, nil)
+	err = b.Open(testCtx(t))
+	var unreachable *netretry.Error
+	if !errors.As(err, &unreachable) || errors.Is(err, discord.ErrBadToken) || !strings.Contains(err.Error(), "cannot reach Discord") {
+		t.Fatalf("Open = %v, want a network error that does not blame the token", err)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	if err := b.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestReactionRunsAnotherBotsMessage(t *testing.T) {
 	t.Parallel()
 	runner := &fakerunner.Runner{}
@@ -527,7 +587,7 @@ func TestDeleteWhileRunningDeletesTheReplyWhenItLands(t *testing.T) {
 func TestEditWhileRunningRerunsAfterTheFirstReply(t *testing.T) {
 	t.Parallel()
 	runner, started, release := fakerunner.Gated()
-	e := start(t, runner, nil)
+	e := start(t, runner, func(c *discord.Config) { c.EditWindow = time.Minute })
 	m := e.say("!run " + block)
 	<-started
 	edited := *m
@@ -553,7 +613,7 @@ func TestEditWhileRunningRerunsAfterTheFirstReply(t *testing.T) {
 func TestAnswerMappingIsBounded(t *testing.T) {
 	t.Parallel()
 	runner := &fakerunner.Runner{}
-	e := start(t, runner, func(c *discord.Config) { c.MaxAnswers = 1 })
+	e := start(t, runner, func(c *discord.Config) { c.MaxAnswers = 1; c.EditWindow = time.Minute })
 	first := e.say("!run " + block)
 	e.replyTo(e.channel, first.ID)
 	second := e.say("!run " + block)
@@ -619,7 +679,7 @@ func TestThreadOfListedChannelIsListed(t *testing.T) {
 
 func TestFixingAMessageAfterANoticeRunsIt(t *testing.T) {
 	t.Parallel()
-	e := start(t, &fakerunner.Runner{}, nil)
+	e := start(t, &fakerunner.Runner{}, func(c *discord.Config) { c.EditWindow = time.Minute })
 	m := e.say("!run\n```js\nconsole.log(1)\n```")
 	var reply discordgo.Message
 	r := e.replyTo(e.channel, m.ID)
@@ -664,7 +724,7 @@ func TestPanicInAHandlerIsLoggedAndTheBotCarriesOn(t *testing.T) {
 func TestUpdateWithoutContentChangeDoesNotRerun(t *testing.T) {
 	t.Parallel()
 	runner := &fakerunner.Runner{}
-	e := start(t, runner, nil)
+	e := start(t, runner, func(c *discord.Config) { c.EditWindow = time.Minute })
 	m := e.say("!run https://example.com\n" + block)
 	e.replyTo(e.channel, m.ID)
 	embedded := *m

@@ -201,7 +201,7 @@ func TestE2EReactionOnABotsMessage(t *testing.T) {
 func TestEditRerunsIntoSameReplyAndDeleteRemovesIt(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	e := start(t, realRunner(t), func(c *discord.Config) { c.Clock = clk.Now })
+	e := start(t, realRunner(t), func(c *discord.Config) { c.Clock = clk.Now; c.EditWindow = 10 * time.Minute })
 	m := e.say("!run ```py\nprint('first')\n```")
 	var reply discordgo.Message
 	if err := e.replyTo(e.channel, m.ID).DecodeResponse(&reply); err != nil {

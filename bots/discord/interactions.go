@@ -128,7 +128,7 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
 	}, true)
 	defer prog.Stop()
-	out := b.execute(ctx, userKey(i.GuildID, interactionUser(i)), ex, prog.Update)
+	out := b.execute(ctx, nil, userKey(i.GuildID, interactionUser(i)), ex, prog.Update)
 	prog.Stop()
 	if !out.ran {
 		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {

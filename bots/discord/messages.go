@@ -124,6 +124,9 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if !b.reserve(src) {
 		return
 	}
+	if ex.Found {
+		src.turn = b.turns.Take(src.user)
+	}
 	if !b.spawn("message", func(ctx context.Context) {
 		b.metricReceived()
 		if !ex.Found {
@@ -132,13 +135,14 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 		}
 		b.answerMessage(ctx, s, src, ex)
 	}) {
+		src.turn.Done()
 		b.answers.Remove(src.messageID)
 	}
 }
 
 func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate) {
 	m := mu.Message
-	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) {
+	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) || b.cfg.EditWindow <= 0 {
 		return
 	}
 	queued, same := false, false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/progress"
 	"github.com/runblock/runblock/bots/internal/runerror"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -38,6 +39,9 @@ type source struct {
 	user      string
 	explicit  bool
 	content   string
+	// turn keeps the user's runs in the order their messages came; nil
+	// for a run not started from the gateway's events in order.
+	turn *turns.Turn
 }
 
 // outcome is a reply ready to send.
@@ -64,8 +68,8 @@ func outputFiles(full string) []*discordgo.File {
 // execute runs ex for user and renders the result for Discord; runerror
 // decides what of a failure is logged and the friendly line shown instead.
 // progress, when not nil, gets the run's place in the queue.
-func (b *Bot) execute(ctx context.Context, user string, ex formatting.Extraction, progress func(executor.Progress)) outcome {
-	res, err := b.runner.Submit(ctx, executor.Job{User: user, Request: executor.Request{Code: ex.Code, Stdin: ex.Stdin}, Progress: progress})
+func (b *Bot) execute(ctx context.Context, turn *turns.Turn, user string, ex formatting.Extraction, progress func(executor.Progress)) outcome {
+	res, err := turn.Submit(ctx, b.runner, executor.Job{User: user, Request: executor.Request{Code: ex.Code, Stdin: ex.Stdin}, Progress: progress})
 	if err != nil {
 		text, _ := runerror.Report(ctx, b.log.With("user", user), formatting.Discord, err)
 		return outcome{text: text}
@@ -84,6 +88,10 @@ func (b *Bot) reserve(src source) bool {
 // gets a "queued, N ahead" reply, which the result then replaces. It
 // remembers the reply for edits and deletes.
 func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src source, ex formatting.Extraction) {
+	// The turn comes before the Discord calls, and passes on once the
+	// scheduler has the job.
+	defer src.turn.Done()
+	src.turn.Wait(ctx)
 	ind := b.indicate(ctx, s, src.channelID, src.messageID)
 	defer ind.stop() // also when the run panics
 	prog := progress.Watch(ctx, b.log, progress.Chat{
@@ -100,7 +108,7 @@ func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src sourc
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
 	}, true)
 	defer prog.Stop()
-	out := b.execute(ctx, src.user, ex, prog.Update)
+	out := b.execute(ctx, src.turn, src.user, ex, prog.Update)
 	replyID := prog.Stop()
 	ind.stop()
 	var err error
@@ -186,7 +194,7 @@ func (b *Bot) rerun(ctx context.Context, s *discordgo.Session, m *discordgo.Mess
 	if ex.Found {
 		ind := b.indicate(ctx, s, a.channelID, m.ID)
 		defer ind.stop() // also when the run panics
-		out = b.execute(ctx, a.user, ex, nil)
+		out = b.execute(ctx, nil, a.user, ex, nil)
 		ind.stop()
 		ind.wait()
 		b.react(ctx, s, a.channelID, m.ID, reactionRunning, false)

@@ -25,7 +25,7 @@ func restartable(t *testing.T, runner discord.Runner) (*env, *offsetClock) {
 	t.Helper()
 	clk := &offsetClock{}
 	clk.offset.Store(int64(-5 * time.Minute))
-	return start(t, runner, func(c *discord.Config) { c.Clock = clk.Now }), clk
+	return start(t, runner, func(c *discord.Config) { c.Clock = clk.Now; c.EditWindow = 10 * time.Minute }), clk
 }
 
 // restart closes the adapter and connects another for the same bot, as a

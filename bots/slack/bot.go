@@ -23,7 +23,9 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/runblock/runblock/bots/internal/handlers"
+	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -92,9 +94,18 @@ type Config struct {
 	// as the Web API's base, ending in "/": GovSlack's
 	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
 	// Socket Mode follows: its URL comes from apps.connections.open.
-	APIURL  string
+	APIURL string
+	// Retry paces Open's tries while Slack cannot be reached (no network
+	// yet); the zero value is netretry's default, about a minute.
+	Retry   netretry.Backoff
 	Render  formatting.RenderOptions
 	Metrics Metrics // nil: none counted
+}
+
+// badToken holds the auth.test errors that mean the token itself is wrong.
+var badToken = map[string]bool{
+	"invalid_auth": true, "not_authed": true, "account_inactive": true,
+	"token_revoked": true, "token_expired": true, "not_allowed_token_type": true,
 }
 
 // Bot owns the Slack connection.
@@ -110,6 +121,7 @@ type Bot struct {
 	seen     *replycache.Cache[struct{}] // event ids handled
 	sources  *keyLock                    // one run per source message at a time
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
+	turns    *turns.Turns                // each user's runs in the order of their events
 	self     atomic.Pointer[who]         // set by Open
 	openedAt atomic.Int64                // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 
@@ -167,6 +179,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		now:      time.Now,
 		sources:  newKeyLock(),
 		handlers: handlers.New(maxInFlight, logger),
+		turns:    turns.New(),
 	}
 	b.replies = replycache.New[*record](maxReplies, replyTTL, func() time.Time { return b.now() })
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
@@ -186,8 +199,20 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.mu.Unlock()
 	b.openedAt.Store(b.now().UnixNano())
 
-	auth, err := b.api.AuthTestContext(ctx)
-	if err != nil {
+	var auth *slack.AuthTestResponse
+	err := b.cfg.Retry.Do(ctx, b.log, "Slack", func(ctx context.Context) error {
+		var err error
+		auth, err = b.api.AuthTestContext(ctx)
+		return err
+	})
+	var unreachable *netretry.Error
+	var answer slack.SlackErrorResponse
+	switch {
+	case errors.As(err, &unreachable):
+		return fmt.Errorf("slack: %w", err)
+	case errors.As(err, &answer) && badToken[answer.Err]:
+		return fmt.Errorf("slack: SLACK_BOT_TOKEN was rejected (auth.test): %w", err)
+	case err != nil:
 		return fmt.Errorf("slack: checking SLACK_BOT_TOKEN (auth.test): %w", err)
 	}
 	b.self.Store(&who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID})

@@ -3,11 +3,14 @@ package slack
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 )
@@ -23,7 +26,7 @@ func TestOpenFailsFastOnBadTokens(t *testing.T) {
 		bot, app  string
 		wantError string
 	}{
-		{"bad bot token", "xoxb-wrong", fakeslack.AppToken, "auth.test"},
+		{"bad bot token", "xoxb-wrong", fakeslack.AppToken, "SLACK_BOT_TOKEN was rejected"},
 		{"bad app token", fakeslack.BotToken, "xapp-wrong", "SLACK_APP_TOKEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +42,35 @@ func TestOpenFailsFastOnBadTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestOpenWithoutNetwork: Slack out of reach is a network problem, said so
+// and retried with backoff, not a token problem.
+func TestOpenWithoutNetwork(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/api/"
+	l.Close()
+	var waits []time.Duration
+	retry := netretry.Backoff{Initial: time.Second, Max: 4 * time.Second, Attempts: 4, Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}}
+	b := New(Config{BotToken: fakeslack.BotToken, AppToken: fakeslack.AppToken, APIURL: closed, Retry: retry}, echo, nil)
+	err = b.Open(context.Background())
+	var unreachable *netretry.Error
+	if !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "cannot reach Slack") || strings.Contains(err.Error(), "SLACK_BOT_TOKEN") {
+		t.Fatalf("Open = %v, want a network error that does not blame the token", err)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

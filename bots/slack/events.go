@@ -158,16 +158,35 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		if ev.PreviousMessage != nil && ev.PreviousMessage.ThreadTimestamp != "" {
 			thread = ev.PreviousMessage.ThreadTimestamp
 		}
-		if ts != "" {
-			b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, ev.Channel, ts, thread) })
-		}
+		b.deleted(ev.Channel, ts, thread)
 	}
 }
 
+// deleted deletes the reply to the message ts (in thread) in channel, if
+// any.
+func (b *Bot) deleted(channel, ts, thread string) {
+	if ts != "" {
+		b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, channel, ts, thread) })
+	}
+}
+
+// tombstone is the subtype of a message deleted while it has thread
+// replies: Slack keeps it as "This message was deleted." and sends a
+// message_changed, not a message_deleted.
+const tombstone = "tombstone"
+
 // onEdit re-runs an edited message within the edit window and updates the
-// earlier reply in place.
+// earlier reply in place; a message turned into a tombstone is deleted.
 func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEvent) {
 	msg, prev := ev.Message, ev.PreviousMessage
+	if msg != nil && msg.SubType == tombstone {
+		ts := msg.Timestamp
+		if ts == "" && prev != nil {
+			ts = prev.Timestamp
+		}
+		b.deleted(ev.Channel, ts, threadOf(msg.ThreadTimestamp, ts))
+		return
+	}
 	if msg == nil || fromBot(self, msg.BotID, msg.User) || b.cfg.EditWindow <= 0 {
 		return
 	}

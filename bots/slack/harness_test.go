@@ -236,3 +236,14 @@ func (h *harness) remove(m fakeslack.Message) {
 	h.fake.SendEvent(map[string]any{"type": "message", "subtype": "message_deleted", "hidden": true, "channel": m.Channel,
 		"channel_type": "channel", "deleted_ts": m.TS, "previous_message": messageEvent(m, ""), "ts": m.TS, "event_ts": m.TS})
 }
+
+// bury deletes m, which has thread replies, as Slack does: m becomes a
+// tombstone, sent as message_changed.
+func (h *harness) bury(m fakeslack.Message) {
+	prev := messageEvent(m, "")
+	delete(prev, "channel_type")
+	msg := map[string]any{"type": "message", "subtype": "tombstone", "text": "This message was deleted.", "user": "USLACKBOT",
+		"hidden": true, "ts": m.TS, "thread_ts": m.TS, "reply_count": 1}
+	h.fake.SendEvent(map[string]any{"type": "message", "subtype": "message_changed", "hidden": true, "channel": m.Channel,
+		"channel_type": "channel", "message": msg, "previous_message": prev, "ts": m.TS, "event_ts": m.TS})
+}

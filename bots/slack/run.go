@@ -1,15 +1,21 @@
 package slack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/runblock/runblock/bots/internal/progress"
 	"github.com/runblock/runblock/bots/internal/runerror"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -40,7 +46,14 @@ type source struct {
 	responseURL string
 	// only, when set, is the notice to send instead of running.
 	only *formatting.Notice
+	// turn keeps the user's runs in the order their events came; nil
+	// for a source not taken from the event loop in order (a reaction,
+	// after fetching the message).
+	turn *turns.Turn
 }
+
+// userKey is the scheduler's key for the user.
+func (s source) userKey() string { return "slack:" + s.team + ":" + s.user }
 
 func (s source) key() string {
 	if s.ts == "" {
@@ -62,14 +75,22 @@ type record struct {
 	created     time.Time
 }
 
+// start answers src in a handler, in its turn among the user's events.
 func (b *Bot) start(src source) {
-	b.spawn(src.what, func(ctx context.Context) { b.handle(ctx, src) })
+	src.turn = b.turns.Take(src.userKey())
+	if !b.spawn(src.what, func(ctx context.Context) { b.handle(ctx, src) }) {
+		src.turn.Done()
+	}
 }
 
 // handle runs src's code and answers: one reply per source message, updated
 // in place on re-runs; ⏳ on the message while it waits, then ✅ or ❌.
 func (b *Bot) handle(ctx context.Context, src source) {
 	log := b.log.With("trigger", src.what, "channel", src.channel, "ts", src.ts, "user", src.user)
+	// The turn comes before anything that may block (the message's lock,
+	// Slack calls), and passes on once the scheduler has the job.
+	defer src.turn.Done()
+	src.turn.Wait(ctx)
 	if src.only != nil {
 		b.notify(ctx, log, src, formatting.RenderNotice(formatting.Slack, *src.only))
 		return
@@ -120,8 +141,8 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Slack, pr) },
 	}, replyTS == "")
 	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
-	res, err := b.runner.Submit(ctx, executor.Job{
-		User:     "slack:" + src.team + ":" + src.user,
+	res, err := src.turn.Submit(ctx, b.runner, executor.Job{
+		User:     src.userKey(),
 		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin},
 		Progress: prog.Update,
 	})
@@ -141,7 +162,7 @@ func (b *Bot) handle(ctx context.Context, src source) {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
 		log.Info("posting the reply through the response_url", "err", err)
-		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(rep.Text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeInChannel))...)
+		err = postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, rep.Text)
 		if err == nil {
 			b.replied()
 			return
@@ -234,6 +255,39 @@ func msgOptions(text string) []slack.MsgOption {
 	}
 }
 
+// postResponseURL posts text to a response_url with the options of
+// msgOptions, which slack-go's response_url path leaves out: nothing is
+// parsed or linked (so nothing pings), nothing unfurls.
+func postResponseURL(ctx context.Context, url, responseType, text string) error {
+	body, err := json.Marshal(map[string]any{
+		"text": text, "response_type": responseType, "replace_original": false,
+		"parse": "none", "link_names": false, "unfurl_links": false, "unfurl_media": false,
+	})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := responseURLClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("response_url: %s", resp.Status)
+	}
+	return nil
+}
+
+// responseURLClient bounds each post to a response_url.
+var responseURLClient = &http.Client{Timeout: 30 * time.Second}
+
 // reply updates the reply ts in place, or posts a new one in src's thread,
 // and returns the reply's ts. A reply to a message carries metadata naming
 // it, with t.
@@ -259,7 +313,7 @@ func (b *Bot) notify(ctx context.Context, log *slog.Logger, src source, text str
 	var err error
 	switch {
 	case src.responseURL != "":
-		_, _, err = b.api.PostMessageContext(ctx, src.channel, append(msgOptions(text), slack.MsgOptionResponseURL(src.responseURL, slack.ResponseTypeEphemeral))...)
+		err = postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, text)
 	case src.user != "":
 		opts := msgOptions(text)
 		if src.thread != "" {

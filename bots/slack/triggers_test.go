@@ -68,6 +68,30 @@ func TestEditReRunsInPlaceAndDeleteRemovesReply(t *testing.T) {
 	}
 }
 
+// TestTombstoneDeletesReply: a message with thread replies deleted on Slack
+// becomes a tombstone (message_changed); its reply goes as with
+// message_deleted, in a listed channel and for a mention alike.
+func TestTombstoneDeletesReply(t *testing.T) {
+	t.Parallel()
+	var clk clock
+	h := start(t, Config{Channels: []string{"C0OK"}, EditWindow: 10 * time.Minute}, echo, true, clk.install())
+	listed := h.message("C0OK", h.user(), "```print('listed')```")
+	h.fake.SendEvent(messageEvent(listed, "channel"))
+	mention := h.mention("C0OK", h.user(), "```print('mention')```")
+	replies := []fakeslack.Message{h.reply(listed, "ran print('listed')"), h.reply(mention, "ran print('mention')")}
+	clk.advance(time.Hour) // deleting is not editing: no window applies
+	for i, m := range []fakeslack.Message{listed, mention} {
+		h.bury(m)
+		if err := h.fake.WaitGone(h.ctx, m.Channel, replies[i].TS); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.settle()
+	if calls := h.fake.Calls("chat.update"); len(calls) != 0 {
+		t.Fatalf("the tombstone was answered: %+v", calls)
+	}
+}
+
 func TestEditAddingCodeInListedChannelRuns(t *testing.T) {
 	t.Parallel()
 	h := start(t, Config{Channels: []string{"C0OK"}, EditWindow: time.Minute}, echo, true)
@@ -137,7 +161,8 @@ func TestSlashCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Body["response_type"] != "in_channel" || !strings.Contains(fmt.Sprint(p.Body["text"]), "ran print(6)") {
+	if p.Body["response_type"] != "in_channel" || !strings.Contains(fmt.Sprint(p.Body["text"]), "ran print(6)") ||
+		p.Body["parse"] != "none" || p.Body["link_names"] != false {
 		t.Fatalf("response_url post: %v", p.Body)
 	}
 
@@ -148,7 +173,8 @@ func TestSlashCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Body["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(p.Body["text"]), "Not in this channel") {
+	if p.Body["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(p.Body["text"]), "Not in this channel") ||
+		p.Body["parse"] != "none" || p.Body["link_names"] != false {
 		t.Fatalf("response_url post: %v", p.Body)
 	}
 }

@@ -52,7 +52,9 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD in
 		return nil, err
 	}
 	var cmd *exec.Cmd
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Setpgid: a sandbox never shares the service's process group, so a
+	// Ctrl-C at the terminal (SIGINT to the foreground group) spares it.
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	switch {
 	case p.layers.Namespaces:
 		cmd = exec.CommandContext(ctx, "/proc/self/exe")
@@ -79,7 +81,6 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD in
 			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
 			cmd.Args[0] = spec.Python
 		}
-		attr.Setpgid = true
 		if hostUID >= 0 {
 			attr.Credential = &syscall.Credential{Uid: uint32(hostUID), Gid: uint32(hostUID)}
 		}

@@ -24,7 +24,9 @@ func Echo(prefix string) Func {
 }
 
 // Runner records the jobs it gets and answers them with Func, or with
-// Echo("ran: ") when Func is nil. Set Func before the adapter can call it.
+// Echo("ran: ") when Func is nil. Like the scheduler, it reports a job as
+// running (Progress) once it has taken it. Set Func before the adapter can
+// call it.
 type Runner struct {
 	Func Func
 
@@ -40,6 +42,9 @@ func (r *Runner) Submit(ctx context.Context, job executor.Job) (executor.Result,
 	r.mu.Unlock()
 	if f == nil {
 		f = Echo("ran: ")
+	}
+	if job.Progress != nil {
+		job.Progress(executor.Progress{State: executor.StateRunning})
 	}
 	return f(ctx, job)
 }
