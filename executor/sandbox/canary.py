@@ -6,7 +6,15 @@ import os
 import socket
 import sys
 
-out = {"uid": os.getuid(), "gid": os.getgid(), "pid": os.getpid(), "env": sorted(os.environ)}
+fds = []
+for fd in range(1024):
+    try:
+        os.fstat(fd)
+        fds.append(fd)
+    except OSError:
+        pass
+
+out = {"fds": fds, "uid": os.getuid(), "gid": os.getgid(), "pid": os.getpid(), "env": sorted(os.environ)}
 host_marker = sys.stdin.read().strip()
 out["host_marker_visible"] = os.path.exists(host_marker)
 out["shadow_visible"] = os.path.exists("/etc/shadow")
@@ -43,6 +51,13 @@ try:
     out["inet_socket"] = "allowed"
 except OSError as exc:
     out["inet_socket"] = "errno %d" % exc.errno
+
+for family, key in ((socket.AF_NETLINK, "netlink_socket"), (40, "vsock_socket")):
+    try:
+        socket.socket(family, socket.SOCK_DGRAM).close()
+        out[key] = "allowed"
+    except OSError as exc:
+        out[key] = "errno %d" % exc.errno
 
 try:
     with open("/dev/zero", "wb"):

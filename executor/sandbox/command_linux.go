@@ -44,7 +44,9 @@ func namespaceFlags(names []string) (uintptr, error) {
 const addressSpaceLimit = true
 
 // command builds the process that becomes the sandbox.
-func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
+// hostUID is the snippet's host uid (see plan.runUID); cgroupFD, when not
+// -1, the cgroup the sandbox starts in.
+func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
 	arg, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -62,9 +64,9 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 		}
 		if p.mapRoot {
 			// The init maps to host root only so it can bind the interpreter
-			// from directories like /root; the snippet gets policy.HostUID.
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: policy.UID, HostID: policy.HostUID, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: policy.UID, HostID: policy.HostUID, Size: 1}}
+			// from directories like /root; the snippet gets hostUID.
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: policy.UID, HostID: hostUID, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: policy.UID, HostID: hostUID, Size: 1}}
 			attr.GidMappingsEnableSetgroups = true
 		} else {
 			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
@@ -79,11 +81,14 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
 			cmd.Args[0] = spec.Python
 		}
-		if p.hostUID >= 0 {
-			attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
+		if hostUID >= 0 {
+			attr.Credential = &syscall.Credential{Uid: uint32(hostUID), Gid: uint32(hostUID)}
 		}
 		cmd.Dir = spec.Dir
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	}
+	if cgroupFD >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, cgroupFD
 	}
 	cmd.SysProcAttr = attr
 	cmd.Env = spec.Env

@@ -26,11 +26,11 @@ func seccompFilter() ([]byte, error) {
 
 // command runs python directly, in its own process group so a kill reaches
 // what it started (unless that left the group).
-func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
+func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(ctx, spec.Python, spec.Args...)
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	if p.hostUID >= 0 {
-		attr.Credential = &syscall.Credential{Uid: uint32(p.hostUID), Gid: uint32(p.hostUID)}
+	if hostUID >= 0 {
+		attr.Credential = &syscall.Credential{Uid: uint32(hostUID), Gid: uint32(hostUID)}
 	}
 	cmd.SysProcAttr = attr
 	cmd.Dir = spec.Dir
@@ -38,3 +38,15 @@ func (p *plan) command(ctx context.Context, spec stageSpec) (*exec.Cmd, error) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd, nil
 }
+
+// cgroupTree and runCgroup: cgroups need Linux.
+type (
+	cgroupTree struct{ dir string }
+	runCgroup  struct{ fd int }
+)
+
+func serviceCgroup(string) (*cgroupTree, error) { return nil, errors.New("cgroups need Linux") }
+
+func (*cgroupTree) newRun(int64) (*runCgroup, error) { return nil, errors.New("cgroups need Linux") }
+func (*runCgroup) oomKilled() (bool, int64)          { return false, 0 }
+func (*runCgroup) remove() error                     { return nil }

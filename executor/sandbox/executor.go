@@ -28,7 +28,13 @@ type Config struct {
 	// Preload names modules pooled sandboxes import before the hand-over
 	// (RUNBLOCK_PRELOAD, e.g. "numpy,matplotlib.pyplot").
 	Preload []string
-	Logger  *slog.Logger
+	// Cgroup (RUNBLOCK_CGROUP) names a cgroup v2 subtree delegated to the
+	// service, below /sys/fs/cgroup or absolute, with memory and pids
+	// enabled in its cgroup.subtree_control; "" = the service's own
+	// cgroup when it is such a subtree. Without one, the sandbox's init
+	// accounts each run's memory.
+	Cgroup string
+	Logger *slog.Logger
 }
 
 // Defaults.

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -95,8 +97,11 @@ type plan struct {
 	layers   layerSet
 	seccomp  []byte // see seccompFilter
 	py       python
-	hostUID  int // uid the snippet runs as on the host, -1: the service's own
+	hostUID  int            // first host uid (and gid) of the snippets, -1: the service's own
+	uidSlots int            // the snippets' host uids are hostUID + [0, uidSlots)
+	uidSeq   *atomic.Uint64 // shared by copies of the plan (the pool's)
 	mapRoot  bool
+	cgroup   *cgroupTree // delegated cgroup v2 subtree, nil: none
 	binds    []string
 	files    []string
 	symlinks map[string]string
@@ -116,7 +121,7 @@ func (p *plan) transfer() collectLimits {
 }
 
 func newPlan(py python, layers layerSet) (*plan, error) {
-	p := &plan{layers: layers, py: py, hostUID: -1, symlinks: map[string]string{}}
+	p := &plan{layers: layers, py: py, hostUID: -1, uidSeq: new(atomic.Uint64), symlinks: map[string]string{}}
 	if layers.Seccomp {
 		var err error
 		if p.seccomp, err = seccompFilter(); err != nil {
@@ -124,11 +129,11 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 		}
 	}
 	if os.Geteuid() == 0 {
-		p.mapRoot = true
+		base, n := hostIDs(idMap("uid_map"), idMap("gid_map"))
 		// Without a mount namespace the snippet sees the host's tree, so it
 		// can only drop to another uid when that uid can reach python.
-		if layers.Namespaces || othersCanReach(py.Executable) {
-			p.hostUID = policy.HostUID
+		if n > 0 && (layers.Namespaces || othersCanReach(py.Executable)) {
+			p.mapRoot, p.hostUID, p.uidSlots = layers.Namespaces, base, n
 		}
 	}
 	for _, dir := range policy.SystemDirs {
@@ -156,6 +161,62 @@ func newPlan(py python, layers layerSet) (*plan, error) {
 	return p, nil
 }
 
+// hostIDs picks the host ids of a root service's snippets from its user
+// namespace's uid_map and gid_map: policy.HostUID and the HostUIDs after
+// it where both map them (the initial namespace maps every id), else the
+// largest other range both map, its top HostUIDs ids (rootless Podman,
+// Docker userns-remap);
+// n = 0 when they map no id but root's (unshare --map-root-user).
+func hostIDs(uidMap, gidMap string) (base, n int) {
+	type idRange struct{ lo, hi int64 } // ids [lo, hi) of this namespace
+	parse := func(m string) []idRange {
+		var rs []idRange
+		for _, line := range strings.Split(m, "\n") {
+			var inside, outside, count int64
+			if _, err := fmt.Sscan(line, &inside, &outside, &count); err == nil {
+				rs = append(rs, idRange{inside, inside + count})
+			}
+		}
+		return rs
+	}
+	var best idRange
+	for _, u := range parse(uidMap) {
+		for _, g := range parse(gidMap) {
+			r := idRange{max(u.lo, g.lo, 1), min(u.hi, g.hi)}
+			if r.lo <= int64(policy.HostUID) && int64(policy.HostUID+policy.HostUIDs) <= r.hi {
+				return policy.HostUID, policy.HostUIDs
+			}
+			if r.hi-r.lo > best.hi-best.lo {
+				best = r
+			}
+		}
+	}
+	// The top of the range: low ids of a container's own image (bin,
+	// daemon, ...) may own files.
+	n = int(min(best.hi-best.lo, int64(policy.HostUIDs), math.MaxInt32-best.lo))
+	return int(best.hi) - n, n
+}
+
+// idMap reads /proc/self/uid_map or gid_map; without /proc (not Linux),
+// every id is the host's.
+func idMap(name string) string {
+	b, err := os.ReadFile("/proc/self/" + name)
+	if err != nil {
+		return "0 0 4294967295"
+	}
+	return string(b)
+}
+
+// runUID is the host uid of the next sandbox's snippet (-1: the
+// service's own): one of the plan's slots in turn, so concurrent sandboxes
+// have distinct uids.
+func (p *plan) runUID() int {
+	if p.hostUID < 0 {
+		return -1
+	}
+	return p.hostUID + int(p.uidSeq.Add(1)%uint64(p.uidSlots))
+}
+
 // othersCanReach reports whether any uid may traverse to and run path.
 func othersCanReach(path string) bool {
 	for dir := path; ; dir = filepath.Dir(dir) {
@@ -178,8 +239,13 @@ func (p *plan) covered(dir string) bool {
 	return false
 }
 
+// accounted: the run's memory is bounded as a whole, by its cgroup or by
+// the init.
+func (p *plan) accounted() bool { return p.cgroup != nil || p.layers.Namespaces }
+
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
+	lim.Accounted = p.accounted()
 	mode := "isolated"
 	if p.layers == (layerSet{}) {
 		mode = "strict"
@@ -199,7 +265,10 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		spec.Binds, spec.Files, spec.Symlinks = p.binds, p.files, p.symlinks
 		spec.FontCache = p.fontCache
 		spec.Collect = p.transfer()
-		spec.WorkBytes = policy.WorkBytes
+		spec.WorkBytes = min(policy.WorkBytes, lim.Memory)
+		if p.cgroup == nil {
+			spec.MemoryBytes = lim.Memory
+		}
 		spec.SetGroups = p.mapRoot
 		if p.mapRoot {
 			spec.UID, spec.GID = policy.UID, policy.UID
@@ -242,7 +311,7 @@ type rlimit struct {
 }
 
 // rlimits are the policy's limits of a sandbox for lim (without RLIMIT_AS
-// where the OS refuses it).
+// where the OS refuses it). lim.Accounted must be set.
 func rlimits(lim limits) []rlimit {
 	var rls []rlimit
 	for _, r := range policy.Rlimits {
@@ -252,6 +321,16 @@ func rlimits(lim limits) []rlimit {
 		rls = append(rls, rlimit{r.name, r.resource, r.value(lim)})
 	}
 	return rls
+}
+
+// rlimitValue is the value of resource in rlimits(lim), 0 when not set.
+func rlimitValue(lim limits, resource int) uint64 {
+	for _, rl := range rlimits(lim) {
+		if rl.resource == resource {
+			return rl.value
+		}
+	}
+	return 0
 }
 
 // rlimitArg passes the rlimits to the guard, which sets them before it says

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"math"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,17 +18,32 @@ import (
 // tiers; `runblock doctor` reports what is in force). In the full tier, a
 // snippet:
 //
-//   - runs as uid 1000 of its own user namespace (host uid 1_900_000_000
-//     when the service is root), with no_new_privs, in fresh mount, PID,
+//   - runs as uid 1000 of its own user namespace (when the service is
+//     root: a host uid of its own, 1_900_000_000 plus a per-sandbox slot, so
+//     the process limit counts per run), with no_new_privs, in fresh mount, PID,
 //     network, IPC, UTS and cgroup namespaces: it sees only its own
 //     processes, and a network with no interface but a loopback that is down;
 //   - sees a read-only root holding the interpreter and the system
 //     libraries, a /dev of four devices, its own /proc, and one writable,
-//     size-limited work dir (also its /tmp, HOME and TMPDIR);
+//     size-limited, noexec work dir (also its /tmp, HOME and TMPDIR);
+//   - has descriptors 0, 1 and 2 only: whatever else the service holds or
+//     inherited is closed before python starts;
 //   - may create Unix-domain sockets and socket pairs (inside the sandbox
-//     only), but no IPv4, IPv6 or packet socket: socket() fails with EPERM,
-//     and Landlock also denies every TCP bind and connect;
+//     only), and no socket of any other family (IP, packet, netlink, vsock,
+//     bluetooth, any family added later): socket() fails with EPERM, and
+//     Landlock also denies every TCP bind and connect;
 //   - may not debug other processes, mount, create namespaces, load BPF,
+//     use keyrings, perf, io_uring, modules, the clock, inotify or fanotify,
+//     nor memory outside its processes' own (memfd, SysV shared memory,
+//     semaphores and message queues, POSIX message queues) (EPERM), nor make
+//     a syscall of another ABI (int 0x80, x32): that kills it;
+//   - is bounded as a whole run by its memory limit: with a delegated
+//     cgroup v2 subtree, by the cgroup's memory.max; without one, the init
+//     sums the resident memory of every process of the sandbox and the work
+//     dir's use (see MemoryPoll) and kills the run past the limit;
+//   - is bounded by rlimits: address space (a loose backstop per process
+//     where the run's memory is accounted, the memory limit where it is
+//     not), CPU time, file size, open files, processes, no core dumps;
 //     use keyrings, perf, io_uring, modules or the clock (EPERM), nor make a
 //     syscall of another ABI (int 0x80, x32): that kills it;
 //   - is bounded by rlimits: address space (the run's memory limit), CPU
@@ -39,7 +55,9 @@ import (
 //     (see collectFiles); names starting with "_" or "." are scratch.
 var policy = struct {
 	// Python runs as `python <PythonFlags> -c <guard loader> ...`:
-	// isolated mode (no user site, no PYTHON* variables), no site import.
+	// isolated mode (no user site, no PYTHON* variables), no site import,
+	// unbuffered stdout and stderr (what a snippet printed survives its
+	// kill; each print is a write).
 	PythonFlags []string
 
 	// Namespaces the sandbox's init is started in, named as in
@@ -49,8 +67,11 @@ var policy = struct {
 	Hostname    string
 
 	// The snippet's uid and gid inside the sandbox, and on the host when
-	// the service is root: high, unused, owning nothing on the host.
-	UID, HostUID int
+	// the service is root: HostUID plus a slot below HostUIDs, so that
+	// concurrent sandboxes have distinct host uids (RLIMIT_NPROC and the
+	// kernel's per-user pipe and inotify budgets count per run). High,
+	// unused, owning nothing on the host.
+	UID, HostUID, HostUIDs int
 
 	// File system of the namespaced tiers: a tmpfs root, then these.
 	RootTmpfs string // mount options of the root tmpfs
@@ -68,12 +89,14 @@ var policy = struct {
 	DevTmpfs string
 	Devices  []string
 	DevLinks map[string]string
-	// WorkDir is a tmpfs of WorkBytes (and WorkInodes inodes) owned by the
-	// snippet; /tmp links to it. Without a mount namespace it is a fresh
-	// host directory instead. RLIMIT_FSIZE is WorkBytes too.
+	// WorkDir is a tmpfs of WorkBytes (at most the run's memory limit; and
+	// WorkInodes inodes) owned by the snippet, noexec when WorkNoExec; /tmp
+	// links to it. Without a mount namespace it is a fresh host directory
+	// instead. RLIMIT_FSIZE is WorkBytes too.
 	WorkDir    string
 	WorkBytes  int64
 	WorkInodes int
+	WorkNoExec bool
 	// ShmDir, in the work dir, is made by the init and linked from
 	// /dev/shm (POSIX semaphores of multiprocessing), so it counts in the
 	// work dir's size.
@@ -95,11 +118,28 @@ var policy = struct {
 	// Seccomp: everything not listed is allowed. DeniedSyscalls fail with
 	// EPERM; clone with any CloneDenied flag fails with EPERM; clone3 fails
 	// with ENOSYS (the filter cannot read its flags, so the C library falls
-	// back to clone); socket and socketpair of DeniedSocketFamilies fail
-	// with EPERM; a syscall of a foreign ABI (i386 int 0x80, x32) kills the
-	// process.
-	DeniedSyscalls       []string
-	DeniedSocketFamilies []string
+	// back to clone); socket and socketpair of any family but
+	// AllowedSocketFamilies fail with EPERM; a syscall of a foreign ABI
+	// (i386 int 0x80, x32) kills the process.
+	DeniedSyscalls        []string
+	AllowedSocketFamilies []string
+
+	// Memory of a run without a cgroup: the init sums RssAnon and RssShmem
+	// of every process in the sandbox's PID namespace plus the work dir's
+	// use, and kills the whole run past its memory limit. It checks again
+	// before the run could have allocated what is left at
+	// MemoryRate bytes a second (faster than a snippet faults pages in on
+	// one core), every MemoryPoll at least and MemoryPollMin at most, so
+	// the run passes its limit by at most MemoryRate × MemoryPollMin plus
+	// what it allocates while being killed. Kernel memory (page tables,
+	// pipe and socket buffers) is not counted.
+	MemoryRate                int64
+	MemoryPoll, MemoryPollMin time.Duration
+
+	// Cgroup is what a run's own cgroup gets where a cgroup v2 subtree is
+	// delegated to the service (see cgroup_linux.go): memory.max is the
+	// run's memory limit, and these files are written as given.
+	Cgroup map[string]string
 
 	// Rlimits, set as soft = hard by the guard before it says "ready".
 	Rlimits []rlimitRule
@@ -109,14 +149,15 @@ var policy = struct {
 	Env        []string
 	WorkDirEnv map[string]string
 }{
-	PythonFlags: []string{"-I", "-S"},
+	PythonFlags: []string{"-I", "-S", "-u"},
 
 	Namespaces:  []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"},
 	CloneDenied: []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"},
 	Hostname:    "sandbox",
 
-	UID:     1000,
-	HostUID: 1_900_000_000,
+	UID:      1000,
+	HostUID:  1_900_000_000,
+	HostUIDs: 1 << 16,
 
 	RootTmpfs: "size=1m,nr_inodes=1024,mode=755",
 	// /etc/alternatives holds the links Debian's BLAS and LAPACK are found
@@ -132,6 +173,7 @@ var policy = struct {
 	WorkInodes:      4096,
 	ShmDir:          ".shm",
 	ScratchPrefixes: []string{"_", "."},
+	WorkNoExec:      true,
 	// hidepid hides PID 1 (the init, another uid); subset=pid leaves out
 	// /proc/sys and friends.
 	ProcOptions: "hidepid=invisible,subset=pid",
@@ -150,12 +192,28 @@ var policy = struct {
 		"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
 		"sethostname", "setdomainname", "iopl", "ioperm",
 		"io_uring_setup", "io_uring_enter", "io_uring_register",
-		"personality", "lookup_dcookie", "fanotify_init",
+		"personality", "lookup_dcookie",
+		"inotify_init", "inotify_init1", "fanotify_init",
+		"memfd_create", "memfd_secret", "shmget", "semget", "msgget", "mq_open",
 	},
-	DeniedSocketFamilies: []string{"AF_INET", "AF_INET6", "AF_PACKET"},
+	AllowedSocketFamilies: []string{"AF_UNIX"},
+
+	MemoryRate:    4 << 30,
+	MemoryPoll:    50 * time.Millisecond,
+	MemoryPollMin: 2 * time.Millisecond,
+
+	Cgroup: map[string]string{"memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "64"},
 
 	Rlimits: []rlimitRule{
-		{"AS", unix.RLIMIT_AS, func(lim limits) uint64 { return uint64(lim.Memory) }}, // where the OS has it, see addressSpaceLimit
+		// Where the OS has it (see addressSpaceLimit). A backstop only where
+		// the run's memory is accounted: threads and libraries such as
+		// OpenBLAS reserve far more address space than they use.
+		{"AS", unix.RLIMIT_AS, func(lim limits) uint64 {
+			if lim.Accounted {
+				return uint64(max(4*lim.Memory, 1<<30))
+			}
+			return uint64(lim.Memory)
+		}},
 		{"CPU", unix.RLIMIT_CPU, func(lim limits) uint64 { return uint64(math.Ceil(lim.Timeout.Seconds())) + 1 }},
 		{"FSIZE", unix.RLIMIT_FSIZE, func(limits) uint64 { return workBytes }},
 		{"NOFILE", unix.RLIMIT_NOFILE, func(limits) uint64 { return 256 }},

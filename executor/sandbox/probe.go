@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed canary.py
@@ -27,6 +28,10 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python", Err: err}
 	}
 	report := Report{Python: fmt.Sprintf("%s (Python %s)", py.Executable, py.Version)}
+	cg, err := serviceCgroup(cfg.Cgroup)
+	if err != nil && cfg.Cgroup != "" {
+		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "RUNBLOCK_CGROUP", Err: err}
+	}
 	fontCache, err := buildFontCache(ctx, py)
 	report.FontCache = fontCache
 	if err != nil {
@@ -43,6 +48,9 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	var reasons []string
 	for i, set := range tiers {
 		pl, err := newPlan(py, set)
+		if err == nil {
+			pl.cgroup = cg
+		}
 		var layers []Layer
 		if err == nil {
 			layers, err = canary(ctx, cfg, pl)
@@ -66,6 +74,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	pl, err := newPlan(py, layerSet{})
 	var layers []Layer
 	if err == nil {
+		pl.cgroup = cg
 		layers, err = canary(ctx, cfg, pl)
 	}
 	if err != nil {
@@ -155,6 +164,7 @@ func unverified(layers []Layer) []string {
 
 // canaryAnswers is what canary.py prints.
 type canaryAnswers struct {
+	FDs               []int             `json:"fds"`
 	UID               int               `json:"uid"`
 	PID               int               `json:"pid"`
 	Env               []string          `json:"env"`
@@ -167,6 +177,8 @@ type canaryAnswers struct {
 	NoNewPrivs        string            `json:"no_new_privs"`
 	SeccompMode       string            `json:"seccomp_mode"`
 	InetSocket        string            `json:"inet_socket"`
+	NetlinkSocket     string            `json:"netlink_socket"`
+	VsockSocket       string            `json:"vsock_socket"`
 	DevZeroWrite      string            `json:"dev_zero_write"`
 	Rlimits           map[string]uint64 `json:"rlimits"`
 }
@@ -196,11 +208,12 @@ func canary(ctx context.Context, cfg Config, pl *plan) ([]Layer, error) {
 	if err := json.Unmarshal([]byte(res.Stdout), &c); err != nil {
 		return nil, fmt.Errorf("canary answer: %w", err)
 	}
-	return pl.verify(c, lim), nil
+	return pl.verify(c, lim, p.memoryPeak), nil
 }
 
-// verify compares the canary's answers with what each layer promises.
-func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
+// verify compares the canary's answers, and the most memory the init
+// accounted for the run, with what each layer promises.
+func (pl *plan) verify(c canaryAnswers, lim limits, memoryPeak int64) []Layer {
 	ns := pl.layers.Namespaces
 	nsLayer := func(name, kind string, extra bool, detail string) Layer {
 		own, _ := os.Readlink("/proc/self/ns/" + kind)
@@ -233,31 +246,45 @@ func (pl *plan) verify(c canaryAnswers, lim limits) []Layer {
 		uid.Detail = fmt.Sprintf("service is not root: the snippet runs as the service's uid %d (root of its own user namespace only)", os.Geteuid())
 	case ns:
 		uid.Verified = c.UID == policy.UID
-		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d", policy.UID, pl.hostUID)
+		uid.Detail = fmt.Sprintf("uid %d in the sandbox, host uid %d + a slot below %d per sandbox", policy.UID, pl.hostUID, pl.uidSlots)
 	default:
-		uid.Verified = c.UID == pl.hostUID
-		uid.Detail = fmt.Sprintf("host uid %d", pl.hostUID)
+		uid.Verified = c.UID >= pl.hostUID && c.UID < pl.hostUID+pl.uidSlots
+		uid.Detail = fmt.Sprintf("host uid %d + a slot below %d per sandbox", pl.hostUID, pl.uidSlots)
 	}
 	layers = append(layers, uid)
 
 	layers = append(layers,
 		Layer{Name: "landlock", Active: pl.layers.Landlock, Verified: pl.layers.Landlock && c.DevZeroWrite == "errno 13",
 			Detail: "file access limited to the interpreter (read) and the work dir (write); TCP bind/connect denied"},
-		Layer{Name: "seccomp", Active: pl.layers.Seccomp, Verified: pl.layers.Seccomp && c.InetSocket == "errno 1" && c.SeccompMode == "2",
-			Detail: "blocks ptrace, mount, namespaces, IP sockets, bpf, keyctl, perf; kills foreign-ABI syscalls"},
+		Layer{Name: "seccomp", Active: pl.layers.Seccomp,
+			Verified: pl.layers.Seccomp && c.InetSocket == "errno 1" && c.NetlinkSocket == "errno 1" && c.VsockSocket == "errno 1" && c.SeccompMode == "2",
+			Detail:   "blocks ptrace, mount, namespaces, sockets but AF_UNIX, bpf, keyctl, perf, inotify, memfd, SysV IPC; kills foreign-ABI syscalls"},
 		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
 	)
 	rlOK := true
+	lim.Accounted = pl.accounted()
 	for _, rl := range rlimits(lim) {
 		got, ok := c.Rlimits[rl.name]
 		rlOK = rlOK && ok && got == rl.value
 	}
-	memory := fmt.Sprintf("address space %d MiB", lim.Memory>>20)
+	memory := fmt.Sprintf("address space %d MiB", rlimitValue(lim, unix.RLIMIT_AS)>>20)
 	if !addressSpaceLimit {
 		memory = "no memory limit on this OS"
 	}
 	layers = append(layers, Layer{Name: "rlimits", Active: true, Verified: rlOK,
 		Detail: memory + ", CPU, file size, open files, processes, no core dumps"})
+	run := Layer{Name: "run-memory", Active: pl.accounted(), Verified: pl.accounted() && (memoryPeak > 0 || pl.cgroup != nil),
+		Detail: fmt.Sprintf("not bounded as a whole (tier without PID namespace): per process only, by the address space limit of %d MiB", lim.Memory>>20)}
+	switch {
+	case pl.cgroup != nil:
+		run.Detail = fmt.Sprintf("whole run ≤ %d MiB (all processes, shared memory, work dir): memory.max of its own cgroup below %s; canary run peaked at %d KiB",
+			lim.Memory>>20, pl.cgroup.dir, memoryPeak>>10)
+	case run.Active:
+		run.Detail = fmt.Sprintf("whole run ≤ %d MiB (all processes, shared memory, work dir): no delegated cgroup, so the init sums their resident memory every %v–%v and kills the run past it; canary run peaked at %d KiB",
+			lim.Memory>>20, policy.MemoryPollMin, policy.MemoryPoll, memoryPeak>>10)
+	}
+	layers = append(layers, run,
+		Layer{Name: "closed-descriptors", Active: true, Verified: fmt.Sprint(c.FDs) == "[0 1 2]", Detail: fmt.Sprintf("the snippet holds descriptors %v", c.FDs)})
 	envOK := true
 	for _, k := range c.Env {
 		envOK = envOK && slices.ContainsFunc(env(""), func(kv string) bool { return strings.HasPrefix(kv, k+"=") })

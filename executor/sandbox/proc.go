@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,10 +19,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// limits are the rlimits a sandbox is started with.
+// limits are the limits a sandbox is started with.
 type limits struct {
 	Timeout time.Duration
 	Memory  int64
+	// Accounted: the run's memory as a whole is bounded (by the init or a
+	// cgroup); set by plan.spec.
+	Accounted bool
 }
 
 // proc is one started, guarded interpreter. After it has said "ready" it
@@ -44,7 +48,9 @@ type proc struct {
 	status     []string      // later status lines, read after statusDone
 	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
 	initStatus []byte
-	namespaced bool // stage 1 runs as the namespaces' init and reports python's end
+	namespaced bool  // stage 1 runs as the namespaces' init and reports python's end
+	memoryPeak int64 // the most memory the init or the cgroup accounted for the run
+	cgroup     *runCgroup
 
 	waited  chan struct{} // cmd.Wait returned
 	waitErr error
@@ -110,6 +116,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 		extra = append(extra, initW)
 	}
 
+	hostUID := plan.runUID()
 	dir := policy.WorkDir
 	if !plan.layers.Namespaces {
 		dir, err = os.MkdirTemp("", "runblock-")
@@ -117,16 +124,23 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 			return fail(err)
 		}
 		p.hostDir = dir
-		if plan.hostUID >= 0 {
-			if err := os.Chown(dir, plan.hostUID, plan.hostUID); err != nil {
+		if hostUID >= 0 {
+			if err := os.Chown(dir, hostUID, hostUID); err != nil {
 				return fail(err)
 			}
 		}
 	}
+	cgroupFD := -1
+	if plan.cgroup != nil {
+		if p.cgroup, err = plan.cgroup.newRun(lim.Memory); err != nil {
+			return fail(err)
+		}
+		cgroupFD = p.cgroup.fd
+	}
 	spec := plan.spec(lim, dir)
 	pctx, cancel := context.WithCancel(context.Background())
 	p.kill = cancel
-	cmd, err := plan.command(pctx, spec)
+	cmd, err := plan.command(pctx, spec, hostUID, cgroupFD)
 	if err != nil {
 		return fail(err)
 	}
@@ -242,6 +256,9 @@ func (p *proc) destroy() {
 	if p.hostDir != "" {
 		os.RemoveAll(p.hostDir)
 	}
+	if p.cgroup != nil {
+		p.cgroup.remove()
+	}
 }
 
 // errStale: the sandbox died, not by our kill, before the snippet could
@@ -306,40 +323,47 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	res.StdoutBytes, res.StderrBytes = p.stdout.n, p.stderr.n
 	res.OutputTruncated = outCut || errCut
 	res.OutputLimit = p.budget.total.Load() > p.budget.limit
-	started := false
-	for _, line := range p.status {
-		switch line {
-		case "started":
-			started = true
-		case "memory":
-			res.MemoryExceeded = true
-		}
+	started := slices.Contains(p.status, "started")
+	// With a cgroup, the kernel kills the whole sandbox, init included,
+	// when the run passes its memory.max.
+	var cgroupOOM bool
+	if p.cgroup != nil {
+		cgroupOOM, p.memoryPeak = p.cgroup.oomKilled()
 	}
-	if !started && !timedOut && !canceled {
+	if !started && !timedOut && !canceled && !cgroupOOM {
 		return executor.Result{}, errStale
 	}
 	// The init reports how python ended unless it was killed. Killed but not
 	// by us: the sandbox died under the snippet (a pooled one killed from
 	// outside while it was handed over), so a fresh sandbox must take it.
-	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit {
+	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit && !cgroupOOM {
 		return executor.Result{}, errStale
 	}
-	if err := p.exitStatus(&res); err != nil {
+	killedForMemory, err := p.exitStatus(&res)
+	if err != nil {
 		return res, err
 	}
+	killedForMemory = killedForMemory || cgroupOOM
 	if res.Signal == "SIGXCPU" {
 		timedOut = true
 	}
 	if canceled {
 		return res, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
 	}
-	res.Timeout = timedOut
-	res.Success = res.ExitCode == 0 && res.Signal == "" && !res.Timeout && !res.OutputLimit
+	res.Timeout = timedOut && !killedForMemory
+	res.Success = res.ExitCode == 0 && res.Signal == "" && !res.Timeout && !res.OutputLimit && !killedForMemory
+	// The verdict above comes from wait statuses and the service's and the
+	// init's own accounting. Stderr only tells a failed run's MemoryError
+	// apart: a hint that cannot change whether the run failed.
+	res.MemoryExceeded = killedForMemory ||
+		(!res.Success && !res.Timeout && !res.OutputLimit && res.Signal == "" && strings.HasPrefix(errorLine(res.Stderr), "MemoryError"))
 	if err := p.files(&res, req.Files); err != nil {
 		return res, err
 	}
 	switch {
 	case res.Success:
+	case killedForMemory:
+		res.Error = "MemoryError"
 	case res.Timeout:
 		res.Error = fmt.Sprintf("Execution timed out after %s (process killed)", p.lim.Timeout)
 	case res.OutputLimit:
@@ -378,22 +402,24 @@ func (p *proc) files(res *executor.Result, in []executor.File) error {
 }
 
 // exitStatus fills in how python ended: from stage 1's report when it ran
-// in namespaces, else from the process itself.
-func (p *proc) exitStatus(res *executor.Result) error {
+// in namespaces, else from the process itself; and whether the init killed
+// the run for its memory.
+func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error) {
 	if len(p.initStatus) > 0 {
 		var st initStatus
 		if err := json.Unmarshal(p.initStatus, &st); err != nil {
-			return &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
+			return false, &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
 		}
 		if st.Error != "" {
-			return &executor.Error{Code: executor.ErrInternal, Message: "sandbox failed", Err: errors.New(st.Error)}
+			return false, &executor.Error{Code: executor.ErrInternal, Message: "sandbox failed", Err: errors.New(st.Error)}
 		}
 		res.ExitCode = st.ExitCode
 		if st.Signal != 0 {
 			res.ExitCode = -1
 			res.Signal = unix.SignalName(syscall.Signal(st.Signal))
 		}
-		return nil
+		p.memoryPeak = st.Peak
+		return st.Memory, nil
 	}
 	// No report from the init: it was killed (by us), and python with it.
 	state := p.cmd.ProcessState
@@ -401,10 +427,10 @@ func (p *proc) exitStatus(res *executor.Result) error {
 	if ok && ws.Signaled() {
 		res.ExitCode = -1
 		res.Signal = unix.SignalName(ws.Signal())
-		return nil
+		return false, nil
 	}
 	res.ExitCode = state.ExitCode()
-	return nil
+	return false, nil
 }
 
 // errorLine is the last line of the traceback, or "Execution failed".

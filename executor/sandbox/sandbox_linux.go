@@ -1,15 +1,19 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -64,17 +68,32 @@ func die(fd int, err error) {
 // sandboxInit is stage 1, PID 1 of fresh user, mount, PID, network, IPC,
 // UTS and cgroup namespaces, running as the namespace's root. It builds
 // the minimal root, locks its thread down and forks python from it as the
-// unprivileged sandbox uid, reaps
-// every process, and reports how python ended. When it exits, the kernel
-// kills whatever is left in the PID namespace.
+// unprivileged sandbox uid, accounts the run's memory, reaps every process,
+// and reports how python ended. When it exits, the kernel kills whatever is
+// left in the PID namespace.
 func sandboxInit() {
 	runtime.LockOSThread()
+	// Python inherits 0 to 4 only: not the init's report (fd 5), nor
+	// anything the service inherited.
+	if err := closeOnExecFrom(fdInitStatus); err != nil {
+		die(fdInitStatus, err)
+	}
+	// Not dumpable: a snippet of the same uid (a service that is not root)
+	// cannot open the init's descriptors through /proc/1/fd.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
+	}
 	spec := readSpec()
 	if err := buildRoot(spec); err != nil {
 		die(fdInitStatus, err)
 	}
 	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
 		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
+	}
+	// Python gains no capabilities by being uid 0 (when the sandbox uid is
+	// the namespace's root): it cannot reach the init either.
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
+		die(fdInitStatus, fmt.Errorf("securebits: %w", err))
 	}
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
@@ -98,40 +117,152 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
+	st, err := superviseRun(pid, spec.MemoryBytes)
+	if err != nil {
+		die(fdInitStatus, err)
+	}
+	// Python is done: end whatever it left running, so nothing changes
+	// the work dir while its files are read.
+	unix.Kill(-1, unix.SIGKILL)
 	for {
-		var ws unix.WaitStatus
-		reaped, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
+			break
 		}
-		if err != nil {
-			die(fdInitStatus, fmt.Errorf("wait: %w", err))
+	}
+	if spec.Collect.MaxFiles > 0 {
+		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, spec.Collect); err != nil {
+			die(fdInitStatus, fmt.Errorf("read the work dir: %w", err))
 		}
-		if reaped != pid {
-			continue
+	}
+	b, _ := json.Marshal(st)
+	syscall.Write(fdInitStatus, append(b, '\n'))
+	os.Exit(0)
+}
+
+// Securebits (linux/securebits.h).
+const (
+	secbitNoRoot       = 1 << 0
+	secbitNoRootLocked = 1 << 1
+)
+
+// closeOnExecFrom marks every descriptor from fd on close-on-exec.
+func closeOnExecFrom(fd int) error {
+	err := unix.CloseRange(uint(fd), math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Before Linux 5.11: one by one.
+	entries, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close_range: %w; list descriptors: %w", err, rerr)
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			unix.FcntlInt(uintptr(n), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
-		st := initStatus{Exited: ws.Exited(), ExitCode: ws.ExitStatus()}
-		if ws.Signaled() {
-			st.Signal = int(ws.Signal())
-		}
-		// Python is done: end whatever it left running, so nothing changes
-		// the work dir while its files are read.
-		unix.Kill(-1, unix.SIGKILL)
+	}
+	return nil
+}
+
+// superviseRun reaps every process of the sandbox until python (pid) ends,
+// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll)
+// and kills every process past it.
+func superviseRun(pid int, limit int64) (initStatus, error) {
+	var st initStatus
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return st, fmt.Errorf("pidfd_open: %w", err)
+	}
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	wait := -1
+	if limit > 0 {
+		wait = 0 // account at once
+	}
+	for {
 		for {
-			if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
+			var ws unix.WaitStatus
+			reaped, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return st, fmt.Errorf("wait: %w", err)
+			}
+			if reaped <= 0 {
 				break
 			}
-		}
-		if spec.Collect.MaxFiles > 0 {
-			var err error
-			if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, spec.Collect); err != nil {
-				die(fdInitStatus, fmt.Errorf("read the work dir: %w", err))
+			if reaped == pid {
+				st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
+				if ws.Signaled() {
+					st.Signal = int(ws.Signal())
+				}
+				return st, nil
 			}
 		}
-		b, _ := json.Marshal(st)
-		syscall.Write(fdInitStatus, append(b, '\n'))
-		os.Exit(0)
+		n, err := unix.Poll(fds, wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return st, fmt.Errorf("poll: %w", err)
+		}
+		if n != 0 || limit == 0 || st.Memory {
+			continue
+		}
+		used := runMemory()
+		st.Peak = max(st.Peak, used)
+		if used > limit {
+			st.Memory = true
+			unix.Kill(-1, unix.SIGKILL) // every process of the namespace but the init
+			wait = -1
+			continue
+		}
+		next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
+		wait = int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
 	}
+}
+
+// runMemory is what the run holds: the resident anonymous and shared
+// memory of every process in the PID namespace but the init, and the work
+// dir's use.
+func runMemory() int64 {
+	var total int64
+	var fs unix.Statfs_t
+	if unix.Statfs(policy.WorkDir, &fs) == nil {
+		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return total
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	buf := make([]byte, 4096)
+	for _, name := range names {
+		if name == "1" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		total += processMemory("/proc/"+name+"/status", buf)
+	}
+	return total
+}
+
+// processMemory reads RssAnon and RssShmem from a /proc/PID/status.
+func processMemory(path string, buf []byte) int64 {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0 // gone
+	}
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	var kB int64
+	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("RssAnon:")) || bytes.HasPrefix(line, []byte("RssShmem:")) {
+			f := bytes.Fields(line)
+			if len(f) >= 2 {
+				v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+				kB += v
+			}
+		}
+	}
+	return kB << 10
 }
 
 // buildRoot mounts a tmpfs root holding read-only binds of what python
@@ -196,7 +327,11 @@ func buildRoot(spec stageSpec) error {
 		return err
 	}
 	work := fmt.Sprintf("size=%d,nr_inodes=%d,mode=700,uid=%d,gid=%d", spec.WorkBytes, policy.WorkInodes, spec.UID, spec.GID)
-	if err := unix.Mount("tmpfs", r+policy.WorkDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, work); err != nil {
+	workFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if policy.WorkNoExec {
+		workFlags |= unix.MS_NOEXEC
+	}
+	if err := unix.Mount("tmpfs", r+policy.WorkDir, "tmpfs", workFlags, work); err != nil {
 		return fmt.Errorf("mount work dir: %w", err)
 	}
 	shm := r + policy.WorkDir + "/" + policy.ShmDir
@@ -321,6 +456,9 @@ func bindReadOnly(src, dst string, flags uintptr) error {
 // thread (execve keeps what the calling thread had).
 func sandboxLocker() {
 	runtime.LockOSThread()
+	if err := closeOnExecFrom(fdStatus + 1); err != nil {
+		die(fdStatus, err)
+	}
 	spec := readSpec()
 	if err := lockThread(spec); err != nil {
 		die(fdStatus, err)

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// socketFamilies are the address families policy.DeniedSocketFamilies may name.
-var socketFamilies = map[string]uint64{"AF_INET": unix.AF_INET, "AF_INET6": unix.AF_INET6, "AF_PACKET": unix.AF_PACKET}
+// socketFamilies are the address families policy.AllowedSocketFamilies may name.
+var socketFamilies = map[string]uint64{"AF_UNIX": unix.AF_UNIX}
 
 // seccompProgram builds the sandbox's filter from the policy: kill the
 // process on any syscall of a foreign ABI (int 0x80, x32), then a
@@ -34,17 +34,19 @@ func seccompProgram() ([]bpf.Instruction, error) {
 			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: uint64(flag)}},
 		})
 	}
-	for _, name := range policy.DeniedSocketFamilies {
+	// An allowlist: a call is denied when its family is none of the
+	// allowed (the conditions of one entry must all hold). The whole 64-bit
+	// argument is compared, so high bits set make it no allowed family.
+	var otherFamily seccomp.ArgumentConditions
+	for _, name := range policy.AllowedSocketFamilies {
 		family, ok := socketFamilies[name]
 		if !ok {
 			return nil, fmt.Errorf("unknown socket family %q", name)
 		}
-		for _, call := range []string{"socket", "socketpair"} {
-			conditional = append(conditional, seccomp.NameWithConditions{
-				Name:       call,
-				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: family}},
-			})
-		}
+		otherFamily = append(otherFamily, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: family})
+	}
+	for _, call := range []string{"socket", "socketpair"} {
+		conditional = append(conditional, seccomp.NameWithConditions{Name: call, Conditions: otherFamily})
 	}
 	filter := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,

@@ -17,11 +17,15 @@ const (
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
 )
 
-// File descriptors shared by the stages and the guard (see guard.py).
+// File descriptors shared by the stages and the guard (see guard.py). The
+// stages mark every other descriptor close-on-exec; python gets 0 to 4, and
+// the guard closes 3 and 4 before the snippet runs. Nothing the snippet can
+// write decides its verdict: that comes from the wait status (the init's
+// report, which python never holds, or the sandbox process's own).
 const (
 	fdRequest    = 3 // read end: the snippet's source
-	fdStatus     = 4 // write end: guard's "ready", "started", "memory"; the locker's "error: ..."
-	fdInitStatus = 5 // write end: stage 1's setup error or python's exit status (JSON)
+	fdStatus     = 4 // write end: guard's "ready", "started"; the locker's "error: ..."
+	fdInitStatus = 5 // write end: stage 1's setup error or python's end (JSON); never python's
 )
 
 // stageSpec is everything the stages need, passed from the service.
@@ -36,11 +40,13 @@ type stageSpec struct {
 	Files     []string          `json:"files,omitempty"`    // read-only file binds at the same path
 	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
 	WorkBytes int64             `json:"work_bytes,omitempty"`
-	UID       int               `json:"uid"`
-	GID       int               `json:"gid"`
-	SetGroups bool              `json:"set_groups"`
-	FontCache string            `json:"font_cache,omitempty"` // host dir bound read-only at policy.FontCacheDir
-	Collect   collectLimits     `json:"collect"`              // what the init sends back of the work dir
+	// MemoryBytes bounds the whole run, accounted by the init (0: not).
+	MemoryBytes int64         `json:"memory_bytes,omitempty"`
+	UID         int           `json:"uid"`
+	GID         int           `json:"gid"`
+	SetGroups   bool          `json:"set_groups"`
+	FontCache   string        `json:"font_cache,omitempty"` // host dir bound read-only at policy.FontCacheDir
+	Collect     collectLimits `json:"collect"`              // what the init sends back of the work dir
 
 	// Both stages.
 	Landlock *landlockSet `json:"landlock,omitempty"`
@@ -64,4 +70,8 @@ type initStatus struct {
 	Signal   int                    `json:"signal"`
 	Files    []executor.File        `json:"files,omitempty"`
 	Omitted  []executor.OmittedFile `json:"omitted,omitempty"`
+	// Memory: the init killed the run past its memory limit. Peak is the
+	// most it accounted.
+	Memory bool  `json:"memory,omitempty"`
+	Peak   int64 `json:"peak,omitempty"`
 }

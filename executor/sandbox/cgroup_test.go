@@ -1,0 +1,98 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The machine's cgroups are not ours: these run against a fake tree.
+
+func fakeCgroup(t *testing.T, subtree string) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "system.slice", "runblock.service")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(subtree), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestFindCgroup(t *testing.T) {
+	for _, tt := range []struct {
+		name, subtree, env, self string
+		ok                       bool
+	}{
+		{"own cgroup delegated", "cpu memory pids\n", "", "0::/system.slice/runblock.service\n", true},
+		{"named by RUNBLOCK_CGROUP", "memory pids\n", "system.slice/runblock.service", "0::/user.slice\n", true},
+		{"memory not enabled", "pids\n", "", "0::/system.slice/runblock.service\n", false},
+		{"cgroup v1", "memory pids\n", "", "12:memory:/system.slice\n", false},
+		{"missing", "memory pids\n", "nope", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := fakeCgroup(t, tt.subtree)
+			tree, err := findCgroup(root, tt.env, tt.self)
+			if (err == nil) != tt.ok {
+				t.Fatalf("got %v, %v", tree, err)
+			}
+		})
+	}
+}
+
+func TestRunCgroup(t *testing.T) {
+	root := fakeCgroup(t, "memory pids\n")
+	tree, err := findCgroup(root, filepath.Join(root, "system.slice/runblock.service"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := tree.newRun(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if cg.fd >= 0 {
+			cg.remove()
+		}
+	}()
+	if !strings.HasPrefix(cg.dir, tree.dir+"/run-") || cg.fd < 0 {
+		t.Fatalf("run cgroup %q fd %d", cg.dir, cg.fd)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(cg.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read("memory.max"); got != "268435456" {
+		t.Errorf("memory.max = %q", got)
+	}
+	for k, v := range policy.Cgroup {
+		if got := read(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if oom, _ := cg.oomKilled(); oom {
+		t.Error("OOM kill without memory.events")
+	}
+	os.WriteFile(filepath.Join(cg.dir, "memory.events"), []byte("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n"), 0o644)
+	os.WriteFile(filepath.Join(cg.dir, "memory.peak"), []byte("268435456\n"), 0o644)
+	if oom, peak := cg.oomKilled(); !oom || peak != 256<<20 {
+		t.Errorf("oomKilled = %v, %d", oom, peak)
+	}
+	// A real cgroup's files go with it; a fake one's are removed first.
+	entries, _ := os.ReadDir(cg.dir)
+	for _, e := range entries {
+		os.Remove(filepath.Join(cg.dir, e.Name()))
+	}
+	if err := cg.remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg.dir); !os.IsNotExist(err) {
+		t.Errorf("run cgroup left behind: %v", err)
+	}
+}

@@ -1,0 +1,370 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The tests of issue 11: what a hostile snippet tried and must not get.
+
+func newHardened(t *testing.T, cfg Config) *Executor {
+	t.Helper()
+	e, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if e.report.Tier != TierFull {
+		t.Skipf("needs the full isolation tier, have %q", e.report.Tier)
+	}
+	return e
+}
+
+func runCode(t *testing.T, e *Executor, req executor.Request) executor.Result {
+	t.Helper()
+	res, err := e.Run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Run(%.60q): %v", req.Code, err)
+	}
+	return res
+}
+
+// startHelper runs this test binary as a helper service (see TestMain) with
+// code on its stdin, and returns what it printed.
+func startHelper(t *testing.T, cmd *exec.Cmd, mode, code string) helperOutput {
+	t.Helper()
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd.Stdin = strings.NewReader(code)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper %s: %v\n%s", mode, err, stderr.String())
+	}
+	var h helperOutput
+	if err := json.Unmarshal(out, &h); err != nil {
+		t.Fatalf("helper %s printed %q: %v", mode, out, err)
+	}
+	return h
+}
+
+// fdProbe lists the snippet's open descriptors and what it could do with
+// those past stderr.
+const fdProbe = `import json, os
+fds, got = [], []
+for fd in range(1024):
+    try:
+        os.fstat(fd)
+    except OSError:
+        continue
+    fds.append(fd)
+    if fd < 3:
+        continue
+    for what, call in (("read", lambda: os.pread(fd, 100, 0)), ("write", lambda: os.write(fd, b"INJECTED\n")),
+                       ("list", lambda: os.listdir(fd))):
+        try:
+            got.append((fd, what, str(call())[:40]))
+        except OSError:
+            pass
+print(json.dumps({"fds": fds, "got": got}))`
+
+// TestInheritedDescriptorsStayOutside: whatever descriptors the service
+// inherits (a secret file, a log, a directory), the snippet has 0, 1 and 2
+// only, cold and pooled.
+func TestInheritedDescriptorsStayOutside(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(secret, []byte("TOP-SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "app.log")
+	var files []*os.File
+	for _, open := range []func() (*os.File, error){
+		func() (*os.File, error) { return os.Open(secret) },
+		func() (*os.File, error) { return os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) },
+		func() (*os.File, error) { return os.Open(dir) },
+	} {
+		f, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		files = append(files, f)
+	}
+	for _, mode := range []string{"run", "run-pooled"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0])
+			// fds 3..11 of the helper service: where a supervisor's
+			// descriptors and the design's own would meet.
+			cmd.ExtraFiles = append(append(append([]*os.File{}, files...), files...), files...)
+			h := startHelper(t, cmd, mode, fdProbe)
+			if h.Err != "" {
+				t.Fatal(h.Err)
+			}
+			if h.Report.Tier == TierNone {
+				t.Skip("no tier")
+			}
+			var got struct {
+				FDs []int `json:"fds"`
+				Got []any `json:"got"`
+			}
+			if err := json.Unmarshal([]byte(h.Result.Stdout), &got); err != nil {
+				t.Fatalf("tier %s: stdout %q stderr %s", h.Report.Tier, h.Result.Stdout, h.Result.Stderr)
+			}
+			if fmt.Sprint(got.FDs) != "[0 1 2]" || len(got.Got) > 0 {
+				t.Errorf("tier %s: the snippet has descriptors %v and did %v", h.Report.Tier, got.FDs, got.Got)
+			}
+			if b, _ := os.ReadFile(logPath); len(b) > 0 {
+				t.Errorf("the snippet wrote into an inherited file: %q", b)
+			}
+		})
+	}
+}
+
+// TestVerdictCannotBeForged: what the snippet writes to any descriptor
+// changes neither its verdict nor the operator's log.
+func TestVerdictCannotBeForged(t *testing.T) {
+	var logBuf syncBuffer
+	e := newHardened(t, Config{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	const forge = `import os
+for fd in range(3, 16):
+    for msg in (b'{"error":"FORGED","exited":true,"exit_code":0,"signal":11}\n', b"memory\n", b"error: FORGED\n"):
+        try:
+            os.write(fd, msg)
+        except OSError:
+            pass
+`
+	tests := []struct {
+		name, code string
+		timeout    bool
+		success    bool
+		signal     string
+		exit       int
+	}{
+		{"then success", forge + "print('done')", false, true, "", 0},
+		{"then timeout", forge + "while True: pass", true, false, "SIGKILL", -1},
+		{"then exit 3", forge + "raise SystemExit(3)", false, false, "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCode(t, e, executor.Request{Code: tt.code, Timeout: 500 * time.Millisecond})
+			if res.Success != tt.success || res.Timeout != tt.timeout || res.Signal != tt.signal || res.ExitCode != tt.exit || res.MemoryExceeded {
+				t.Errorf("success=%v timeout=%v signal=%q exit=%d memory=%v error=%q", res.Success, res.Timeout, res.Signal, res.ExitCode, res.MemoryExceeded, res.Error)
+			}
+		})
+	}
+	if strings.Contains(logBuf.String(), "FORGED") {
+		t.Errorf("the operator log holds the forged line: %s", logBuf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestMemoryBoundedPerRun: a run's processes, shared memory and work dir
+// together get the memory notice past the limit.
+func TestMemoryBoundedPerRun(t *testing.T) {
+	e := newHardened(t, Config{})
+	children := `import os, sys
+child = "b = b'x' * (200 << 20)\nimport time\ntime.sleep(30)"
+pids = [os.posix_spawn(sys.executable, [sys.executable, "-c", child], {}) for _ in range(6)]
+print("spawned", flush=True)
+for pid in pids:
+    os.waitpid(pid, 0)
+print("all held")`
+	workDir := `with open("big", "wb") as f:
+    for _ in range(30):
+        f.write(b"x" * (1 << 20))
+b = b"y" * (235 << 20)
+print("held")`
+	for _, tt := range []struct{ name, code string }{{"six children", children}, {"work dir", workDir}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := spawn(context.Background(), e.plan, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.run(context.Background(), executor.Request{Code: tt.code})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.MemoryExceeded || res.Success || res.Timeout || strings.Contains(res.Stdout, "held") {
+				t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
+			}
+			t.Logf("killed after %v holding %d KiB by the last count, %d KiB over the limit", res.Duration, p.memoryPeak>>10, (p.memoryPeak-e.cfg.MemoryBytes)>>10)
+		})
+	}
+}
+
+// TestKernelSurfacesDenied: shared memory that escapes per-process
+// accounting, inotify/fanotify and every socket family but AF_UNIX are
+// refused.
+func TestKernelSurfacesDenied(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("syscall numbers of x86-64")
+	}
+	e := newHardened(t, Config{})
+	res := runCode(t, e, executor.Request{Code: `import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+out = []
+for name, nr, args in [("memfd_create", 319, (b"x", 0)), ("shmget", 29, (0, 1 << 20, 0o1600)), ("semget", 64, (0, 1, 0o1600)),
+                       ("msgget", 68, (0, 0o1600)), ("mq_open", 240, (b"q", 0o100 | 2, 0o600, None)),
+                       ("inotify_init", 253, ()), ("inotify_init1", 294, (0,)), ("fanotify_init", 300, (0, 0))]:
+    r = libc.syscall(nr, *args)
+    out.append("%s=%s" % (name, "denied" if r == -1 and ctypes.get_errno() in (1, 97) else "allowed(%d/%d)" % (r, ctypes.get_errno())))
+for family in (socket.AF_INET, socket.AF_INET6, 16, 17, 31, 38, 40, 44, 46, 63, 1 << 32 | 2, 1 << 32 | 40):
+    for call in ("socket", "socketpair"):
+        r = libc.syscall(41 if call == "socket" else 53, family, 1, 0, ctypes.byref((ctypes.c_int * 2)()))
+        if not (r == -1 and ctypes.get_errno() in (1, 97)):
+            out.append("%s(%d)=allowed(%d/%d)" % (call, family, r, ctypes.get_errno()))
+a, b = socket.socketpair()
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+out.append("unix ok")
+print(" ".join(out))`})
+	want := "memfd_create=denied shmget=denied semget=denied msgget=denied mq_open=denied inotify_init=denied inotify_init1=denied fanotify_init=denied unix ok\n"
+	if res.Stdout != want {
+		t.Errorf("got  %q\nwant %q\nstderr %s", res.Stdout, want, res.Stderr)
+	}
+}
+
+// TestAddressSpaceIsALooseBackstop: ordinary code that reserves much more
+// address space than it uses runs at the default limit.
+func TestAddressSpaceIsALooseBackstop(t *testing.T) {
+	e := newHardened(t, Config{})
+	res := runCode(t, e, executor.Request{Code: `from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(8) as ex:
+    print(sum(ex.map(lambda i: i * i, range(100))))`})
+	if !res.Success || res.Stdout != "328350\n" {
+		t.Errorf("ThreadPoolExecutor(8): stdout=%q error=%q", res.Stdout, res.Error)
+	}
+	const debian = "/usr/bin/python3"
+	if err := exec.Command(debian, "-c", "import numpy, matplotlib").Run(); err != nil {
+		t.Skipf("numpy and matplotlib of %s missing (apt-get install python3-numpy python3-matplotlib): %v", debian, err)
+	}
+	e = newHardened(t, Config{Python: debian})
+	res = runCode(t, e, executor.Request{Code: `import numpy as np
+a = np.random.rand(300, 300)
+print((a @ a).shape)
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3])
+plt.savefig("p.png")
+print("plotted")`, Timeout: 30 * time.Second})
+	if !res.Success || res.Stdout != "(300, 300)\nplotted\n" {
+		t.Errorf("numpy and matplotlib: stdout=%q error=%q stderr=%s", res.Stdout, res.Error, res.Stderr)
+	}
+}
+
+// TestMegabyteSnippet: a 1 MiB snippet compiles and runs at the default
+// limit; a compile that runs out of memory is a memory notice without the
+// guard's frames.
+func TestMegabyteSnippet(t *testing.T) {
+	e := newHardened(t, Config{})
+	res := runCode(t, e, executor.Request{Code: strings.Repeat("x=1\n", 262134) + "print(x)\n", Timeout: 30 * time.Second})
+	if !res.Success || res.Stdout != "1\n" {
+		t.Errorf("1 MiB snippet: success=%v stdout=%q error=%q memory=%v stderr=%.300s", res.Success, res.Stdout, res.Error, res.MemoryExceeded, res.Stderr)
+	}
+	// One statement: it cannot be compiled in pieces.
+	res = runCode(t, e, executor.Request{Code: "x = [" + strings.Repeat("1,", 400000) + "]\n", MemoryBytes: 48 << 20, Timeout: 30 * time.Second})
+	if !res.MemoryExceeded || res.Success || strings.Contains(res.Stderr, "_runblock") || strings.Contains(res.Stderr, "<string>") {
+		t.Errorf("compile out of memory: memory=%v success=%v error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Error, res.Stderr)
+	}
+}
+
+// TestUnflushedOutputKept: what the snippet printed before a timeout or a
+// kill comes back, flushed or not.
+func TestUnflushedOutputKept(t *testing.T) {
+	e := newHardened(t, Config{})
+	for _, tt := range []struct{ name, code string }{
+		{"timeout", "print('progress…')\nimport sys\nsys.stderr.write('err')\nwhile True: pass"},
+		{"memory kill", "print('progress…')\nimport sys\nsys.stderr.write('err')\nb = b'x' * (600 << 20)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCode(t, e, executor.Request{Code: tt.code, Timeout: 500 * time.Millisecond})
+			if res.Success || res.Stdout != "progress…\n" || !strings.HasPrefix(res.Stderr, "err") {
+				t.Errorf("stdout=%q stderr=%q error=%q", res.Stdout, res.Stderr, res.Error)
+			}
+		})
+	}
+}
+
+// TestRootOfAUserNamespaceMappingOneUID: root in a user namespace that maps
+// only itself (rootless Podman, Docker userns-remap) still gets a tier
+// with namespaces, and runs snippets.
+func TestRootOfAUserNamespaceMappingOneUID(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("util-linux unshare not installed")
+	}
+	if err := exec.Command(unshare, "--user", "--map-root-user", "true").Run(); err != nil {
+		t.Skipf("no unprivileged user namespaces here: %v", err)
+	}
+	d := startHelper(t, exec.Command(unshare, "--user", "--map-root-user", os.Args[0]), "doctor", "")
+	if d.Err != "" || d.Report.Tier == TierNone || d.Report.Tier == TierUnisolated {
+		t.Fatalf("doctor: tier %q, %s", d.Report.Tier, d.Err)
+	}
+	for _, l := range d.Report.Layers {
+		if strings.HasSuffix(l.Name, "-namespace") && !l.Verified {
+			t.Errorf("layer %s not verified: %s", l.Name, l.Detail)
+		}
+	}
+	r := startHelper(t, exec.Command(unshare, "--user", "--map-root-user", os.Args[0]), "run",
+		"import os\nprint(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])")
+	if r.Err != "" || !r.Result.Success || r.Result.Stdout == "" {
+		t.Fatalf("run: %+v %s", r.Result, r.Err)
+	}
+	if uid, caps, _ := strings.Cut(strings.TrimSpace(r.Result.Stdout), " "); uid == "0" && strings.Trim(caps, "0") != "" {
+		t.Errorf("the snippet is uid 0 with capabilities %s", caps)
+	}
+	t.Logf("tier %s, snippet uid %s", d.Report.Tier, r.Result.Stdout)
+}
+
+// TestHostIDs: the snippets' host ids from a user namespace's maps.
+func TestHostIDs(t *testing.T) {
+	full := "         0          0 4294967295\n"
+	for _, tt := range []struct {
+		name, uids, gids string
+		base, n          int
+	}{
+		{"initial namespace", full, full, policy.HostUID, policy.HostUIDs},
+		{"unshare --map-root-user", "0 1000 1\n", "0 1000 1\n", 0, 0},
+		{"rootless podman", "0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 65536\n", 1, 65536},
+		{"rootless podman, wide", "0 1000 1\n1 100000 200000\n", "0 1000 1\n1 100000 200000\n", 200001 - 65536, 65536},
+		{"userns-remap, gids narrower", "0 231072 65536\n", "0 231072 1000\n", 1, 999},
+		{"no map", "", "", 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, n := hostIDs(tt.uids, tt.gids)
+			if n != tt.n || (n > 0 && base != tt.base) {
+				t.Errorf("got %d+%d, want %d+%d", base, n, tt.base, tt.n)
+			}
+		})
+	}
+}
