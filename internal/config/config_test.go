@@ -139,7 +139,7 @@ func TestParseConfigValues(t *testing.T) {
 		{"log level default", Env{}, func(c Config) bool { return c.LogLevel == slog.LevelInfo && !c.LogLevelSet }},
 		{"log format", Env{"LOG_FORMAT": "JSON"}, func(c Config) bool { return c.LogFormat == "json" }},
 		{"render", Env{"RUNBLOCK_REPLY_LINES": "5", "RUNBLOCK_REPLY_CHARS": "300"}, func(c Config) bool {
-			return c.Render.MaxLines == 5 && c.Render.MaxChars == 300 && c.Discord.Render == c.Render
+			return c.Render.MaxLines == 5 && c.Render.MaxChars == 300 && reflect.DeepEqual(c.Discord.Render, c.Render)
 		}},
 		{"empty means default", Env{"RUNBLOCK_TIMEOUT": "", "SLACK_BOT_TOKEN": ""}, func(c Config) bool {
 			return c.Executor.Timeout == 5*time.Second && !c.SlackEnabled()
