@@ -3,6 +3,7 @@ package formatting
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // pythonish reports tags that mean Python: the Python tags, the REPL tags,
@@ -71,7 +72,9 @@ func hiddenLanguage(line string) bool {
 // attributes matches the attributes of an info string: words, key=value
 // pairs (values bare or quoted) and {…} groups, as in ```python
 // showLineNumbers, ```python title="fib.py" hl_lines="1 3".
-var attributes = regexp.MustCompile(`^(?:\s*(?:[A-Za-z0-9_][\w.-]*(?:=(?:"[^"]*"|'[^']*'|[^\s"']+))?|\{[^}]*\}))+\s*$`)
+var attributes = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:\s*(?:[A-Za-z0-9_][\w.-]*(?:=(?:"[^"]*"|'[^']*'|[^\s"']+))?|\{[^}]*\}))+\s*$`)
+})
 
 // statementWords start a Python statement: after a tag they are code
 // written on the fence line, not attributes.
@@ -121,7 +124,7 @@ func infoTag(line string) (tag, code string, ok bool) {
 	case "and", "or", "in", "is", "not", "if", "else", "for", "as":
 		return "", "", false
 	}
-	if attributes.MatchString(rest) && !statementWords[word] {
+	if attributes().MatchString(rest) && !statementWords[word] {
 		return tag, "", true
 	}
 	return tag, rest, true

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Statement is one input of a Python REPL transcript (">>> " and "... "
@@ -217,7 +218,7 @@ type TranscriptCheck struct {
 	Differences []Difference
 }
 
-var hexAddress = regexp.MustCompile(`\b0x[0-9a-fA-F]{4,}\b`)
+var hexAddress = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b0x[0-9a-fA-F]{4,}\b`) })
 
 // comparable is an output as compared: cleaned, trailing blanks and blank
 // lines dropped, memory addresses (object at 0x7f…) made equal, and a
@@ -226,7 +227,7 @@ var hexAddress = regexp.MustCompile(`\b0x[0-9a-fA-F]{4,}\b`)
 func comparable(out string) []string {
 	lines := splitLines(cleanOutput(out))
 	for i, l := range lines {
-		lines[i] = hexAddress.ReplaceAllString(strings.TrimRight(l, " \t"), "0x…")
+		lines[i] = hexAddress().ReplaceAllString(strings.TrimRight(l, " \t"), "0x…")
 	}
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 		lines = lines[:len(lines)-1]

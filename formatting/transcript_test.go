@@ -80,7 +80,7 @@ func TestTranscriptCheckWithPython(t *testing.T) {
 	for _, p := range platforms {
 		reply := RenderRun(p, ext, res, RenderOptions{})
 		// The object's address changes from run to run.
-		golden(t, filepath.Join("render", "transcript_check."+p.String()+".golden"), hexAddress.ReplaceAllString(reply.Text, "0x…")+"\n")
+		golden(t, filepath.Join("render", "transcript_check."+p.String()+".golden"), hexAddress().ReplaceAllString(reply.Text, "0x…")+"\n")
 		if probs := replyProblems(p, reply.Text); len(probs) > 0 {
 			t.Errorf("%s: %v\n%s", p, probs, reply.Text)
 		}
