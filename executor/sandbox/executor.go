@@ -7,6 +7,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -134,7 +135,9 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 }
 
 // Run runs one snippet. Cancelling ctx kills the run. The error is non-nil only
-// when the service could not run the snippet (a failing snippet is a Result).
+// when the service could not run the snippet (a failing snippet is a Result);
+// the caller decides whether to log it (the adapters' runerror, the API), so
+// it is logged once.
 func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
 	if n := int64(len(req.Code) + len(req.Stdin)); n > e.cfg.MaxCodeBytes {
 		return executor.Result{}, executor.Errorf(executor.ErrTooLarge, "snippet and stdin are %d bytes, over the limit of %d bytes", n, e.cfg.MaxCodeBytes)
@@ -149,25 +152,16 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 	if e.pool != nil && lim == e.defaultLimits() {
 		if p := e.pool.take(); p != nil {
 			res, err := p.run(ctx, req)
-			if err != errStale {
-				return res, e.logged(err)
+			if !errors.Is(err, errStale) {
+				return res, err
 			}
 		}
 	}
 	p, err := spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 	if err != nil {
-		return executor.Result{}, e.logged(err)
+		return executor.Result{}, err
 	}
-	res, err := p.run(ctx, req)
-	return res, e.logged(err)
-}
-
-// logged logs internal errors for operators; callers show a friendly line.
-func (e *Executor) logged(err error) error {
-	if err != nil && executor.ErrorCode(err) != executor.ErrCanceled {
-		e.log.Error("run failed", "err", err)
-	}
-	return err
+	return p.run(ctx, req)
 }
 
 func (e *Executor) defaultLimits() limits {
