@@ -29,6 +29,9 @@ type Config struct {
 	// Preload names modules pooled sandboxes import before the hand-over
 	// (RUNBLOCK_PRELOAD, e.g. "numpy,matplotlib.pyplot").
 	Preload []string
+	// DisableForkServer (RUNBLOCK_FORKSERVER=off) runs every snippet in a
+	// sandbox started from scratch instead of a fork of the fork server.
+	DisableForkServer bool
 	// Cgroup (RUNBLOCK_CGROUP) names a cgroup v2 subtree delegated to the
 	// service, below /sys/fs/cgroup or absolute, with memory and pids
 	// enabled in its cgroup.subtree_control; "" = the service's own
@@ -207,6 +210,17 @@ type Report struct {
 	Packages []Package `json:"packages,omitempty"`
 	// FontCache is matplotlib's prebuilt font cache, "" without matplotlib.
 	FontCache string `json:"font_cache,omitempty"`
+	// ForkServer says whether runs are forks of the fork server, and why
+	// not when they are not.
+	ForkServer ForkServerReport `json:"fork_server"`
+}
+
+// ForkServerReport describes the fork server: Active when runs are forks
+// of it (its canary run verified), else Detail says why runs start from
+// scratch.
+type ForkServerReport struct {
+	Active bool   `json:"active"`
+	Detail string `json:"detail"`
 }
 
 // Package is an importable distribution and its version.
