@@ -17,7 +17,7 @@ import (
 )
 
 // benchExecutors builds executors for one tier each, side by side.
-func benchExecutor(b *testing.B, layers layerSet, poolSize int) *Executor {
+func benchExecutor(b *testing.B, layers layerSet, poolSize int, fork bool) *Executor {
 	b.Helper()
 	py, err := findPython(context.Background(), "")
 	if err != nil {
@@ -32,10 +32,15 @@ func benchExecutor(b *testing.B, layers layerSet, poolSize int) *Executor {
 	if !layers.Namespaces {
 		e.plan.hostUID = -1
 	}
+	if fork {
+		if e.fork, err = startForkServer(context.Background(), pl, nil, cfg.Logger); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if poolSize > 0 {
 		e.pool = newPool(e, poolSize)
-		b.Cleanup(func() { e.Close() })
 	}
+	b.Cleanup(func() { e.Close() })
 	return e
 }
 
@@ -43,14 +48,18 @@ var benchTiers = []struct {
 	name   string
 	layers layerSet
 	pool   int
+	fork   bool
 }{
-	{"guard-only", layerSet{}, 0},
-	{"full-cold", tiers[0], 0},
-	{"full-pool", tiers[0], 1},
+	{"guard-only", layerSet{}, 0, false},
+	{"full-cold", tiers[0], 0, false},
+	{"full-pool", tiers[0], 1, false},
+	{"full-fork", tiers[0], 0, true},
+	{"full-prefork", tiers[0], 1, true},
 }
 
 // BenchmarkHello compares print('hello') latency: bare python -I -S -c,
-// the guard alone, full isolation cold, and full isolation from the pool.
+// the guard alone, full isolation cold, from the pool, forked from the fork
+// server, and pre-forked.
 // Sub-benchmarks report p50/p90 in ms beside ns/op.
 func BenchmarkHello(b *testing.B) {
 	py, err := findPython(context.Background(), "")
@@ -70,7 +79,7 @@ func BenchmarkHello(b *testing.B) {
 	})
 	for _, tier := range benchTiers {
 		b.Run(tier.name, func(b *testing.B) {
-			e := benchExecutor(b, tier.layers, tier.pool)
+			e := benchExecutor(b, tier.layers, tier.pool, tier.fork)
 			lat := make([]time.Duration, 0, b.N)
 			for b.Loop() {
 				var sb *proc
@@ -143,7 +152,7 @@ func BenchmarkHumanEval(b *testing.B) {
 	for _, tier := range benchTiers[1:] {
 		for _, conc := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/c%d", tier.name, conc), func(b *testing.B) {
-				e := benchExecutor(b, tier.layers, tier.pool)
+				e := benchExecutor(b, tier.layers, tier.pool, tier.fork)
 				for b.Loop() {
 					jobs := make(chan string)
 					var wg sync.WaitGroup

@@ -132,22 +132,19 @@ func (fs *forkServer) current() *fsProc {
 // forkServerConf is the fork server's configuration (forkserver.py): the
 // policy, for the mechanics there to apply.
 type forkServerConf struct {
-	CloneFlags   uintptr       `json:"clone_flags"`
-	Seccomp      string        `json:"seccomp"`  // hex of the assembled filter
-	Landlock     *forkLandlock `json:"landlock"` // nil: none
-	ProcOptions  string        `json:"proc_options"`
-	WorkDir      string        `json:"work_dir"`
-	ShmDir       string        `json:"shm_dir"`
-	WorkInodes   int           `json:"work_inodes"`
-	WorkNoExec   bool          `json:"work_noexec"`
-	UID          int           `json:"uid"`
-	IDBase       int           `json:"id_base"`
-	MemoryRate   int64         `json:"memory_rate"`
-	PollMS       int64         `json:"poll_ms"`
-	PollMinMS    int64         `json:"poll_min_ms"`
-	Scratch      []string      `json:"scratch"`
-	Collector    string        `json:"collector"`
-	CollectorEnv []string      `json:"collector_env"`
+	CloneFlags  uintptr       `json:"clone_flags"`
+	SysClone    int           `json:"sys_clone"` // clone(2)'s number here
+	Seccomp     string        `json:"seccomp"`   // hex of the assembled filter
+	Landlock    *forkLandlock `json:"landlock"`  // nil: none
+	ProcOptions string        `json:"proc_options"`
+	WorkDir     string        `json:"work_dir"`
+	ShmDir      string        `json:"shm_dir"`
+	WorkInodes  int           `json:"work_inodes"`
+	WorkNoExec  bool          `json:"work_noexec"`
+	UID         int           `json:"uid"`
+	IDBase      int           `json:"id_base"`
+	RunInit     string        `json:"run_init"` // argv[0] of the service's binary as a run's init
+	StageEnv    []string      `json:"stage_env"`
 }
 
 // forkRun is the message that asks the fork server for one run.
@@ -173,11 +170,10 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 		landlockRules = forkLandlockRules(*spec.Landlock)
 	}
 	conf, err := json.Marshal(forkServerConf{
-		CloneFlags: flags, Seccomp: hex.EncodeToString(pl.seccomp), Landlock: landlockRules,
+		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp), Landlock: landlockRules,
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
 		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
-		MemoryRate: policy.MemoryRate, PollMS: policy.MemoryPoll.Milliseconds(), PollMinMS: policy.MemoryPollMin.Milliseconds(),
-		Scratch: policy.ScratchPrefixes, Collector: collectorMarker, CollectorEnv: stageEnv,
+		RunInit: runInitMarker, StageEnv: stageEnv,
 	})
 	if err != nil {
 		return nil, err
@@ -400,26 +396,39 @@ func sandboxForkServer() {
 	os.Exit(0)
 }
 
-// sandboxCollect is a run's file collector: the run's init (forkserver.py)
-// execs it once every other process of the run is dead and the work dir
-// holds files. It adds them to the init's report and writes that.
-func sandboxCollect() {
+// fdLifeline is where a forked run's init holds the lifeline: the service
+// closes its end to kill the run.
+const fdLifeline = 3
+
+// sandboxRunInit is a forked run's init from the moment python (the run's
+// R3, see forkserver.py) is forked: the run's PID 1, exec'd by it, so that
+// supervising the run does not touch the fork server's heap. It does what
+// the init of a cold run does from there: accounts the run's memory, and
+// when python ends kills what is left, reaps, and reports how python
+// ended, with the files, on fdInitStatus, which python never held. When
+// the lifeline closes it kills the run and exits without a report.
+func sandboxRunInit() {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
+	}
 	var arg struct {
-		Status  initStatus    `json:"status"`
+		PID     int           `json:"pid"`
+		Memory  int64         `json:"memory"`
 		Collect collectLimits `json:"collect"`
 	}
 	if len(os.Args) < 2 {
-		die(fdInitStatus, errors.New("missing collector spec"))
+		die(fdInitStatus, errors.New("missing run spec"))
 	}
 	if err := json.Unmarshal([]byte(os.Args[1]), &arg); err != nil {
-		die(fdInitStatus, fmt.Errorf("decode collector spec: %w", err))
+		die(fdInitStatus, fmt.Errorf("decode run spec: %w", err))
 	}
-	st := arg.Status
-	var err error
-	if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, arg.Collect); err != nil {
-		die(fdInitStatus, fmt.Errorf("read the work dir: %w", err))
+	st, err := superviseRun(arg.PID, arg.Memory, fdLifeline, true)
+	if errors.Is(err, errLifeline) {
+		os.Exit(1)
 	}
-	b, _ := json.Marshal(st)
-	syscall.Write(fdInitStatus, append(b, '\n'))
-	os.Exit(0)
+	if err != nil {
+		die(fdInitStatus, err)
+	}
+	finishRun(st, arg.Collect)
 }

@@ -229,12 +229,12 @@ def _runblock_run():
     # sight, the collections at interpreter exit skip it (~1 ms of CPU).
     gc.freeze()
     del gc
-    failed = None
+    failed, status = None, 0
     try:
         for code in codes:
             exec(code, main)
-    except SystemExit:
-        raise
+    except SystemExit as exc:
+        status = exc
     except BaseException as exc:
         failed = exc
     finally:
@@ -248,7 +248,51 @@ def _runblock_run():
     if failed is not None:
         # Drop this runner's frame so the traceback starts in the snippet.
         _runblock_report(failed, failed.__traceback__.tb_next, source)
-        sys.exit(1)
+        status = 1
+    _runblock_exit(status, main)
+
+
+def _runblock_exit(status, main):
+    """Ends the run as the interpreter's exit does (non-daemon threads
+    joined, atexit handlers run, the snippet's objects released so that the
+    files it left open are flushed, the streams flushed), without then
+    tearing down every module: in a fork of the fork server that touches,
+    and so copies, the whole inherited heap."""
+    import atexit
+    import gc
+    import posix
+    import sys
+
+    if isinstance(status, SystemExit):
+        code = status.code
+        if code is None:
+            status = 0
+        elif isinstance(code, int):
+            status = code
+        else:
+            try:
+                print(code, file=sys.stderr)
+            except Exception:
+                pass
+            status = 1
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    atexit._run_exitfuncs()
+    try:
+        main.clear()
+        gc.collect()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    posix._exit(status & 0xFF)
 
 
 def _runblock_rlimits(spec):

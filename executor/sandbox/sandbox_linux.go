@@ -41,8 +41,8 @@ func Main() {
 		sandboxLocker()
 	case forkServerMarker:
 		sandboxForkServer()
-	case collectorMarker:
-		sandboxCollect()
+	case runInitMarker:
+		sandboxRunInit()
 	}
 }
 
@@ -121,20 +121,26 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	st, err := superviseRun(pid, spec.MemoryBytes)
+	st, err := superviseRun(pid, spec.MemoryBytes, -1, false)
 	if err != nil {
 		die(fdInitStatus, err)
 	}
-	// Python is done: end whatever it left running, so nothing changes
-	// the work dir while its files are read.
+	finishRun(st, spec.Collect)
+}
+
+// finishRun ends a run whose python is done: kills whatever it left
+// running, so nothing changes the work dir while its files are read,
+// reaps, collects the files and reports; then exits.
+func finishRun(st initStatus, collect collectLimits) {
 	unix.Kill(-1, unix.SIGKILL)
 	for {
 		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
 			break
 		}
 	}
-	if spec.Collect.MaxFiles > 0 {
-		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, spec.Collect); err != nil {
+	if collect.MaxFiles > 0 {
+		var err error
+		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, collect); err != nil {
 			die(fdInitStatus, fmt.Errorf("read the work dir: %w", err))
 		}
 	}
@@ -168,16 +174,25 @@ func closeOnExecFrom(fd int) error {
 	return nil
 }
 
+// errLifeline: the service closed the run's lifeline, to kill it.
+var errLifeline = errors.New("killed by the service")
+
 // superviseRun reaps every process of the sandbox until python (pid) ends,
 // and, when limit > 0, accounts the run's memory (see policy.MemoryPoll)
-// and kills every process past it.
-func superviseRun(pid int, limit int64) (initStatus, error) {
+// and kills every process past it. When lifeline is not -1 and the
+// service closes its end, it kills every process and returns errLifeline.
+// forked: python is a fork of the fork server, and pages it still shares
+// with it count by their proportional share.
+func superviseRun(pid int, limit int64, lifeline int, forked bool) (initStatus, error) {
 	var st initStatus
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return st, fmt.Errorf("pidfd_open: %w", err)
 	}
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	if lifeline >= 0 {
+		fds = append(fds, unix.PollFd{Fd: int32(lifeline), Events: unix.POLLIN})
+	}
 	wait := -1
 	if limit > 0 {
 		wait = 0 // account at once
@@ -207,10 +222,14 @@ func superviseRun(pid int, limit int64) (initStatus, error) {
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return st, fmt.Errorf("poll: %w", err)
 		}
+		if lifeline >= 0 && fds[1].Revents != 0 {
+			unix.Kill(-1, unix.SIGKILL)
+			return st, errLifeline
+		}
 		if n != 0 || limit == 0 || st.Memory {
 			continue
 		}
-		used := runMemory()
+		used, complete := runMemory(forked)
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -219,54 +238,72 @@ func superviseRun(pid int, limit int64) (initStatus, error) {
 			continue
 		}
 		next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
+		if !complete {
+			next = 0 // a process was changing its uid: look again soon
+		}
 		wait = int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
 	}
 }
 
 // runMemory is what the run holds: the resident anonymous and shared
-// memory of every process in the PID namespace but the init, and the work
-// dir's use.
-func runMemory() int64 {
-	var total int64
+// memory of every process in the PID namespace but the init (forked: their
+// proportional share of it), and the work dir's use; and whether every
+// process could be read.
+func runMemory(forked bool) (total int64, complete bool) {
 	var fs unix.Statfs_t
 	if unix.Statfs(policy.WorkDir, &fs) == nil {
 		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return total
+		return total, false
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
+	file, keys := "status", [][]byte{[]byte("RssAnon:"), []byte("RssShmem:")}
+	if forked {
+		// Pages still shared with the fork server are its memory, not the
+		// run's: the proportional set size counts them by their share.
+		file, keys = "smaps_rollup", [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:")}
+	}
 	buf := make([]byte, 4096)
+	complete = true
 	for _, name := range names {
 		if name == "1" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		total += processMemory("/proc/"+name+"/status", buf)
+		n, ok := processMemory("/proc/"+name+"/"+file, keys, buf)
+		total += n
+		complete = complete && ok
 	}
-	return total
+	return total, complete
 }
 
-// processMemory reads RssAnon and RssShmem from a /proc/PID/status.
-func processMemory(path string, buf []byte) int64 {
+// processMemory sums the lines of keys (in kB) in a /proc/PID file; !ok
+// when it exists but cannot be read.
+func processMemory(path string, keys [][]byte, buf []byte) (int64, bool) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return 0, true // gone
+	}
 	if err != nil {
-		return 0 // gone
+		return 0, false
 	}
 	n, _ := unix.Read(fd, buf)
 	unix.Close(fd)
 	var kB int64
 	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
-		if bytes.HasPrefix(line, []byte("RssAnon:")) || bytes.HasPrefix(line, []byte("RssShmem:")) {
-			f := bytes.Fields(line)
-			if len(f) >= 2 {
-				v, _ := strconv.ParseInt(string(f[1]), 10, 64)
-				kB += v
+		for _, key := range keys {
+			if bytes.HasPrefix(line, key) {
+				f := bytes.Fields(line)
+				if len(f) >= 2 {
+					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+					kB += v
+				}
 			}
 		}
 	}
-	return kB << 10
+	return kB << 10, true
 }
 
 // buildRoot mounts a tmpfs root holding read-only binds of what python

@@ -16,9 +16,10 @@ const (
 	initMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
 	// The fork server's init (PID 1 of its namespaces: builds the root,
-	// starts the fork server, reaps), and a forked run's file collector.
+	// starts the fork server, reaps), and a forked run's init (exec'd by
+	// the run's PID 1 once it forked python: supervises and reports).
 	forkServerMarker = "runblock-sandbox-forkserver"
-	collectorMarker  = "runblock-sandbox-collect"
+	runInitMarker    = "runblock-sandbox-runinit"
 )
 
 // File descriptors shared by the stages and the guard (see guard.py). The
