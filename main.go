@@ -724,7 +724,29 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	if rep.FontCache != "" {
 		fmt.Fprintf(stdout, "matplotlib font cache: %s\n", rep.FontCache)
 	}
+	fmt.Fprintln(stdout, forkServerLine(rep.ForkServer, ec.DisableForkServer))
 	return status
+}
+
+// forkServerLine is doctor's line on the fork server: on, or off and why
+// (runs then start a sandbox from scratch).
+func forkServerLine(fs sandbox.ForkServerReport, disabled bool) string {
+	if fs.Active {
+		line := "fork server: on (each run is a fork of it)"
+		if fs.Detail != "" {
+			line = "fork server: on (" + fs.Detail + ")"
+		}
+		return line
+	}
+	detail := fs.Detail
+	switch {
+	case detail != "":
+	case disabled:
+		detail = "RUNBLOCK_FORKSERVER=off"
+	default:
+		detail = "not available"
+	}
+	return "fork server: off: " + detail + "; each run starts a sandbox from scratch"
 }
 
 // runBench is `runblock bench`: the side-by-side performance report.
