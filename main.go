@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -728,25 +729,20 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	return status
 }
 
-// forkServerLine is doctor's line on the fork server: on, or off and why
-// (runs then start a sandbox from scratch).
+// forkServerLine is doctor's line on the fork server: on and how, or the
+// report's detail, which says off or unavailable and why (runs then start
+// a sandbox from scratch).
 func forkServerLine(fs sandbox.ForkServerReport, disabled bool) string {
-	if fs.Active {
-		line := "fork server: on (each run is a fork of it)"
-		if fs.Detail != "" {
-			line = "fork server: on (" + fs.Detail + ")"
-		}
-		return line
-	}
-	detail := fs.Detail
 	switch {
-	case detail != "":
+	case fs.Active:
+		return "fork server: on (" + cmp.Or(fs.Detail, "each run is a fork of it") + ")"
+	case fs.Detail != "":
+		return "fork server: " + fs.Detail
 	case disabled:
-		detail = "RUNBLOCK_FORKSERVER=off"
+		return "fork server: off (RUNBLOCK_FORKSERVER=off): each run starts a sandbox from scratch"
 	default:
-		detail = "not available"
+		return "fork server: unavailable, each run starts a sandbox from scratch"
 	}
-	return "fork server: off: " + detail + "; each run starts a sandbox from scratch"
 }
 
 // runBench is `runblock bench`: the side-by-side performance report.

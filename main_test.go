@@ -523,7 +523,7 @@ func TestDoctorCommand(t *testing.T) {
 	if code := run(context.Background(), []string{"doctor"}, off, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "\nfork server: off: ") {
+	if !strings.Contains(stdout.String(), "\nfork server: off (RUNBLOCK_FORKSERVER=off)") {
 		t.Errorf("doctor with RUNBLOCK_FORKSERVER=off says:\n%s", stdout.String())
 	}
 }
@@ -536,11 +536,11 @@ func TestForkServerLine(t *testing.T) {
 		want     string
 	}{
 		{"active", sandbox.ForkServerReport{Active: true}, false, "fork server: on (each run is a fork of it)"},
-		{"active with detail", sandbox.ForkServerReport{Active: true, Detail: "preloaded numpy"}, false, "fork server: on (preloaded numpy)"},
-		{"turned off", sandbox.ForkServerReport{}, true, "fork server: off: RUNBLOCK_FORKSERVER=off; each run starts a sandbox from scratch"},
-		{"failed", sandbox.ForkServerReport{Detail: "no user namespaces"}, false, "fork server: off: no user namespaces; each run starts a sandbox from scratch"},
-		{"detail wins over the setting", sandbox.ForkServerReport{Detail: "turned off by RUNBLOCK_FORKSERVER=off"}, true, "fork server: off: turned off by RUNBLOCK_FORKSERVER=off; each run starts a sandbox from scratch"},
-		{"unexplained", sandbox.ForkServerReport{}, false, "fork server: off: not available; each run starts a sandbox from scratch"},
+		{"active with detail", sandbox.ForkServerReport{Active: true, Detail: "each run is a fork; preloaded: numpy"}, false, "fork server: on (each run is a fork; preloaded: numpy)"},
+		{"turned off", sandbox.ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}, true, "fork server: off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"},
+		{"failed", sandbox.ForkServerReport{Detail: "unavailable, each run starts python from scratch: no user namespaces"}, false, "fork server: unavailable, each run starts python from scratch: no user namespaces"},
+		{"turned off, unexplained", sandbox.ForkServerReport{}, true, "fork server: off (RUNBLOCK_FORKSERVER=off): each run starts a sandbox from scratch"},
+		{"unexplained", sandbox.ForkServerReport{}, false, "fork server: unavailable, each run starts a sandbox from scratch"},
 	}
 	for _, tt := range tests {
 		if got := forkServerLine(tt.rep, tt.disabled); got != tt.want {

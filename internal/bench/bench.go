@@ -402,8 +402,8 @@ func (b *benchmark) fallback(fs sandbox.ForkServerReport) {
 		return
 	}
 	b.fellBack = true
-	b.note("the fork server is off (%s): the rows marked %q measure the fallback, every run in a sandbox started from scratch",
-		cmp.Or(fs.Detail, "no reason given"), strings.TrimSpace(fallbackMark))
+	b.note("no fork server: %s; the rows marked %q measure that fallback",
+		cmp.Or(fs.Detail, "unavailable, each run starts a sandbox from scratch"), strings.TrimSpace(fallbackMark))
 }
 
 // start starts an executor for row, or notes why it could not.
