@@ -31,8 +31,9 @@ type Options struct {
 	// JSON makes Run write one JSON object instead of tables.
 	JSON bool
 	// Executor is the base configuration of the executor rows; bench sets
-	// Pool and DisableForkServer per row. Its Python (python3 on PATH when "") also runs the bare
-	// row and seed_bench.py, resolved to sys.executable past any shim.
+	// Pool and DisableForkServer per row. Its Python (python3 on PATH when
+	// "") also runs the bare row and seed_bench.py, resolved to
+	// sys.executable past any shim.
 	Executor sandbox.Config
 	// SharedDir holds reference/seed_bench.py and data/HumanEval.jsonl.gz;
 	// "" means ../shared beside the module root above the working directory.
