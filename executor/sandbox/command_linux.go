@@ -93,10 +93,7 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD in
 	cmd.SysProcAttr = attr
 	cmd.Env = spec.Env
 	if p.layers.Namespaces || p.layers.Locker {
-		// Our own binary: nothing of the service's environment. One P is
-		// plenty for an init; a -race build would otherwise sleep 1 s in
-		// every init's exit.
-		cmd.Env = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
+		cmd.Env = stageEnv
 	}
 	return cmd, nil
 }

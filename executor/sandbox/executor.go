@@ -8,7 +8,9 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/runblock/runblock/executor"
@@ -106,6 +108,7 @@ type Executor struct {
 	plan   *plan
 	report Report
 	pool   *pool
+	fork   *forkServer // nil: runs start from scratch
 }
 
 // New detects and verifies the isolation layers (canary runs) and returns a
@@ -117,6 +120,10 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report}
+	e.fork, e.report.ForkServer = newForkServer(ctx, cfg, pl)
+	if !e.report.ForkServer.Active {
+		e.log.Info("runs start from scratch: no fork server", "why", e.report.ForkServer.Detail)
+	}
 	switch report.Tier {
 	case TierFull:
 		e.log.Info("executor ready", "tier", report.Tier, "python", report.Python)
@@ -160,11 +167,67 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 			}
 		}
 	}
+	if e.fork != nil {
+		p, err := e.fork.spawn(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+		if err == nil {
+			res, err := p.run(ctx, req)
+			if !errors.Is(err, errStale) {
+				return res, err
+			}
+		} else if ctx.Err() != nil {
+			return executor.Result{}, err
+		} else if !errors.Is(err, errForkServerDown) {
+			e.log.Warn("a fork of the fork server failed; this run starts from scratch", "err", err)
+		}
+	}
 	p, err := spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 	if err != nil {
 		return executor.Result{}, err
 	}
 	return p.run(ctx, req)
+}
+
+// prestart starts a sandbox for the pool: a fork of the fork server, or
+// one started from scratch with pl while there is none.
+func (e *Executor) prestart(ctx context.Context, pl *plan, lim limits) (*proc, error) {
+	if e.fork != nil {
+		p, err := e.fork.spawn(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+		if err == nil || ctx.Err() != nil {
+			return p, err
+		}
+		if !errors.Is(err, errForkServerDown) {
+			e.log.Warn("a fork of the fork server failed; the pool starts a sandbox from scratch", "err", err)
+		}
+	}
+	return spawn(ctx, pl, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+}
+
+// newForkServer starts the fork server of pl unless cfg disables it, and
+// verifies it with the canary run through a fork; nil where it cannot run,
+// with the reason in the report.
+func newForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, ForkServerReport) {
+	if cfg.DisableForkServer {
+		return nil, ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}
+	}
+	fs, err := startForkServer(ctx, pl, cfg.Preload, cfg.Logger)
+	if err != nil {
+		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: " + err.Error()}
+	}
+	layers, err := canary(ctx, cfg, pl, fs.spawn)
+	if err == nil {
+		if bad := unverified(layers); len(bad) > 0 {
+			err = fmt.Errorf("not enforced in a fork: %s", strings.Join(bad, ", "))
+		}
+	}
+	if err != nil {
+		fs.close()
+		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: canary run through a fork: " + err.Error()}
+	}
+	detail := "each run is a fork of a sandboxed python that never runs user code, in namespaces of its own; canary run through a fork verified every layer"
+	if len(cfg.Preload) > 0 {
+		detail += "; preloaded: " + strings.Join(cfg.Preload, ", ")
+	}
+	return fs, ForkServerReport{Active: true, Detail: detail}
 }
 
 func (e *Executor) defaultLimits() limits {
@@ -186,6 +249,9 @@ func (e *Executor) limits(req executor.Request) limits {
 func (e *Executor) Close() error {
 	if e.pool != nil {
 		e.pool.close()
+	}
+	if e.fork != nil {
+		e.fork.close()
 	}
 	return nil
 }
@@ -258,5 +324,10 @@ func Doctor(ctx context.Context, cfg Config) (Report, error) {
 		return report, err
 	}
 	report.Packages, err = packages(ctx, cfg, pl)
+	fs, fr := newForkServer(ctx, cfg, pl)
+	report.ForkServer = fr
+	if fs != nil {
+		fs.close()
+	}
 	return report, err
 }

@@ -1,10 +1,12 @@
 # runblock guard prelude and runner.
 #
 # Started as `python -I -S -c <this file> RLIMITS MODE FONTCACHE PRELOAD [site-dir ...]`
-# (in effect: the service passes this file compiled once, see guardLoader in
-# plan.go). RLIMITS is "resource:limit,..." set as soft and hard limits; MODE
-# is "isolated" (kernel layers contain the snippet) or "strict" (the guard is
-# all there is); FONTCACHE is a read-only directory holding matplotlib's
+# (in effect: the service passes this file compiled once, with forkserver.py
+# before it, see guardLoader in plan.go). RLIMITS is "resource:limit,..." set
+# as soft and hard limits; MODE is "isolated" (kernel layers contain the
+# snippet), "strict" (the guard is all there is) or "forkserver" (this
+# interpreter is the fork server, RLIMITS its configuration, and each run a
+# fork of it: see forkserver.py); FONTCACHE is a read-only directory holding matplotlib's
 # prebuilt font cache, or ""; PRELOAD names modules to import before
 # "ready" ("numpy,matplotlib.pyplot"), or "". The fds are:
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
@@ -32,18 +34,15 @@ def _runblock_run():
     import posix
     import sys
 
-    import resource
-
     read, write, close = posix.read, posix.write, posix.close
-    # The stages mark everything else close-on-exec; the tier without them
-    # relies on this.
-    posix.closerange(5, 1 << 30)
-    posix.set_inheritable(3, False)
-    posix.set_inheritable(4, False)
-    for item in sys.argv[1].split(","):
-        res, limit = map(int, item.split(":"))
-        resource.setrlimit(res, (limit, limit))
-    del resource
+    forkserver = sys.argv[2] == "forkserver"
+    if not forkserver:
+        # The stages mark everything else close-on-exec; the tier without
+        # them relies on this.
+        posix.closerange(5, 1 << 30)
+        posix.set_inheritable(3, False)
+        posix.set_inheritable(4, False)
+        _runblock_rlimits(sys.argv[1])
     strict = sys.argv[2] == "strict"
     fontcache = sys.argv[3]
     preload = [name for name in sys.argv[4].split(",") if name]
@@ -169,7 +168,9 @@ def _runblock_run():
 
     # matplotlib's font cache, built once by the service: linked into the
     # per-run MPLCONFIGDIR so no snippet pays for building it.
-    if fontcache:
+    def link_fonts():
+        if not fontcache:
+            return
         mpldir = workdir + "/.config/matplotlib"
         for d in (workdir + "/.config", mpldir):
             try:
@@ -180,11 +181,19 @@ def _runblock_run():
             if entry.endswith(".json"):
                 posix.symlink(f"{fontcache}/{entry}", f"{mpldir}/{entry}")
 
+    link_fonts()
     for name in preload:
         try:
             __import__(name)
         except Exception:
             pass  # the snippet's own import says why; the service warned at start
+
+    if forkserver:
+        # Returns only in a run: a fork in namespaces of its own, locked
+        # down, holding the run's descriptors 0 to 4, in a fresh work dir.
+        _runblock_forkserver(sys.argv[1])
+        link_fonts()
+        _runblock_reseed()
 
     write(4, b"ready\n")
     chunks = []
@@ -240,6 +249,26 @@ def _runblock_run():
         # Drop this runner's frame so the traceback starts in the snippet.
         _runblock_report(failed, failed.__traceback__.tb_next, source)
         sys.exit(1)
+
+
+def _runblock_rlimits(spec):
+    """Sets "resource:limit,..." as soft and hard limits."""
+    import resource
+
+    for item in spec.split(","):
+        res, limit = map(int, item.split(":"))
+        resource.setrlimit(res, (limit, limit))
+
+
+def _runblock_reseed():
+    """A fork shares its parent's random state: every run would draw the
+    same numbers. Reseed the generators a preload may have seeded."""
+    import sys
+
+    for name, reseed in (("random", "seed"), ("numpy.random", "seed")):
+        module = sys.modules.get(name)
+        if module is not None:
+            getattr(module, reseed)()
 
 
 def _runblock_compile(source):

@@ -21,6 +21,12 @@ import (
 //go:embed guard.py
 var guardSource string
 
+// forkserverSource holds the fork server's functions, which guard.py calls
+// in its "forkserver" mode; compiled into the guard, before it.
+//
+//go:embed forkserver.py
+var forkserverSource string
+
 // layerSet selects the isolation layers of a tier.
 type layerSet struct {
 	Namespaces bool // user, mount, PID, network, IPC, UTS, cgroup; minimal root; fresh /proc
@@ -71,7 +77,7 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
     "site": site.getsitepackages(), "guard": guard}))`
 	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", probe)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	cmd.Stdin = strings.NewReader(guardSource)
+	cmd.Stdin = strings.NewReader(forkserverSource + guardSource)
 	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if err != nil {

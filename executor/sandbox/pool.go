@@ -40,7 +40,7 @@ func (p *pool) fill(ctx context.Context) {
 	defer backoff.Stop()
 	<-backoff.C
 	for ctx.Err() == nil {
-		sb, err := spawn(ctx, p.plan, p.e.defaultLimits(), p.e.cfg.KeepBytes, p.e.cfg.MaxOutputBytes)
+		sb, err := p.e.prestart(ctx, p.plan, p.e.defaultLimits())
 		if err != nil {
 			if ctx.Err() == nil {
 				p.e.log.Error("pool: start sandbox", "err", err)

@@ -13,9 +13,11 @@ import (
 	"github.com/runblock/runblock/executor"
 )
 
-func newPooled(t *testing.T, size int) *Executor {
+// newPooled makes an executor with a pool of size sandboxes: pre-forked
+// children of the fork server, or with cold, pre-started sandboxes.
+func newPooled(t *testing.T, size int, cold bool) *Executor {
 	t.Helper()
-	e, err := New(context.Background(), Config{Pool: size})
+	e, err := New(context.Background(), Config{Pool: size, DisableForkServer: cold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,14 @@ func runPooled(t *testing.T, e *Executor, code string) executor.Result {
 }
 
 func TestPoolNoStateBetweenSnippets(t *testing.T) {
-	e := newPooled(t, 1)
+	for _, cold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "pre-started", false: "pre-forked"}[cold], func(t *testing.T) {
+			testNoStateBetweenSnippets(t, newPooled(t, 1, cold))
+		})
+	}
+}
+
+func testNoStateBetweenSnippets(t *testing.T, e *Executor) {
 	a := runPooled(t, e, `import os, sys, json, builtins
 open("state.txt", "w").write("a")
 open("/tmp/state.txt", "w").write("a")
@@ -81,7 +90,7 @@ func children(t *testing.T) []int {
 }
 
 func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
-	e, err := New(context.Background(), Config{Pool: 2})
+	e, err := New(context.Background(), Config{Pool: 2, DisableForkServer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +132,7 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 }
 
 func TestPoolFootprint(t *testing.T) {
-	e := newPooled(t, 1)
+	e := newPooled(t, 1, true)
 	runPooled(t, e, "pass")
 	sb := <-e.pool.idle
 	defer sb.destroy()

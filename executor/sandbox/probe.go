@@ -53,7 +53,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		}
 		var layers []Layer
 		if err == nil {
-			layers, err = canary(ctx, cfg, pl)
+			layers, err = canary(ctx, cfg, pl, pl.start)
 		}
 		if err == nil {
 			if bad := unverified(layers); len(bad) > 0 {
@@ -75,7 +75,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	var layers []Layer
 	if err == nil {
 		pl.cgroup = cg
-		layers, err = canary(ctx, cfg, pl)
+		layers, err = canary(ctx, cfg, pl, pl.start)
 	}
 	if err != nil {
 		report.Tier = TierNone
@@ -162,6 +162,15 @@ func unverified(layers []Layer) []string {
 	return bad
 }
 
+// starter starts a sandbox that waits for its snippet: spawn's way
+// (plan.start) or the fork server's.
+type starter func(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error)
+
+// start starts a sandbox of pl from scratch.
+func (pl *plan) start(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
+	return spawn(ctx, pl, lim, keep, maxOutput)
+}
+
 // canaryAnswers is what canary.py prints.
 type canaryAnswers struct {
 	FDs               []int             `json:"fds"`
@@ -185,7 +194,7 @@ type canaryAnswers struct {
 
 // canary runs canary.py in a sandbox of pl and turns its answers into
 // verified layers.
-func canary(ctx context.Context, cfg Config, pl *plan) ([]Layer, error) {
+func canary(ctx context.Context, cfg Config, pl *plan, start starter) ([]Layer, error) {
 	marker, err := os.CreateTemp("", "runblock-canary-")
 	if err != nil {
 		return nil, err
@@ -193,7 +202,7 @@ func canary(ctx context.Context, cfg Config, pl *plan) ([]Layer, error) {
 	marker.Close()
 	defer os.Remove(marker.Name())
 	lim := limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}
-	p, err := spawn(ctx, pl, lim, 1<<20, 4<<20)
+	p, err := start(ctx, lim, 1<<20, 4<<20)
 	if err != nil {
 		return nil, err
 	}

@@ -40,10 +40,12 @@ type proc struct {
 
 	stdin, request *os.File // write ends
 	readEnds       []*os.File
+	outR, errR     *os.File // read ends, also in readEnds
+	statusR, initR *os.File
 	stdout, stderr *capture
 	budget         *outputBudget
 
-	ready      chan string   // first status line
+	readyLine  chan string   // first status line
 	statusDone chan struct{} // status pipe at EOF
 	status     []string      // later status lines, read after statusDone
 	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
@@ -52,88 +54,40 @@ type proc struct {
 	memoryPeak int64 // the most memory the init or the cgroup accounted for the run
 	cgroup     *runCgroup
 
-	waited  chan struct{} // cmd.Wait returned
+	waited  chan struct{} // cmd.Wait returned; forked: the init's report pipe is at EOF
 	waitErr error
+	// forked: a fork of the fork server, whose run init reports how it
+	// ended; kill closes its lifeline.
+	forked bool
 }
 
 // spawn starts a sandbox as described by plan and waits until its guard is
 // in place. The sandbox lives until run ends or destroy is called, not
 // until ctx ends: ctx only bounds the wait for readiness.
 func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (*proc, error) {
-	p := &proc{plan: plan, lim: lim, born: time.Now(), ready: make(chan string, 1), statusDone: make(chan struct{}),
-		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput)}
-	var childEnds []*os.File
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			p.readEnds = append(p.readEnds, r)
-		}
-		return r, w, err
-	}
-	fail := func(err error) (*proc, error) {
-		for _, f := range childEnds {
-			f.Close()
-		}
-		p.destroy()
-		return nil, &executor.Error{Code: executor.ErrInternal, Message: "start sandbox", Err: err}
-	}
-	stdinR, stdinW, err := os.Pipe()
+	p := newProc(plan, lim, maxOutput)
+	ends, err := p.pipes(plan.layers.Namespaces)
 	if err != nil {
-		return fail(err)
+		return p.fail(ends, err)
 	}
-	p.stdin = stdinW
-	childEnds = append(childEnds, stdinR)
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		return fail(err)
-	}
-	p.request = reqW
-	childEnds = append(childEnds, reqR)
-	outR, outW, err := pipe()
-	if err != nil {
-		return fail(err)
-	}
-	childEnds = append(childEnds, outW)
-	errR, errW, err := pipe()
-	if err != nil {
-		return fail(err)
-	}
-	childEnds = append(childEnds, errW)
-	statusR, statusW, err := pipe()
-	if err != nil {
-		return fail(err)
-	}
-	childEnds = append(childEnds, statusW)
-	extra := []*os.File{reqR, statusW}
-	var initR *os.File
-	if plan.layers.Namespaces {
-		var initW *os.File
-		initR, initW, err = pipe()
-		if err != nil {
-			return fail(err)
-		}
-		childEnds = append(childEnds, initW)
-		extra = append(extra, initW)
-	}
-
 	hostUID := plan.runUID()
 	dir := policy.WorkDir
 	if !plan.layers.Namespaces {
 		dir, err = os.MkdirTemp("", "runblock-")
 		if err != nil {
-			return fail(err)
+			return p.fail(ends, err)
 		}
 		p.hostDir = dir
 		if hostUID >= 0 {
 			if err := os.Chown(dir, hostUID, hostUID); err != nil {
-				return fail(err)
+				return p.fail(ends, err)
 			}
 		}
 	}
 	cgroupFD := -1
 	if plan.cgroup != nil {
 		if p.cgroup, err = plan.cgroup.newRun(lim.Memory); err != nil {
-			return fail(err)
+			return p.fail(ends, err)
 		}
 		cgroupFD = p.cgroup.fd
 	}
@@ -142,39 +96,104 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 	p.kill = cancel
 	cmd, err := plan.command(pctx, spec, hostUID, cgroupFD)
 	if err != nil {
-		return fail(err)
+		return p.fail(ends, err)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = stdinR, outW, errW, extra
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = ends.stdin, ends.stdout, ends.stderr, ends.extra()
 	cmd.WaitDelay = time.Second
 	p.cmd = cmd
 	if err := cmd.Start(); err != nil {
-		return fail(err)
+		return p.fail(ends, err)
 	}
-	for _, f := range childEnds {
-		f.Close()
-	}
-	childEnds = nil
+	ends.close()
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.waited)
 	}()
-	p.stdout = startCapture(outR, keep, p.budget)
-	p.stderr = startCapture(errR, keep, p.budget)
-	go p.readStatus(statusR)
-	if initR != nil {
+	return p.ready(ctx, keep)
+}
+
+func newProc(plan *plan, lim limits, maxOutput int64) *proc {
+	return &proc{plan: plan, lim: lim, born: time.Now(), readyLine: make(chan string, 1), statusDone: make(chan struct{}),
+		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput)}
+}
+
+// childEnds are the sandbox's ends of its pipes, in the order of its
+// descriptors 0 to 5 (init is nil without namespaces).
+type childEnds struct {
+	stdin, stdout, stderr, request, status, init *os.File
+}
+
+func (c childEnds) extra() []*os.File {
+	if c.init == nil {
+		return []*os.File{c.request, c.status}
+	}
+	return []*os.File{c.request, c.status, c.init}
+}
+
+func (c childEnds) close() {
+	for _, f := range []*os.File{c.stdin, c.stdout, c.stderr, c.request, c.status, c.init} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// pipes makes the sandbox's pipes, keeping the service's ends in p; with
+// init, also the pipe of the init's report.
+func (p *proc) pipes(init bool) (childEnds, error) {
+	var c childEnds
+	var err error
+	pipe := func(keepRead bool) (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		if err == nil && keepRead {
+			p.readEnds = append(p.readEnds, r)
+		}
+		return r, w
+	}
+	c.stdin, p.stdin = pipe(false)
+	c.request, p.request = pipe(false)
+	p.outR, c.stdout = pipe(true)
+	p.errR, c.stderr = pipe(true)
+	p.statusR, c.status = pipe(true)
+	if init {
+		p.initR, c.init = pipe(true)
+	}
+	return c, err
+}
+
+// fail releases what a sandbox that could not start holds.
+func (p *proc) fail(ends childEnds, err error) (*proc, error) {
+	ends.close()
+	p.destroy()
+	return nil, &executor.Error{Code: executor.ErrInternal, Message: "start sandbox", Err: err}
+}
+
+// ready starts reading the sandbox's pipes and waits for its guard's
+// "ready".
+func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
+	p.stdout = startCapture(p.outR, keep, p.budget)
+	p.stderr = startCapture(p.errR, keep, p.budget)
+	go p.readStatus(p.statusR)
+	if p.initR != nil {
 		p.namespaced = true
 		go func() {
 			defer close(p.initDone)
 			// Base64 of the files, and room for names and omitted files.
-			t := plan.transfer()
-			p.initStatus, _ = io.ReadAll(io.LimitReader(initR, 4*t.MaxBytes/3+int64(t.MaxFiles+4*policy.WorkInodes)*1024+64<<10))
+			t := p.plan.transfer()
+			p.initStatus, _ = io.ReadAll(io.LimitReader(p.initR, 4*t.MaxBytes/3+int64(t.MaxFiles+4*policy.WorkInodes)*1024+64<<10))
+			if p.forked {
+				close(p.waited) // the run's init is gone (or its report is all there)
+			}
 		}()
 	} else {
 		close(p.initDone)
 	}
 
 	select {
-	case line := <-p.ready:
+	case line := <-p.readyLine:
 		if line == "ready" {
 			return p, nil
 		}
@@ -202,14 +221,14 @@ func (p *proc) readStatus(r io.Reader) {
 	first := true
 	for sc.Scan() {
 		if first {
-			p.ready <- sc.Text()
+			p.readyLine <- sc.Text()
 			first = false
 			continue
 		}
 		p.status = append(p.status, sc.Text())
 	}
 	if first {
-		p.ready <- exitedEarly
+		p.readyLine <- exitedEarly
 	}
 }
 
@@ -220,6 +239,9 @@ func (p *proc) setupError() error {
 		return errors.New(st.Error)
 	}
 	b, _ := p.stderr.text()
+	if p.forked {
+		return fmt.Errorf("the fork server's run ended before it was ready: %s", strings.TrimSpace(b))
+	}
 	if b != "" {
 		return fmt.Errorf("%v: %s", p.waitErr, strings.TrimSpace(b))
 	}
@@ -241,7 +263,7 @@ func (p *proc) destroy() {
 	if p.kill != nil {
 		p.kill()
 	}
-	if p.cmd != nil && p.cmd.Process != nil {
+	if (p.cmd != nil && p.cmd.Process != nil) || p.forked {
 		<-p.waited
 	}
 	for _, f := range p.readEnds {
@@ -422,6 +444,10 @@ func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error
 		return st.Memory, nil
 	}
 	// No report from the init: it was killed (by us), and python with it.
+	if p.forked {
+		res.ExitCode, res.Signal = -1, "SIGKILL"
+		return false, nil
+	}
 	state := p.cmd.ProcessState
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if ok && ws.Signaled() {

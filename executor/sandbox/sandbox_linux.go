@@ -39,6 +39,10 @@ func Main() {
 		sandboxInit()
 	case lockerMarker:
 		sandboxLocker()
+	case forkServerMarker:
+		sandboxForkServer()
+	case collectorMarker:
+		sandboxCollect()
 	}
 }
 
@@ -509,4 +513,61 @@ func restrictLandlock(set landlockSet) error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
+}
+
+// forkLandlock is a run's Landlock ruleset as the fork server makes it in
+// each run (forkserver.py): a run's work dir and /proc are mounts of its own,
+// so no ruleset made before the run can name them. The access rights are
+// those restrictLandlock gets from go-landlock for the same set, at this
+// kernel's ABI.
+type forkLandlock struct {
+	HandledFS  uint64     `json:"handled_fs"`
+	HandledNet uint64     `json:"handled_net"`
+	Rules      []forkRule `json:"rules"`
+}
+
+// forkRule grants Access beneath each of Paths (missing ones skipped when
+// Optional).
+type forkRule struct {
+	Access   uint64   `json:"access"`
+	Paths    []string `json:"paths"`
+	Optional bool     `json:"optional"`
+}
+
+// forkLandlockRules is set as the fork server's runs apply it; nil where
+// the kernel has no Landlock.
+func forkLandlockRules(set landlockSet) *forkLandlock {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return nil
+	}
+	// The file system rights of landlockABI (V5) this kernel knows, and
+	// TCP bind and connect from ABI 4.
+	bits := map[int]uint{1: 13, 2: 14, 3: 15, 4: 15}[abi]
+	if abi >= 5 {
+		bits = 16
+	}
+	ll := &forkLandlock{HandledFS: 1<<bits - 1}
+	if abi >= 4 {
+		ll.HandledNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
+	}
+	const (
+		read  = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+		write = llsys.AccessFSWriteFile | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeChar |
+			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
+			llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSTruncate
+		file = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSReadFile
+	)
+	for _, r := range []forkRule{
+		{llsys.AccessFSReadDir, set.ListDirs, false},
+		{read, set.RODirs, true},
+		{read | write, set.RWDirs, false},
+		{read & file, set.ROFiles, true},
+		{(read | write) & file, set.RWFiles, false},
+	} {
+		if r.Access &= ll.HandledFS; r.Access != 0 && len(r.Paths) > 0 {
+			ll.Rules = append(ll.Rules, r)
+		}
+	}
+	return ll
 }

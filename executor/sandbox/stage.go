@@ -15,6 +15,10 @@ var mainCalled atomic.Bool
 const (
 	initMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
+	// The fork server's init (PID 1 of its namespaces: builds the root,
+	// starts the fork server, reaps), and a forked run's file collector.
+	forkServerMarker = "runblock-sandbox-forkserver"
+	collectorMarker  = "runblock-sandbox-collect"
 )
 
 // File descriptors shared by the stages and the guard (see guard.py). The

@@ -20,7 +20,7 @@ func TestReducedTiers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			layers, err := canary(context.Background(), cfg, pl)
+			layers, err := canary(context.Background(), cfg, pl, pl.start)
 			if err != nil {
 				t.Fatal(err)
 			}
