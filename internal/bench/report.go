@@ -381,7 +381,7 @@ func (r *Report) forkTargets() []Target {
 		}
 		switch {
 		case s == nil:
-			checks = append(checks, check{detail: name + " not measured"})
+			checks = append(checks, check{detail: name + " row's HumanEval not measured"})
 		case bareHE == nil:
 			checks = append(checks, check{detail: fmt.Sprintf("%s %.2f s, bare python not measured", name, s.WallS)})
 		default:

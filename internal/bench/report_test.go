@@ -277,7 +277,7 @@ func TestWriteText(t *testing.T) {
 			for i := range r.Rows {
 				r.Rows[i].HumanEval = nil
 			}
-			r.Flood = nil
+			r.Flood, r.FloodPrefork = nil, nil
 		}},
 	}
 	for _, tt := range tests {
