@@ -52,6 +52,7 @@ func (b *benchmark) idleMemory(ctx context.Context, name, label string, cfg sand
 	ex, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		m.Error = err.Error()
+		b.note("%s: idle memory not measured: %v", label, err)
 		return m
 	}
 	defer ex.Close()
