@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -724,7 +725,24 @@ func runDoctor(ctx context.Context, c *cli, args []string) int {
 	if rep.FontCache != "" {
 		fmt.Fprintf(stdout, "matplotlib font cache: %s\n", rep.FontCache)
 	}
+	fmt.Fprintln(stdout, forkServerLine(rep.ForkServer, ec.DisableForkServer))
 	return status
+}
+
+// forkServerLine is doctor's line on the fork server: on and how, or the
+// report's detail, which says off or unavailable and why (runs then start
+// a sandbox from scratch).
+func forkServerLine(fs sandbox.ForkServerReport, disabled bool) string {
+	switch {
+	case fs.Active:
+		return "fork server: on (" + cmp.Or(fs.Detail, "each run is a fork of it") + ")"
+	case fs.Detail != "":
+		return "fork server: " + fs.Detail
+	case disabled:
+		return "fork server: off (RUNBLOCK_FORKSERVER=off): each run starts a sandbox from scratch"
+	default:
+		return "fork server: unavailable, each run starts a sandbox from scratch"
+	}
 }
 
 // runBench is `runblock bench`: the side-by-side performance report.

@@ -1,7 +1,9 @@
 // Package bench measures, side by side in one run, how fast snippets run
 // with bare python, the original execute_code (../shared/reference) and the
-// executor cold and pooled, and how much memory the service holds while a
-// snippet floods stdout. It backs `runblock bench`.
+// executor: cold and pooled with every sandbox started from scratch, and as
+// forks of the fork server, cold and pre-forked; how much memory a warm,
+// idle executor holds; and how much the service holds while a snippet
+// floods stdout. It backs `runblock bench`.
 package bench
 
 import (
@@ -29,16 +31,17 @@ type Options struct {
 	// JSON makes Run write one JSON object instead of tables.
 	JSON bool
 	// Executor is the base configuration of the executor rows; bench sets
-	// Pool per row. Its Python (python3 on PATH when "") also runs the bare
-	// row and seed_bench.py, resolved to sys.executable past any shim.
+	// Pool and DisableForkServer per row. Its Python (python3 on PATH when
+	// "") also runs the bare row and seed_bench.py, resolved to
+	// sys.executable past any shim.
 	Executor sandbox.Config
 	// SharedDir holds reference/seed_bench.py and data/HumanEval.jsonl.gz;
 	// "" means ../shared beside the module root above the working directory.
 	SharedDir string
 	// Concurrency is the parallel level measured beside 1; 0 = NumCPU.
 	Concurrency int
-	// Pool is the pool size of the pooled row; 0 = Executor.Pool, else
-	// Concurrency.
+	// Pool is the pool size of the pooled and pre-forked rows; 0 =
+	// Executor.Pool, else Concurrency.
 	Pool int
 	// HelloRuns is the number of print('hello') runs per phase; 0 = 200.
 	HelloRuns int
@@ -154,12 +157,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 			continue
 		}
 		started = append(started, ex)
-		cs = append(cs, &contender{row: c.row, run: func(ctx context.Context, code string) (outcome, error) {
-			// No per-request limits: the pool only serves runs with the
-			// executor's default limits.
-			res, err := ex.Run(ctx, executor.Request{Code: code})
-			return outcome{ok: res.Success, stdout: res.Stdout, errLine: res.Error}, err
-		}})
+		cs = append(cs, &contender{row: c.row, run: executorRun(ex)})
 	}
 	b.measureAll(ctx, cs)
 	for _, ex := range started {
@@ -179,18 +177,21 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
-	if !opts.SkipFlood {
-		cfg := b.poolConfig()
-		cfg.Timeout = cmp.Or(opts.FloodTimeout, opts.Executor.Timeout, sandbox.DefaultTimeout)
-		// Lift the hard output cap so the snippet floods for its whole
-		// timeout; only the kept prefix may stay in memory.
-		cfg.MaxOutputBytes = 1 << 50
-		b.log.Info("bench: stdout flood", "timeout", cfg.Timeout)
-		f, err := measureFlood(ctx, cfg, b.poolLabel())
-		if err != nil {
-			b.note("flood not measured: %v", err)
+	// Idle memory: one executor at a time, so that every process below
+	// the bench is its own.
+	for _, c := range b.memoryRows() {
+		r.IdleMemory = append(r.IdleMemory, b.idleMemory(ctx, c.row.Name, c.row.Label, c.cfg))
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		r.Flood = f
+	}
+
+	if !opts.SkipFlood {
+		r.Flood = b.flood(ctx, b.poolConfig(), b.poolLabel())
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.FloodPrefork = b.flood(ctx, b.preforkConfig(), b.preforkLabel())
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -214,6 +215,35 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	r.ElapsedS = time.Since(start).Seconds()
 	r.LoadEnd = loadAvg()
 	return r, nil
+}
+
+// executorRun runs snippets on ex, with no per-request limits: a pool only
+// serves runs with the executor's default limits.
+func executorRun(ex *sandbox.Executor) snippetFunc {
+	return func(ctx context.Context, code string) (outcome, error) {
+		res, err := ex.Run(ctx, executor.Request{Code: code})
+		return outcome{ok: res.Success, stdout: res.Stdout, errLine: res.Error}, err
+	}
+}
+
+// flood measures the service's memory under a stdout flood on an executor
+// configured as cfg, in a child process.
+func (b *benchmark) flood(ctx context.Context, cfg sandbox.Config, label string) *Flood {
+	cfg.Timeout = cmp.Or(b.opts.FloodTimeout, b.opts.Executor.Timeout, sandbox.DefaultTimeout)
+	// Lift the hard output cap so the snippet floods for its whole
+	// timeout; only the kept prefix may stay in memory.
+	cfg.MaxOutputBytes = 1 << 50
+	b.log.Info("bench: stdout flood", "row", label, "timeout", cfg.Timeout)
+	f, err := measureFlood(ctx, cfg, label)
+	if err != nil {
+		b.note("flood on %s not measured: %v", label, err)
+		return nil
+	}
+	if !cfg.DisableForkServer && f.ForkServer != nil && !f.ForkServer.Active {
+		b.fallback(*f.ForkServer)
+		f.Row += fallbackMark
+	}
+	return f
 }
 
 // original runs seed_bench.py and merges its figures into the report's.
@@ -255,6 +285,8 @@ type benchmark struct {
 	programs  []string
 	report    *Report
 	log       *slog.Logger
+	// fellBack is set once the report notes that the fork server is off.
+	fellBack bool
 }
 
 func newBenchmark(opts Options) *benchmark {
@@ -289,28 +321,90 @@ type executorConfig struct {
 	cfg sandbox.Config
 }
 
+// coldConfig starts every sandbox from scratch, one per run: the path
+// before the fork server (RUNBLOCK_FORKSERVER=off, RUNBLOCK_POOL=0).
 func (b *benchmark) coldConfig() sandbox.Config {
 	cfg := b.opts.Executor
 	cfg.Pool = 0
+	cfg.DisableForkServer = true
 	if cfg.Logger == nil {
 		cfg.Logger = b.log
 	}
 	return cfg
 }
 
+// poolConfig keeps b.pool sandboxes started from scratch waiting.
 func (b *benchmark) poolConfig() sandbox.Config {
 	cfg := b.coldConfig()
 	cfg.Pool = b.pool
 	return cfg
 }
 
-func (b *benchmark) poolLabel() string { return fmt.Sprintf("executor pool (%d)", b.pool) }
+// forkConfig forks each run from the fork server when it comes.
+func (b *benchmark) forkConfig() sandbox.Config {
+	cfg := b.coldConfig()
+	cfg.DisableForkServer = false
+	return cfg
+}
+
+// preforkConfig keeps b.pool children of the fork server waiting.
+func (b *benchmark) preforkConfig() sandbox.Config {
+	cfg := b.forkConfig()
+	cfg.Pool = b.pool
+	return cfg
+}
+
+const (
+	coldLabel = "executor cold (pool off)"
+	forkLabel = "executor fork (pool off)"
+)
+
+func (b *benchmark) poolLabel() string    { return fmt.Sprintf("executor pool (%d)", b.pool) }
+func (b *benchmark) preforkLabel() string { return fmt.Sprintf("executor prefork (%d)", b.pool) }
 
 func (b *benchmark) executorRows() []executorConfig {
 	return []executorConfig{
-		{Row{Name: rowCold, Label: "executor cold (pool off)"}, b.coldConfig()},
+		{Row{Name: rowCold, Label: coldLabel}, b.coldConfig()},
 		{Row{Name: rowPool, Label: b.poolLabel()}, b.poolConfig()},
+		{Row{Name: rowFork, Label: forkLabel}, b.forkConfig()},
+		{Row{Name: rowPrefork, Label: b.preforkLabel()}, b.preforkConfig()},
 	}
+}
+
+// memoryRows are the executors whose idle memory is measured: the warm
+// capacity of the pool and of the pre-forked pool, and the fork server
+// alone.
+func (b *benchmark) memoryRows() []executorConfig {
+	return []executorConfig{
+		{Row{Name: rowPool, Label: b.poolLabel()}, b.poolConfig()},
+		{Row{Name: rowFork, Label: forkLabel}, b.forkConfig()},
+		{Row{Name: rowPrefork, Label: b.preforkLabel()}, b.preforkConfig()},
+	}
+}
+
+// fallbackMark ends the label of a row meant for the fork server that ran
+// without it.
+const fallbackMark = " [no fork server]"
+
+// forkServer returns ex's fork server report; when cfg asks for the fork
+// server and ex runs without it, it marks label and notes why once.
+func (b *benchmark) forkServer(label *string, cfg sandbox.Config, ex *sandbox.Executor) *sandbox.ForkServerReport {
+	fs := ex.Isolation().ForkServer
+	if !cfg.DisableForkServer && !fs.Active {
+		b.fallback(fs)
+		*label += fallbackMark
+	}
+	return &fs
+}
+
+// fallback notes, once, that the fork rows measure the fallback.
+func (b *benchmark) fallback(fs sandbox.ForkServerReport) {
+	if b.fellBack {
+		return
+	}
+	b.fellBack = true
+	b.note("no fork server: %s; the rows marked %q measure that fallback",
+		cmp.Or(fs.Detail, "unavailable, each run starts a sandbox from scratch"), strings.TrimSpace(fallbackMark))
 }
 
 // start starts an executor for row, or notes why it could not.
@@ -324,6 +418,7 @@ func (b *benchmark) start(ctx context.Context, row *Row, cfg sandbox.Config) (*s
 		return nil, err
 	}
 	row.StartupMS = ms(time.Since(t))
+	row.ForkServer = b.forkServer(&row.Label, cfg, ex)
 	if row.Name == rowCold || b.report.Isolation == "" {
 		b.report.Isolation = ex.Isolation().Tier
 	}
@@ -346,9 +441,11 @@ func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
 			ready = append(ready, c)
 		}
 	}
-	// In the idle phase the pool goes first: the refill it starts after each
-	// run then has two gaps and a bare run to finish before the cold row
-	// runs, so it does not slow the row it is compared with.
+	// In the idle phase the pooled rows go first, the pool (whose refill
+	// starts a whole sandbox) before the pre-forked one: the refills they
+	// start after each run then have gaps and other rows' runs to finish
+	// before the unpooled rows run, so they do not slow the rows they are
+	// compared with.
 	idleOrder := slices.Clone(ready)
 	slices.SortStableFunc(idleOrder, func(x, y *contender) int {
 		return cmp.Compare(idleRank[x.row.Name], idleRank[y.row.Name])
@@ -365,11 +462,12 @@ func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
 
 // Orders of the rows: in the report, and in turn during the idle phase.
 var (
-	reportRank = map[string]int{rowBare: 0, rowCold: 1, rowPool: 2}
-	idleRank   = map[string]int{rowPool: 0, rowBare: 1, rowCold: 2}
+	reportRank = map[string]int{rowBare: 0, rowCold: 1, rowPool: 2, rowFork: 3, rowPrefork: 4}
+	idleRank   = map[string]int{rowPool: 0, rowPrefork: 1, rowBare: 2, rowFork: 3, rowCold: 4}
 )
 
-// sortRows puts the rows in the report's order: bare, cold, pool.
+// sortRows puts the rows in the report's order: bare, cold, pool, fork,
+// prefork.
 func (b *benchmark) sortRows() {
 	slices.SortStableFunc(b.report.Rows, func(x, y Row) int { return cmp.Compare(reportRank[x.Name], reportRank[y.Name]) })
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 )
 
 // TestMeasureSmoke runs the whole bench for real with tiny counts: bare
-// python, the executor cold and pooled, a few HumanEval programs and a short
-// flood in a child process. It checks what ran, never how fast.
+// python, the executor cold, pooled, forked and pre-forked (or the
+// fallback, where the fork server cannot start), a few HumanEval programs,
+// the idle memory and two short floods in a child process. It checks what
+// ran, never how fast.
 func TestMeasureSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real sandboxes and a child service; skipped with -short")
@@ -47,7 +50,7 @@ func TestMeasureSmoke(t *testing.T) {
 		t.Errorf("python %q, isolation %q: want both reported", r.Python, r.Isolation)
 	}
 
-	for _, name := range []string{rowBare, rowCold, rowPool} {
+	for _, name := range []string{rowBare, rowCold, rowPool, rowFork, rowPrefork} {
 		row := r.row(name)
 		if row == nil {
 			t.Fatalf("no %s row", name)
@@ -72,7 +75,7 @@ func TestMeasureSmoke(t *testing.T) {
 		if r.HumanEvalPrograms == 0 {
 			t.Skip("../shared/data/HumanEval.jsonl.gz not found beside the module root; HumanEval parts not measured")
 		}
-		for _, name := range []string{rowBare, rowCold, rowPool} {
+		for _, name := range []string{rowBare, rowCold, rowPool, rowFork, rowPrefork} {
 			for _, s := range r.row(name).HumanEval {
 				if s.Runs != 2 || s.Passed != 2 {
 					t.Errorf("%s HumanEval c%d: %d/%d passed, want 2/2", name, s.Concurrency, s.Passed, s.Runs)
@@ -84,34 +87,80 @@ func TestMeasureSmoke(t *testing.T) {
 		}
 	})
 
-	t.Run("flood", func(t *testing.T) {
-		f := r.Flood
-		if f == nil {
-			t.Fatal("flood not measured")
+	t.Run("fork server", func(t *testing.T) {
+		for _, name := range []string{rowCold, rowPool} {
+			if fs := r.row(name).ForkServer; fs == nil || fs.Active {
+				t.Errorf("%s row: fork server %+v, want reported and off", name, fs)
+			}
 		}
-		if !f.Timeout || f.OutputLimit {
-			t.Errorf("flood ended with timeout=%v output_limit=%v, want a timeout only", f.Timeout, f.OutputLimit)
-		}
-		if f.KeptBytes > 4096 || f.StdoutBytes <= int64(f.KeptBytes) {
-			t.Errorf("flood kept %d of %d bytes, want at most 4096 of more", f.KeptBytes, f.StdoutBytes)
-		}
-		if f.PeakRSSMiB <= 0 || f.PeakRSSMiB < f.BaselineRSSMiB {
-			t.Errorf("flood RSS: peak %v MiB, baseline %v MiB", f.PeakRSSMiB, f.BaselineRSSMiB)
+		for _, name := range []string{rowFork, rowPrefork} {
+			row := r.row(name)
+			if row.ForkServer == nil {
+				t.Fatalf("%s row: fork server not reported", name)
+			}
+			if marked := strings.HasSuffix(row.Label, fallbackMark); marked == row.ForkServer.Active {
+				t.Errorf("%s row labelled %q with the fork server %+v", name, row.Label, row.ForkServer)
+			}
 		}
 	})
 
-	if len(r.Targets) != 4 {
-		t.Fatalf("%d targets, want 4", len(r.Targets))
+	t.Run("idle memory", func(t *testing.T) {
+		var names []string
+		for _, m := range r.IdleMemory {
+			names = append(names, m.Row)
+			if m.Error != "" {
+				t.Errorf("%s: %s", m.Row, m.Error)
+			}
+		}
+		if want := []string{rowPool, rowFork, rowPrefork}; !slices.Equal(names, want) {
+			t.Fatalf("idle memory of %v, want %v", names, want)
+		}
+		// Two pooled sandboxes are two inits and two pythons at least.
+		for _, name := range []string{rowPool, rowPrefork} {
+			if m := r.idleMemory(name); m.Processes < 2 || m.PSSMiB <= 0 || m.RSSMiB < m.PSSMiB {
+				t.Errorf("%s: %+v, want its pooled processes counted", name, m)
+			}
+		}
+		if m := r.idleMemory(rowFork); r.row(rowFork).ForkServer.Active && (m.Processes < 1 || m.PSSMiB <= 0) {
+			t.Errorf("fork: %+v, want the fork server counted", m)
+		}
+	})
+
+	t.Run("flood", func(t *testing.T) {
+		for _, f := range []*Flood{r.Flood, r.FloodPrefork} {
+			if f == nil {
+				t.Fatal("flood not measured")
+			}
+			if !f.Timeout || f.OutputLimit {
+				t.Errorf("%s: flood ended with timeout=%v output_limit=%v, want a timeout only", f.Row, f.Timeout, f.OutputLimit)
+			}
+			if f.KeptBytes > 4096 || f.StdoutBytes <= int64(f.KeptBytes) {
+				t.Errorf("%s: flood kept %d of %d bytes, want at most 4096 of more", f.Row, f.KeptBytes, f.StdoutBytes)
+			}
+			if f.PeakRSSMiB <= 0 || f.PeakRSSMiB < f.BaselineRSSMiB {
+				t.Errorf("%s: flood RSS: peak %v MiB, baseline %v MiB", f.Row, f.PeakRSSMiB, f.BaselineRSSMiB)
+			}
+			if f.ForkServer == nil {
+				t.Errorf("%s: the child did not report its fork server", f.Row)
+			}
+		}
+	})
+
+	if len(r.Targets) != 9 {
+		t.Fatalf("%d targets, want 9", len(r.Targets))
 	}
 	if s := r.Targets[2].Status; s != statusNA {
 		t.Errorf("HumanEval target without the original = %s, want n/a", s)
+	}
+	if s := r.Targets[6].Status; s != statusNA {
+		t.Errorf("plot target without the plot rows = %s, want n/a", s)
 	}
 
 	var text, js bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "executor pool (2)") {
+	if !strings.Contains(text.String(), "executor pool (2)") || !strings.Contains(text.String(), "executor prefork (2)") {
 		t.Errorf("text report lacks the pool row:\n%s", text.String())
 	}
 	if err := r.WriteJSON(&js); err != nil {
@@ -124,7 +173,8 @@ func TestMeasureSmoke(t *testing.T) {
 }
 
 // TestPlotRows measures the plot snippet for real, cold, pooled and
-// preloaded, with the Debian interpreter that has numpy and matplotlib.
+// preloaded, and forked cold and pre-forked from a fork server with the
+// preload, with the Debian interpreter that has numpy and matplotlib.
 func TestPlotRows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real sandboxes; skipped with -short")
@@ -138,12 +188,14 @@ func TestPlotRows(t *testing.T) {
 		Executor: sandbox.Config{Python: python, Timeout: 30 * time.Second, MemoryBytes: 512 << 20}})
 	b.report = &Report{}
 	rows := b.plotRows(context.Background())
-	if len(rows) != 3 {
-		t.Fatalf("%d plot rows, want 3", len(rows))
-	}
+	var names []string
 	for _, row := range rows {
-		if row.Error != "" || row.OK != 2 || row.P50MS <= 0 {
+		names = append(names, row.Name)
+		if row.Error != "" || row.OK != 2 || row.P50MS <= 0 || row.ForkServer == nil {
 			t.Errorf("%s: %+v", row.Label, row)
 		}
+	}
+	if want := []string{plotCold, plotPool, plotPoolPreload, plotForkPreload, plotPreforkPreload}; !slices.Equal(names, want) {
+		t.Errorf("plot rows %v, want %v", names, want)
 	}
 }

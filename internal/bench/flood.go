@@ -43,10 +43,12 @@ type floodConfig struct {
 
 // floodReply is each line the flood child writes back.
 type floodReply struct {
-	Ready  bool             `json:"ready,omitempty"`
-	Result *executor.Result `json:"result,omitempty"`
-	WallMS float64          `json:"wall_ms,omitempty"`
-	Error  string           `json:"error,omitempty"`
+	Ready bool `json:"ready,omitempty"`
+	// ForkServer comes with Ready: the executor's fork server.
+	ForkServer *sandbox.ForkServerReport `json:"fork_server,omitempty"`
+	Result     *executor.Result          `json:"result,omitempty"`
+	WallMS     float64                   `json:"wall_ms,omitempty"`
+	Error      string                    `json:"error,omitempty"`
 }
 
 // floodChild is the child's side: read the config, start an executor, say
@@ -73,7 +75,8 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 		return fail(err)
 	}
 	defer ex.Close()
-	if err := enc.Encode(floodReply{Ready: true}); err != nil {
+	fs := ex.Isolation().ForkServer
+	if err := enc.Encode(floodReply{Ready: true, ForkServer: &fs}); err != nil {
 		return 1
 	}
 	if _, err := in.ReadBytes('\n'); err != nil {
@@ -153,6 +156,7 @@ func floodDialog(pid int, cfg sandbox.Config, stdin io.Writer, stdout *bufio.Rea
 	if !reply.Ready {
 		return nil, errors.New("child not ready")
 	}
+	forkServer := reply.ForkServer
 	baseline, err := peakRSS(pid)
 	if err != nil {
 		return nil, err
@@ -183,6 +187,7 @@ func floodDialog(pid int, cfg sandbox.Config, stdin io.Writer, stdout *bufio.Rea
 		BaselineRSSMiB: baseline,
 		PeakRSSMiB:     peak,
 		OvershootMS:    reply.WallMS - ms(cfg.Timeout),
+		ForkServer:     forkServer,
 	}, nil
 }
 

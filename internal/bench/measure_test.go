@@ -344,11 +344,12 @@ func TestMeasureAllOrders(t *testing.T) {
 	}
 	b := newBenchmark(Options{Concurrency: 1, Warmup: 1, IdleRuns: 2, IdleGap: time.Microsecond, HelloRuns: 1})
 	b.report = &Report{}
-	b.measureAll(context.Background(), []*contender{contend(rowBare), contend(rowCold), contend(rowPool)})
+	b.measureAll(context.Background(), []*contender{contend(rowBare), contend(rowCold), contend(rowPool), contend(rowFork), contend(rowPrefork)})
 	want := []string{
-		rowBare, rowCold, rowPool, // warm-up
-		rowPool, rowBare, rowCold, rowPool, rowBare, rowCold, // idle, pool first
-		rowBare, rowCold, rowPool, // closed loop c1
+		rowBare, rowCold, rowPool, rowFork, rowPrefork, // warm-up
+		rowPool, rowPrefork, rowBare, rowFork, rowCold, // idle, the pooled rows first
+		rowPool, rowPrefork, rowBare, rowFork, rowCold,
+		rowBare, rowCold, rowPool, rowFork, rowPrefork, // closed loop c1
 	}
 	if !slices.Equal(order, want) {
 		t.Errorf("run order\n%v, want\n%v", order, want)
@@ -358,7 +359,7 @@ func TestMeasureAllOrders(t *testing.T) {
 	for _, r := range b.report.Rows {
 		rows = append(rows, r.Name)
 	}
-	if want := []string{rowBare, rowCold, rowPool}; !slices.Equal(rows, want) {
+	if want := []string{rowBare, rowCold, rowPool, rowFork, rowPrefork}; !slices.Equal(rows, want) {
 		t.Errorf("report rows %v, want %v", rows, want)
 	}
 }

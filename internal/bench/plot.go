@@ -26,35 +26,56 @@ print("ok")
 // plotPreload is RUNBLOCK_PRELOAD of the preloaded row.
 var plotPreload = []string{"numpy", "matplotlib.pyplot"}
 
+// Plot row names, used as keys by the targets.
+const (
+	plotCold           = "cold"
+	plotPool           = "pool"
+	plotPoolPreload    = "pool+preload"
+	plotForkPreload    = "fork+preload"
+	plotPreforkPreload = "prefork+preload"
+)
+
 // PlotRow is the plot snippet on one executor: runs arriving one at a
 // time, PlotGapMS apart, so a pool has refilled before each.
 type PlotRow struct {
+	Name  string  `json:"name"`
 	Label string  `json:"label"`
 	Runs  int     `json:"runs"`
 	OK    int     `json:"ok"`
 	P50MS float64 `json:"p50_ms"`
 	P90MS float64 `json:"p90_ms"`
 	Error string  `json:"error,omitempty"`
+	// ForkServer is the executor's fork server.
+	ForkServer *sandbox.ForkServerReport `json:"fork_server,omitempty"`
 }
 
 // plotRows measures the plot snippet cold, pooled, and pooled with
-// numpy and matplotlib.pyplot preloaded.
+// numpy and matplotlib.pyplot preloaded, every sandbox started from
+// scratch; and with the fork server preloading them, forked cold and
+// pre-forked.
 func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 	pooled := b.coldConfig()
 	pooled.Pool = 1
 	preloaded := pooled
 	preloaded.Preload = plotPreload
+	fork := b.forkConfig()
+	fork.Preload = plotPreload
+	prefork := fork
+	prefork.Pool = 1
+	preload := ", RUNBLOCK_PRELOAD=" + strings.Join(plotPreload, ",")
 	rows := []struct {
-		label string
-		cfg   sandbox.Config
+		name, label string
+		cfg         sandbox.Config
 	}{
-		{"executor cold (pool off)", b.coldConfig()},
-		{"executor pool (1)", pooled},
-		{"executor pool (1), RUNBLOCK_PRELOAD=" + strings.Join(plotPreload, ","), preloaded},
+		{plotCold, coldLabel, b.coldConfig()},
+		{plotPool, "executor pool (1)", pooled},
+		{plotPoolPreload, "executor pool (1)" + preload, preloaded},
+		{plotForkPreload, forkLabel + preload, fork},
+		{plotPreforkPreload, "executor prefork (1)" + preload, prefork},
 	}
 	var out []PlotRow
 	for _, r := range rows {
-		row := PlotRow{Label: r.label, Runs: b.plotRuns}
+		row := PlotRow{Name: r.name, Label: r.label, Runs: b.plotRuns}
 		b.log.Info("bench: plot", "row", r.label, "runs", b.plotRuns)
 		ex, err := sandbox.New(ctx, r.cfg)
 		if err != nil {
@@ -62,6 +83,7 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 			out = append(out, row)
 			continue
 		}
+		row.ForkServer = b.forkServer(&row.Label, r.cfg, ex)
 		var why string
 		run := func(ctx context.Context, _ int) (bool, error) {
 			res, err := ex.Run(ctx, executor.Request{Code: plotCode})

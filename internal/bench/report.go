@@ -8,13 +8,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 // Row names, used as keys by the targets.
 const (
-	rowBare = "bare"
-	rowCold = "cold"
-	rowPool = "pool"
+	rowBare    = "bare"
+	rowCold    = "cold"    // a sandbox started from scratch per run
+	rowPool    = "pool"    // sandboxes started from scratch, waiting
+	rowFork    = "fork"    // a fork of the fork server per run
+	rowPrefork = "prefork" // forks of the fork server, waiting
 )
 
 // Report is everything one bench run measured. Run writes it as a table or,
@@ -36,9 +40,15 @@ type Report struct {
 	HumanEvalPrograms int       `json:"humaneval_programs"`
 	Rows              []Row     `json:"rows"`
 	Original          *Original `json:"original,omitempty"`
-	Flood             *Flood    `json:"flood,omitempty"`
+	// IdleMemory is what the pool, the fork server alone and the
+	// pre-forked pool hold while warm and idle.
+	IdleMemory []IdleMemory `json:"idle_memory,omitempty"`
+	// Flood is on the pool, FloodPrefork on the pre-forked pool.
+	Flood        *Flood `json:"flood,omitempty"`
+	FloodPrefork *Flood `json:"flood_prefork,omitempty"`
 	// Plot is the snippet that imports numpy and matplotlib and shows a
-	// plot, cold, pooled and pooled with preload, runs PlotGapMS apart.
+	// plot, cold, pooled and pooled with preload, and forked from a fork
+	// server with the preload, cold and pre-forked, runs PlotGapMS apart.
 	Plot      []PlotRow `json:"plot,omitempty"`
 	PlotGapMS float64   `json:"plot_gap_ms,omitempty"`
 	Targets   []Target  `json:"targets"`
@@ -65,6 +75,8 @@ type Row struct {
 	HumanEval []Stats `json:"humaneval,omitempty"`
 	// Error says why the row is incomplete.
 	Error string `json:"error,omitempty"`
+	// ForkServer is the executor's fork server; nil for bare python.
+	ForkServer *sandbox.ForkServerReport `json:"fork_server,omitempty"`
 }
 
 // Stats are the figures of one phase: one program set at one concurrency.
@@ -84,9 +96,11 @@ type Stats struct {
 	// hello phases when the reference was measured.
 	P50VsOriginal float64 `json:"p50_vs_original,omitempty"`
 	P50VsCold     float64 `json:"p50_vs_cold,omitempty"`
-	// SpeedVsOriginal and SpeedVsCold are throughput ratios (higher is
-	// better), set on HumanEval phases when the reference was measured.
+	// SpeedVsOriginal, SpeedVsBare and SpeedVsCold are throughput ratios
+	// (higher is better), set on HumanEval phases when the reference was
+	// measured.
 	SpeedVsOriginal float64 `json:"speed_vs_original,omitempty"`
+	SpeedVsBare     float64 `json:"speed_vs_bare,omitempty"`
 	SpeedVsCold     float64 `json:"speed_vs_cold,omitempty"`
 }
 
@@ -136,6 +150,8 @@ type Flood struct {
 	BaselineRSSMiB float64 `json:"baseline_rss_mib"`
 	PeakRSSMiB     float64 `json:"peak_rss_mib"`
 	OvershootMS    float64 `json:"overshoot_ms"`
+	// ForkServer is the flooded executor's fork server.
+	ForkServer *sandbox.ForkServerReport `json:"fork_server,omitempty"`
 }
 
 // Target statuses.
@@ -145,8 +161,10 @@ const (
 	statusNA   = "n/a"
 )
 
-// Target is one goal of issue 5 and whether this run met it.
+// Target is one goal of an issue (5: the executor; 15: the fork server)
+// and whether this run met it.
 type Target struct {
+	Issue  int    `json:"issue"`
 	Name   string `json:"name"`
 	Status string `json:"status"`
 	Detail string `json:"detail"`
@@ -180,9 +198,10 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// compare fills in the ratios against the original and the cold executor.
+// compare fills in the ratios against the original, bare python and the
+// cold executor.
 func (r *Report) compare() {
-	cold := r.row(rowCold)
+	cold, bare := r.row(rowCold), r.row(rowBare)
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		if s := row.Idle; s != nil {
@@ -209,6 +228,11 @@ func (r *Report) compare() {
 			if r.Original != nil {
 				if o := at(r.Original.HumanEval, s.Concurrency); o != nil {
 					s.SpeedVsOriginal = ratio(o.WallS, s.WallS)
+				}
+			}
+			if bare != nil {
+				if b := at(bare.HumanEval, s.Concurrency); b != nil {
+					s.SpeedVsBare = ratio(b.WallS, s.WallS)
 				}
 			}
 			if cold != nil {
@@ -251,7 +275,7 @@ func (r *Report) evaluate() {
 		return fmt.Sprintf("; closed loop c1: %.2f ms / %.2f ms = %.2fx", p.P50MS, c.P50MS, p.P50MS/c.P50MS)
 	}
 
-	t := Target{Name: fmt.Sprintf("pooled hello p50 <= %.1fx cold (idle)", targetPoolVsCold), Status: statusNA, Detail: "pool or cold row not measured"}
+	t := Target{Issue: 5, Name: fmt.Sprintf("pooled hello p50 <= %.1fx cold (idle)", targetPoolVsCold), Status: statusNA, Detail: "pool or cold row not measured"}
 	if poolIdle != nil && coldIdle != nil && coldIdle.P50MS > 0 {
 		x := poolIdle.P50MS / coldIdle.P50MS
 		t.Status = status(x <= targetPoolVsCold)
@@ -259,7 +283,7 @@ func (r *Report) evaluate() {
 	}
 	r.Targets = []Target{t}
 
-	t = Target{Name: fmt.Sprintf("pooled hello p50 <= %g ms (idle)", targetPoolP50MS), Status: statusNA, Detail: "pool row not measured"}
+	t = Target{Issue: 5, Name: fmt.Sprintf("pooled hello p50 <= %g ms (idle)", targetPoolP50MS), Status: statusNA, Detail: "pool row not measured"}
 	if poolIdle != nil {
 		t.Status = status(poolIdle.P50MS <= targetPoolP50MS)
 		t.Detail = fmt.Sprintf("idle: %.2f ms", poolIdle.P50MS)
@@ -270,7 +294,7 @@ func (r *Report) evaluate() {
 	r.Targets = append(r.Targets, t)
 
 	n := r.NumCPU
-	t = Target{Name: fmt.Sprintf("pooled HumanEval at c%d >= %.1fx original, all passing", n, targetSpeedVsOrig), Status: statusNA}
+	t = Target{Issue: 5, Name: fmt.Sprintf("pooled HumanEval at c%d >= %.1fx original, all passing", n, targetSpeedVsOrig), Status: statusNA}
 	var he, orig *Stats
 	if pool != nil {
 		he = at(pool.HumanEval, n)
@@ -290,12 +314,153 @@ func (r *Report) evaluate() {
 	}
 	r.Targets = append(r.Targets, t)
 
-	t = Target{Name: fmt.Sprintf("service peak RSS under a stdout flood <= %g MiB", targetFloodPeakRSSMB), Status: statusNA, Detail: "flood not measured"}
+	t = Target{Issue: 5, Name: fmt.Sprintf("service peak RSS under a stdout flood <= %g MiB", targetFloodPeakRSSMB), Status: statusNA, Detail: "flood not measured"}
 	if f := r.Flood; f != nil && f.PeakRSSMiB > 0 {
 		t.Status = status(f.PeakRSSMiB <= targetFloodPeakRSSMB)
 		t.Detail = fmt.Sprintf("%.1f MiB", f.PeakRSSMiB)
 	}
 	r.Targets = append(r.Targets, t)
+
+	r.Targets = append(r.Targets, r.forkTargets()...)
+}
+
+// Limits of issue 15.
+const (
+	targetForkVsBare     = 1.0
+	targetPreforkP50MS   = 3.0
+	targetPlotP50MS      = 100.0
+	targetFloodRSSVsPool = 1.1 // "unchanged", within the noise of a peak RSS
+)
+
+// check is one row's part of a target.
+type check struct {
+	measured, ok bool
+	detail       string
+}
+
+// judgeAll sets t from its rows' checks: n/a when any row was not
+// measured, else a pass when every row passes.
+func judgeAll(t Target, checks ...check) Target {
+	t.Status = statusPass
+	var details []string
+	for _, c := range checks {
+		switch {
+		case !c.measured:
+			t.Status = statusNA
+		case !c.ok && t.Status == statusPass:
+			t.Status = statusFail
+		}
+		details = append(details, c.detail)
+	}
+	t.Detail = strings.Join(details, "; ")
+	return t
+}
+
+// fellBack says when a row meant for the fork server ran without it.
+func fellBack(fs *sandbox.ForkServerReport) string {
+	if fs != nil && !fs.Active {
+		return " (no fork server: the fallback)"
+	}
+	return ""
+}
+
+// forkTargets are the targets of issue 15, judged on the fork rows (the
+// fallback's figures when the fork server was off, as labelled).
+func (r *Report) forkTargets() []Target {
+	n := r.NumCPU
+	var bareHE *Stats
+	if bare := r.row(rowBare); bare != nil {
+		bareHE = at(bare.HumanEval, n)
+	}
+	var checks []check
+	for _, name := range []string{rowFork, rowPrefork} {
+		row := r.row(name)
+		var s *Stats
+		if row != nil {
+			s = at(row.HumanEval, n)
+		}
+		switch {
+		case s == nil:
+			checks = append(checks, check{detail: name + " row's HumanEval not measured"})
+		case bareHE == nil:
+			checks = append(checks, check{detail: fmt.Sprintf("%s %.2f s, bare python not measured", name, s.WallS)})
+		default:
+			x := ratio(bareHE.WallS, s.WallS)
+			checks = append(checks, check{measured: true, ok: x >= targetForkVsBare && s.Passed == s.Runs && s.Runs > 0,
+				detail: fmt.Sprintf("%s %.2f s vs bare %.2f s = %.2fx, %s passed%s", name, s.WallS, bareHE.WallS, x, passed(s), fellBack(row.ForkServer))})
+		}
+	}
+	targets := []Target{judgeAll(Target{Issue: 15, Name: fmt.Sprintf("fork rows' HumanEval at c%d >= %.1fx bare python, all passing", n, targetForkVsBare)}, checks...)}
+
+	c := check{detail: "prefork row not measured"}
+	if row := r.row(rowPrefork); row != nil && row.Idle != nil {
+		c = check{measured: true, ok: row.Idle.P50MS <= targetPreforkP50MS, detail: fmt.Sprintf("idle: %.2f ms%s", row.Idle.P50MS, fellBack(row.ForkServer))}
+		if p := at(row.Hello, 1); p != nil {
+			c.detail += fmt.Sprintf("; closed loop c1: %.2f ms", p.P50MS)
+		}
+	}
+	targets = append(targets, judgeAll(Target{Issue: 15, Name: fmt.Sprintf("prefork hello p50 <= %g ms (idle)", targetPreforkP50MS)}, c))
+
+	checks = nil
+	for _, name := range []string{plotForkPreload, plotPreforkPreload} {
+		p := r.plotRow(name)
+		if p == nil || p.OK == 0 {
+			checks = append(checks, check{detail: name + " not measured"})
+			continue
+		}
+		checks = append(checks, check{measured: true, ok: p.P50MS <= targetPlotP50MS && p.OK == p.Runs,
+			detail: fmt.Sprintf("%s %.0f ms, %d/%d ok%s", name, p.P50MS, p.OK, p.Runs, fellBack(p.ForkServer))})
+	}
+	t := judgeAll(Target{Issue: 15, Name: fmt.Sprintf("plot p50 <= %g ms with the preload (fork rows)", targetPlotP50MS)}, checks...)
+	for _, name := range []string{plotCold, plotPoolPreload} {
+		if p := r.plotRow(name); p != nil && p.OK > 0 {
+			t.Detail += fmt.Sprintf("; %s %.0f ms", name, p.P50MS)
+		}
+	}
+	targets = append(targets, t)
+
+	pool, prefork, fork := r.idleMemory(rowPool), r.idleMemory(rowPrefork), r.idleMemory(rowFork)
+	c = check{detail: "idle memory of the pool or the pre-forked pool not measured"}
+	if pool != nil && prefork != nil && pool.Error == "" && prefork.Error == "" && pool.PSSMiB > 0 && prefork.PSSMiB > 0 {
+		var fs *sandbox.ForkServerReport
+		if row := r.row(rowPrefork); row != nil {
+			fs = row.ForkServer
+		}
+		c = check{measured: true, ok: prefork.PSSMiB <= pool.PSSMiB,
+			detail: fmt.Sprintf("prefork %.1f MiB in %d processes vs pool %.1f MiB in %d%s", prefork.PSSMiB, prefork.Processes, pool.PSSMiB, pool.Processes, fellBack(fs))}
+		if fork != nil && fork.Error == "" {
+			c.detail += fmt.Sprintf("; the fork server alone %.1f MiB in %d", fork.PSSMiB, fork.Processes)
+		}
+	}
+	targets = append(targets, judgeAll(Target{Issue: 15, Name: "idle PSS of the warm capacity, prefork <= pool"}, c))
+
+	c = check{detail: "flood not measured on the pool and the pre-forked pool"}
+	if f, p := r.Flood, r.FloodPrefork; f != nil && p != nil && f.PeakRSSMiB > 0 && p.PeakRSSMiB > 0 {
+		c = check{measured: true, ok: p.PeakRSSMiB <= targetFloodRSSVsPool*f.PeakRSSMiB,
+			detail: fmt.Sprintf("prefork %.1f MiB vs pool %.1f MiB = %.2fx%s", p.PeakRSSMiB, f.PeakRSSMiB, p.PeakRSSMiB/f.PeakRSSMiB, fellBack(p.ForkServer))}
+	}
+	targets = append(targets, judgeAll(Target{Issue: 15, Name: fmt.Sprintf("service peak RSS under a stdout flood, prefork <= %.1fx pool", targetFloodRSSVsPool)}, c))
+	return targets
+}
+
+// plotRow returns the plot row named name, or nil.
+func (r *Report) plotRow(name string) *PlotRow {
+	for i := range r.Plot {
+		if r.Plot[i].Name == name {
+			return &r.Plot[i]
+		}
+	}
+	return nil
+}
+
+// idleMemory returns the idle memory of the row named name, or nil.
+func (r *Report) idleMemory(name string) *IdleMemory {
+	for i := range r.IdleMemory {
+		if r.IdleMemory[i].Row == name {
+			return &r.IdleMemory[i]
+		}
+	}
+	return nil
 }
 
 func status(ok bool) string {
@@ -318,8 +483,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s, load %s at start, %s at end\n",
 		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS, cmp.Or(r.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
 	fmt.Fprintf(&b, "print('hello') after %d warm-up runs per row: cN = %d runs in a closed loop at concurrency N;\n", r.Warmup, r.HelloRuns)
-	fmt.Fprintf(&b, "idle = %d runs per row arriving one at a time %.0f ms apart, rows in turn (pool first, so its refill has two gaps before the cold row runs)\n",
+	fmt.Fprintf(&b, "idle = %d runs per row arriving one at a time %.0f ms apart, rows in turn (pooled rows first, so their refills finish before the unpooled rows run)\n",
 		r.IdleRuns, r.IdleGapMS)
+	b.WriteString("cold, pool: every sandbox started from scratch (RUNBLOCK_FORKSERVER=off); fork, prefork: each run a fork of the fork server, on demand or pre-forked\n")
 	b.WriteString("p50/orig, p50/cold: latency ratios (lower is better); speed: throughput ratios (higher is better)\n\n")
 
 	hello := table{head: []string{"print('hello')", "load", "p50 ms", "p90 ms", "p99 ms", "runs/s", "ok", "p50/orig", "p50/cold"}}
@@ -348,11 +514,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.HumanEvalPrograms == 0 {
 		b.WriteString("HumanEval: not measured (data set not found)\n")
 	} else {
-		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs)", r.HumanEvalPrograms), "load", "wall s", "runs/s", "passed", "speed vs orig", "speed vs cold"}}
+		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs)", r.HumanEvalPrograms), "load", "wall s", "runs/s", "passed", "speed vs orig", "speed vs bare", "speed vs cold"}}
 		for _, c := range r.Concurrency {
 			if r.Original != nil {
 				if s := at(r.Original.HumanEval, c); s != nil {
-					he.add(r.Original.label(), "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s), "1.00x", "-")
+					he.add(r.Original.label(), "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s), "1.00x", "-", "-")
 				}
 			}
 			for _, row := range r.Rows {
@@ -361,7 +527,7 @@ func (r *Report) WriteText(w io.Writer) error {
 					continue
 				}
 				he.add(row.Label, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s),
-					times(s.SpeedVsOriginal), times(s.SpeedVsCold))
+					times(s.SpeedVsOriginal), times(s.SpeedVsBare), times(s.SpeedVsCold))
 			}
 		}
 		he.write(&b)
@@ -380,6 +546,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		pt.write(&b)
 	}
 
+	if len(r.IdleMemory) > 0 {
+		b.WriteString("\n")
+		mt := table{head: []string{"warm, idle executor (its processes)", "processes", "PSS MiB", "RSS MiB"}}
+		for _, m := range r.IdleMemory {
+			if m.Error != "" && m.Processes == 0 {
+				mt.add(m.Label, "-", "-", "not measured")
+				continue
+			}
+			mt.add(m.Label, strconv.Itoa(m.Processes), num(m.PSSMiB, 1), num(m.RSSMiB, 1))
+		}
+		mt.write(&b)
+	}
+
 	startup := table{head: []string{"sandbox.New (probe and canaries)", "ms"}}
 	for _, row := range r.Rows {
 		if row.StartupMS > 0 {
@@ -392,19 +571,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 
 	b.WriteString("\n")
-	if f := r.Flood; f != nil {
+	if r.Flood == nil && r.FloodPrefork == nil {
+		b.WriteString("stdout flood: not measured\n")
+	}
+	for _, f := range []*Flood{r.Flood, r.FloodPrefork} {
+		if f == nil {
+			continue
+		}
 		fmt.Fprintf(&b, "stdout flood (%s, %q, timeout %.0f ms):\n", f.Row, f.Code, f.TimeoutMS)
 		fmt.Fprintf(&b, "  service peak RSS %.1f MiB (%.1f MiB before the flood)\n", f.PeakRSSMiB, f.BaselineRSSMiB)
 		fmt.Fprintf(&b, "  run ended after %.0f ms (%+.0f ms past the timeout), timeout=%t output_limit=%t, %s written, %s kept\n",
 			f.DurationMS, f.OvershootMS, f.Timeout, f.OutputLimit, bytesText(f.StdoutBytes), bytesText(int64(f.KeptBytes)))
-	} else {
-		b.WriteString("stdout flood: not measured\n")
 	}
 
 	b.WriteString("\n")
-	targets := table{head: []string{"target", "status", "figures"}, textLast: true}
+	targets := table{head: []string{"target", "issue", "status", "figures"}, textLast: true}
 	for _, t := range r.Targets {
-		targets.add(t.Name, strings.ToUpper(t.Status), t.Detail)
+		targets.add(t.Name, strconv.Itoa(t.Issue), strings.ToUpper(t.Status), t.Detail)
 	}
 	targets.write(&b)
 

@@ -7,8 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -57,6 +60,26 @@ func sample() *Report {
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 2.5, RunsPerS: 65.6},
 					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 1.1, RunsPerS: 149},
 				}},
+			{Name: rowFork, Label: "executor fork (pool off)", StartupMS: 180, ForkServer: &sandbox.ForkServerReport{Active: true},
+				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 2.5, P90MS: 3, P99MS: 4, WallS: 5.3},
+				Hello: []Stats{
+					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 3, P90MS: 3.5, P99MS: 5, RunsPerS: 300, WallS: 0.67},
+					{Concurrency: 2, Runs: 200, Passed: 200, P50MS: 4, P90MS: 5, P99MS: 7, RunsPerS: 450, WallS: 0.44},
+				},
+				HumanEval: []Stats{
+					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.5, RunsPerS: 109},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.8, RunsPerS: 205},
+				}},
+			{Name: rowPrefork, Label: "executor prefork (2)", StartupMS: 190, ForkServer: &sandbox.ForkServerReport{Active: true},
+				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 1.5, P90MS: 2, P99MS: 3, WallS: 5.2},
+				Hello: []Stats{
+					{Concurrency: 1, Runs: 200, Passed: 200, P50MS: 2, P90MS: 2.5, P99MS: 4, RunsPerS: 450, WallS: 0.44},
+					{Concurrency: 2, Runs: 200, Passed: 200, P50MS: 3, P90MS: 4, P99MS: 6, RunsPerS: 600, WallS: 0.33},
+				},
+				HumanEval: []Stats{
+					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.4, RunsPerS: 117},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.75, RunsPerS: 219},
+				}},
 		},
 		Original: &Original{
 			HelloP50MS: 25, HelloP90MS: 30,
@@ -66,8 +89,24 @@ func sample() *Report {
 			},
 			Raw: []map[string]float64{{"hello_p50_ms": 25, "hello_p90_ms": 30, "humaneval_c1_s": 4.4, "humaneval_c1_passed": 164, "humaneval_c2_s": 2.2, "humaneval_c2_passed": 164}, {"hello_p50_ms": 27}},
 		},
+		IdleMemory: []IdleMemory{
+			{Row: rowPool, Label: "executor pool (2)", Processes: 4, PSSMiB: 22, RSSMiB: 60},
+			{Row: rowFork, Label: "executor fork (pool off)", Processes: 1, PSSMiB: 9.5, RSSMiB: 14},
+			{Row: rowPrefork, Label: "executor prefork (2)", Processes: 3, PSSMiB: 14, RSSMiB: 40},
+		},
 		Flood: &Flood{Row: "executor pool (2)", Code: floodCode, TimeoutMS: 5000, DurationMS: 5040, Timeout: true,
 			StdoutBytes: 9 << 30, KeptBytes: 64 << 10, BaselineRSSMiB: 12.5, PeakRSSMiB: 20.25, OvershootMS: 40},
+		FloodPrefork: &Flood{Row: "executor prefork (2)", Code: floodCode, TimeoutMS: 5000, DurationMS: 5030, Timeout: true,
+			StdoutBytes: 9 << 30, KeptBytes: 64 << 10, BaselineRSSMiB: 12.75, PeakRSSMiB: 20.5, OvershootMS: 30,
+			ForkServer: &sandbox.ForkServerReport{Active: true}},
+		Plot: []PlotRow{
+			{Name: plotCold, Label: "executor cold (pool off)", Runs: 10, OK: 10, P50MS: 900, P90MS: 950},
+			{Name: plotPool, Label: "executor pool (1)", Runs: 10, OK: 10, P50MS: 400, P90MS: 420},
+			{Name: plotPoolPreload, Label: "executor pool (1), RUNBLOCK_PRELOAD=numpy,matplotlib.pyplot", Runs: 10, OK: 10, P50MS: 140, P90MS: 187},
+			{Name: plotForkPreload, Label: "executor fork (pool off), RUNBLOCK_PRELOAD=numpy,matplotlib.pyplot", Runs: 10, OK: 10, P50MS: 60, P90MS: 70},
+			{Name: plotPreforkPreload, Label: "executor prefork (1), RUNBLOCK_PRELOAD=numpy,matplotlib.pyplot", Runs: 10, OK: 10, P50MS: 40, P90MS: 45},
+		},
+		PlotGapMS: 2000,
 		Notes:     []string{"guard-only tier: sandbox.Config has no setting that forces it, so that row is left out"},
 		ElapsedS:  95.5,
 		LoadStart: "0.91",
@@ -94,6 +133,10 @@ func TestCompare(t *testing.T) {
 		{"pool HumanEval c2 vs original", r.row(rowPool).HumanEval[1].SpeedVsOriginal, 2.2 / 1.1},
 		{"pool HumanEval c1 vs cold", r.row(rowPool).HumanEval[0].SpeedVsCold, 4 / 2.5},
 		{"bare HumanEval c1 vs original", r.row(rowBare).HumanEval[0].SpeedVsOriginal, 4.4 / 1.64},
+		{"bare HumanEval c2 vs bare", r.row(rowBare).HumanEval[1].SpeedVsBare, 1},
+		{"prefork HumanEval c2 vs bare", r.row(rowPrefork).HumanEval[1].SpeedVsBare, 0.82 / 0.75},
+		{"fork HumanEval c1 vs cold", r.row(rowFork).HumanEval[0].SpeedVsCold, 4 / 1.5},
+		{"prefork idle vs cold idle", r.row(rowPrefork).Idle.P50VsCold, 1.5 / 19},
 	}
 	for _, tt := range tests {
 		if !near(tt.got, tt.want) {
@@ -102,37 +145,71 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// without removes the row named name from r.
+func without(r *Report, name string) {
+	r.Rows = slices.DeleteFunc(r.Rows, func(row Row) bool { return row.Name == name })
+}
+
 func TestEvaluate(t *testing.T) {
+	const P, F, N = statusPass, statusFail, statusNA
 	tests := []struct {
 		name   string
 		change func(r *Report)
-		want   []string // status of each target, in order
+		want   []string // status of each target, in order: issue 5's four, issue 15's five
 	}{
-		{"all met", func(r *Report) {}, []string{statusPass, statusPass, statusPass, statusPass}},
-		{"pool not faster than half of cold", func(r *Report) { r.row(rowPool).Idle.P50MS = 10 }, []string{statusFail, statusPass, statusPass, statusPass}},
-		{"closed loop does not decide the latency targets", func(r *Report) { r.row(rowPool).Hello[0].P50MS = 30 }, []string{statusPass, statusPass, statusPass, statusPass}},
+		{"all met", func(r *Report) {}, []string{P, P, P, P, P, P, P, P, P}},
+		{"pool not faster than half of cold", func(r *Report) { r.row(rowPool).Idle.P50MS = 10 }, []string{F, P, P, P, P, P, P, P, P}},
+		{"closed loop does not decide the latency targets", func(r *Report) {
+			r.row(rowPool).Hello[0].P50MS = 30
+			r.row(rowPrefork).Hello[0].P50MS = 30
+		}, []string{P, P, P, P, P, P, P, P, P}},
 		{"pool over 12 ms", func(r *Report) {
 			r.row(rowPool).Idle.P50MS = 13
 			r.row(rowCold).Idle.P50MS = 40
-		}, []string{statusPass, statusFail, statusPass, statusPass}},
-		{"no idle phase", func(r *Report) { r.row(rowPool).Idle = nil }, []string{statusNA, statusNA, statusPass, statusPass}},
-		{"HumanEval too slow", func(r *Report) { r.row(rowPool).HumanEval[1].WallS = 1.6 }, []string{statusPass, statusPass, statusFail, statusPass}},
-		{"HumanEval fast but one failing", func(r *Report) { r.row(rowPool).HumanEval[1].Passed = 163 }, []string{statusPass, statusPass, statusFail, statusPass}},
-		{"flood too big", func(r *Report) { r.Flood.PeakRSSMiB = 64.5 }, []string{statusPass, statusPass, statusPass, statusFail}},
-		{"flood at the limit", func(r *Report) { r.Flood.PeakRSSMiB = 64 }, []string{statusPass, statusPass, statusPass, statusPass}},
-		{"no original", func(r *Report) { r.Original = nil }, []string{statusPass, statusPass, statusNA, statusPass}},
-		{"no flood", func(r *Report) { r.Flood = nil }, []string{statusPass, statusPass, statusPass, statusNA}},
-		{"no pool row", func(r *Report) { r.Rows = r.Rows[:2] }, []string{statusNA, statusNA, statusNA, statusPass}},
+		}, []string{P, F, P, P, P, P, P, P, P}},
+		{"no idle phase", func(r *Report) { r.row(rowPool).Idle, r.row(rowPrefork).Idle = nil, nil }, []string{N, N, P, P, P, N, P, P, P}},
+		{"HumanEval too slow", func(r *Report) { r.row(rowPool).HumanEval[1].WallS = 1.6 }, []string{P, P, F, P, P, P, P, P, P}},
+		{"HumanEval fast but one failing", func(r *Report) { r.row(rowPool).HumanEval[1].Passed = 163 }, []string{P, P, F, P, P, P, P, P, P}},
+		{"flood too big", func(r *Report) { r.Flood.PeakRSSMiB = 64.5 }, []string{P, P, P, F, P, P, P, P, P}},
+		{"flood at the limit", func(r *Report) { r.Flood.PeakRSSMiB, r.FloodPrefork.PeakRSSMiB = 64, 64 }, []string{P, P, P, P, P, P, P, P, P}},
+		{"no original", func(r *Report) { r.Original = nil }, []string{P, P, N, P, P, P, P, P, P}},
+		{"no flood", func(r *Report) { r.Flood = nil }, []string{P, P, P, N, P, P, P, P, N}},
+		{"no pool row", func(r *Report) { without(r, rowPool) }, []string{N, N, N, P, P, P, P, P, P}},
 		{"no HumanEval", func(r *Report) {
 			for i := range r.Rows {
 				r.Rows[i].HumanEval = nil
 			}
-		}, []string{statusPass, statusPass, statusNA, statusPass}},
+		}, []string{P, P, N, P, N, P, P, P, P}},
+		{"fork slower than bare", func(r *Report) { r.row(rowFork).HumanEval[1].WallS = 0.83 }, []string{P, P, P, P, F, P, P, P, P}},
+		{"prefork at bare's speed", func(r *Report) { r.row(rowPrefork).HumanEval[1].WallS = 0.82 }, []string{P, P, P, P, P, P, P, P, P}},
+		{"prefork fast but one failing", func(r *Report) { r.row(rowPrefork).HumanEval[1].Passed = 163 }, []string{P, P, P, P, F, P, P, P, P}},
+		{"no fork row", func(r *Report) { without(r, rowFork) }, []string{P, P, P, P, N, P, P, P, P}},
+		{"no bare row", func(r *Report) { without(r, rowBare) }, []string{P, P, P, P, N, P, P, P, P}},
+		{"a missing fork row makes it n/a beside a slow one", func(r *Report) {
+			r.row(rowFork).HumanEval[1].WallS = 2
+			without(r, rowPrefork)
+		}, []string{P, P, P, P, N, N, P, P, P}},
+		{"prefork over 3 ms", func(r *Report) { r.row(rowPrefork).Idle.P50MS = 3.5 }, []string{P, P, P, P, P, F, P, P, P}},
+		{"prefork at 3 ms", func(r *Report) { r.row(rowPrefork).Idle.P50MS = 3 }, []string{P, P, P, P, P, P, P, P, P}},
+		{"plot slow from a cold fork", func(r *Report) { r.plotRow(plotForkPreload).P50MS = 150 }, []string{P, P, P, P, P, P, F, P, P}},
+		{"plot fast but one failing", func(r *Report) { r.plotRow(plotPreforkPreload).OK = 9 }, []string{P, P, P, P, P, P, F, P, P}},
+		{"plot rows without preload do not decide", func(r *Report) { r.plotRow(plotCold).P50MS = 2000 }, []string{P, P, P, P, P, P, P, P, P}},
+		{"plot not measured", func(r *Report) { r.Plot = nil }, []string{P, P, P, P, P, P, N, P, P}},
+		{"plot row failed every run", func(r *Report) { r.plotRow(plotPreforkPreload).OK = 0 }, []string{P, P, P, P, P, P, N, P, P}},
+		{"prefork holds more than the pool", func(r *Report) { r.idleMemory(rowPrefork).PSSMiB = 22.5 }, []string{P, P, P, P, P, P, P, F, P}},
+		{"prefork holds as much as the pool", func(r *Report) { r.idleMemory(rowPrefork).PSSMiB = 22 }, []string{P, P, P, P, P, P, P, P, P}},
+		{"pool memory not read", func(r *Report) { r.idleMemory(rowPool).Error = "permission denied" }, []string{P, P, P, P, P, P, P, N, P}},
+		{"no idle memory", func(r *Report) { r.IdleMemory = nil }, []string{P, P, P, P, P, P, P, N, P}},
+		{"the fork server alone does not decide", func(r *Report) { r.IdleMemory = r.IdleMemory[:1] }, []string{P, P, P, P, P, P, P, N, P}},
+		{"prefork flood within 10%", func(r *Report) { r.FloodPrefork.PeakRSSMiB = 22.2 }, []string{P, P, P, P, P, P, P, P, P}},
+		{"prefork flood over 10%", func(r *Report) { r.FloodPrefork.PeakRSSMiB = 22.3 }, []string{P, P, P, P, P, P, P, P, F}},
+		{"no prefork flood", func(r *Report) { r.FloodPrefork = nil }, []string{P, P, P, P, P, P, P, P, N}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := sample()
 			tt.change(r)
+			r.compare()
 			r.evaluate()
 			if len(r.Targets) != len(tt.want) {
 				t.Fatalf("%d targets, want %d", len(r.Targets), len(tt.want))
@@ -143,6 +220,31 @@ func TestEvaluate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEvaluateFallback: when the fork server was off, the fork rows
+// measured the fallback; the targets are judged on those figures and say
+// so.
+func TestEvaluateFallback(t *testing.T) {
+	r := sample()
+	off := &sandbox.ForkServerReport{Detail: "user namespaces unavailable"}
+	r.row(rowFork).ForkServer, r.row(rowPrefork).ForkServer = off, off
+	r.plotRow(plotForkPreload).ForkServer = off
+	r.FloodPrefork.ForkServer = off
+	r.row(rowPrefork).Idle.P50MS = 4.5
+	r.compare()
+	r.evaluate()
+	for _, target := range r.Targets {
+		if target.Issue != 15 {
+			continue
+		}
+		if !strings.Contains(target.Detail, "(no fork server: the fallback)") {
+			t.Errorf("target %q: detail %q does not say the fallback was measured", target.Name, target.Detail)
+		}
+	}
+	if s := r.Targets[5].Status; s != statusFail {
+		t.Errorf("prefork latency target = %s on the fallback's 4.5 ms, want fail", s)
 	}
 }
 
@@ -175,7 +277,7 @@ func TestWriteText(t *testing.T) {
 			for i := range r.Rows {
 				r.Rows[i].HumanEval = nil
 			}
-			r.Flood = nil
+			r.Flood, r.FloodPrefork = nil, nil
 		}},
 	}
 	for _, tt := range tests {
@@ -231,7 +333,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 4 || back.Targets[0].Status != statusPass {
+	if len(back.Targets) != 9 || back.Targets[0].Status != statusPass || back.Targets[8].Issue != 15 {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }

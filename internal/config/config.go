@@ -59,7 +59,7 @@ type Env map[string]string
 // Variables lists every setting runblock reads, in .env.example order.
 var Variables = []string{
 	"RUNBLOCK_PYTHON", "RUNBLOCK_TIMEOUT", "RUNBLOCK_MEMORY", "RUNBLOCK_MAX_OUTPUT_BYTES",
-	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_MAX_FILES", "RUNBLOCK_MAX_FILES_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL", "RUNBLOCK_PRELOAD", "RUNBLOCK_CGROUP",
+	"RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_MAX_FILES", "RUNBLOCK_MAX_FILES_BYTES", "RUNBLOCK_ALLOW_UNISOLATED", "RUNBLOCK_POOL", "RUNBLOCK_PRELOAD", "RUNBLOCK_FORKSERVER", "RUNBLOCK_CGROUP",
 	"RUNBLOCK_CONCURRENCY", "RUNBLOCK_QUEUE", "RUNBLOCK_USER_RATE", "RUNBLOCK_USER_BURST", "RUNBLOCK_USER_MAX_JOBS",
 	"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CHANNELS", "SLACK_RUN_REACTION", "SLACK_EDIT_WINDOW", "SLACK_API_URL",
 	"DISCORD_BOT_TOKEN", "DISCORD_CHANNELS", "DISCORD_PREFIX", "DISCORD_GUILD_ID", "DISCORD_RUN_REACTION", "DISCORD_EDIT_WINDOW",
@@ -203,17 +203,18 @@ func Parse(env Env, parts Part) (Config, error) {
 	}
 	if parts&Sandbox != 0 {
 		c.Executor = sandbox.Config{
-			Python:          p.python("RUNBLOCK_PYTHON"),
-			Timeout:         p.duration("RUNBLOCK_TIMEOUT", sandbox.DefaultTimeout, true),
-			MemoryBytes:     p.memory(),
-			MaxOutputBytes:  p.size("RUNBLOCK_MAX_OUTPUT_BYTES", sandbox.DefaultMaxOutputBytes),
-			KeepBytes:       sandbox.DefaultKeepBytes,
-			MaxCodeBytes:    p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
-			MaxFiles:        p.intIn("RUNBLOCK_MAX_FILES", sandbox.DefaultMaxFiles, 0, MaxFiles, "a number of files, such as 10, or 0 to return none"),
-			MaxFilesBytes:   p.size("RUNBLOCK_MAX_FILES_BYTES", sandbox.DefaultMaxFilesBytes),
-			AllowUnisolated: p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
-			Cgroup:          p.str("RUNBLOCK_CGROUP", ""),
-			Preload:         p.modules("RUNBLOCK_PRELOAD"),
+			Python:            p.python("RUNBLOCK_PYTHON"),
+			Timeout:           p.duration("RUNBLOCK_TIMEOUT", sandbox.DefaultTimeout, true),
+			MemoryBytes:       p.memory(),
+			MaxOutputBytes:    p.size("RUNBLOCK_MAX_OUTPUT_BYTES", sandbox.DefaultMaxOutputBytes),
+			KeepBytes:         sandbox.DefaultKeepBytes,
+			MaxCodeBytes:      p.size("RUNBLOCK_MAX_CODE_BYTES", sandbox.DefaultMaxCodeBytes),
+			MaxFiles:          p.intIn("RUNBLOCK_MAX_FILES", sandbox.DefaultMaxFiles, 0, MaxFiles, "a number of files, such as 10, or 0 to return none"),
+			MaxFilesBytes:     p.size("RUNBLOCK_MAX_FILES_BYTES", sandbox.DefaultMaxFilesBytes),
+			AllowUnisolated:   p.bool("RUNBLOCK_ALLOW_UNISOLATED", false),
+			Cgroup:            p.str("RUNBLOCK_CGROUP", ""),
+			Preload:           p.modules("RUNBLOCK_PRELOAD"),
+			DisableForkServer: !p.bool("RUNBLOCK_FORKSERVER", true),
 		}
 		if c.Executor.MaxFiles == 0 {
 			c.Executor.MaxFiles = -1 // the executor's "none"
@@ -314,6 +315,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_files", max(c.Executor.MaxFiles, 0)),
 		slog.Int64("max_files_bytes", c.Executor.MaxFilesBytes),
 		slog.Any("preload", c.Executor.Preload),
+		slog.Bool("fork_server", !c.Executor.DisableForkServer),
 		slog.Int("concurrency", c.Scheduler.Concurrency),
 		slog.Int("queue", c.Scheduler.QueueSize),
 		slog.String("user_rate", formatRate(c.Scheduler.UserRate)),

@@ -41,6 +41,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"max files", c.Executor.MaxFiles, 10},
 		{"max files bytes", c.Executor.MaxFilesBytes, int64(8 << 20)},
 		{"pool", c.Executor.Pool, runtime.NumCPU()},
+		{"fork server", c.Executor.DisableForkServer, false},
 		{"concurrency", c.Scheduler.Concurrency, runtime.NumCPU()},
 		{"queue", c.Scheduler.QueueSize, 100},
 		{"user rate", c.Scheduler.UserRate, 5.0 / 60},
@@ -99,6 +100,9 @@ func TestParseConfigValues(t *testing.T) {
 		{"preload", Env{"RUNBLOCK_PRELOAD": " numpy, matplotlib.pyplot ,"}, func(c Config) bool {
 			return slices.Equal(c.Executor.Preload, []string{"numpy", "matplotlib.pyplot"})
 		}},
+		{"fork server off", Env{"RUNBLOCK_FORKSERVER": "off"}, func(c Config) bool { return c.Executor.DisableForkServer }},
+		{"fork server 0", Env{"RUNBLOCK_FORKSERVER": "0"}, func(c Config) bool { return c.Executor.DisableForkServer }},
+		{"fork server on", Env{"RUNBLOCK_FORKSERVER": "ON"}, func(c Config) bool { return !c.Executor.DisableForkServer }},
 		{"rate per second", Env{"RUNBLOCK_USER_RATE": "2/s"}, func(c Config) bool { return c.Scheduler.UserRate == 2 }},
 		{"rate per hour", Env{"RUNBLOCK_USER_RATE": "36/h"}, func(c Config) bool { return c.Scheduler.UserRate == 0.01 }},
 		{"rate per minute spaced", Env{"RUNBLOCK_USER_RATE": " 30 / minute "}, func(c Config) bool { return c.Scheduler.UserRate == 0.5 }},
@@ -186,6 +190,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"output bytes bad unit", Env{"RUNBLOCK_MAX_OUTPUT_BYTES": "1 parsec"}, "RUNBLOCK_MAX_OUTPUT_BYTES", "1MiB"},
 		{"code bytes negative", Env{"RUNBLOCK_MAX_CODE_BYTES": "-1"}, "RUNBLOCK_MAX_CODE_BYTES", "positive"},
 		{"bool", Env{"RUNBLOCK_ALLOW_UNISOLATED": "maybe"}, "RUNBLOCK_ALLOW_UNISOLATED", "1 or 0"},
+		{"fork server word", Env{"RUNBLOCK_FORKSERVER": "sometimes"}, "RUNBLOCK_FORKSERVER", "not a boolean"},
 		{"pool negative", Env{"RUNBLOCK_POOL": "-2"}, "RUNBLOCK_POOL", "negative"},
 		{"max files huge", Env{"RUNBLOCK_MAX_FILES": "1000"}, "RUNBLOCK_MAX_FILES", "at most"},
 		{"preload not a module", Env{"RUNBLOCK_PRELOAD": "numpy; import os"}, "RUNBLOCK_PRELOAD", "module name"},
