@@ -159,7 +159,8 @@ type forkRun struct {
 	Rlimits   []forkRlimit  `json:"rlimits"`
 	Memory    int64         `json:"memory"` // bound of the whole run, accounted by its init
 	WorkBytes int64         `json:"work_bytes"`
-	Slot      int           `json:"slot"` // the snippet's uid slot, -1: none (the service is not root)
+	Prefault  bool          `json:"prefault"` // a pre-forked run: copy the shared pages before "ready"
+	Slot      int           `json:"slot"`     // the snippet's uid slot, -1: none (the service is not root)
 	Collect   collectLimits `json:"collect"`
 }
 
@@ -292,6 +293,17 @@ var errForkServerDown = errors.New("the fork server is down")
 // spawn asks the fork server for a run with lim, and waits until its guard
 // is in place, like spawn.
 func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
+	return fs.fork(ctx, lim, keep, maxOutput, false)
+}
+
+// prefork is spawn for the pool: the run copies the pages it shares with
+// the fork server before it says "ready", not one by one as its snippet
+// touches them.
+func (fs *forkServer) prefork(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
+	return fs.fork(ctx, lim, keep, maxOutput, true)
+}
+
+func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int64, prefault bool) (*proc, error) {
 	live := fs.current()
 	if live == nil {
 		return nil, errForkServerDown
@@ -317,7 +329,7 @@ func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int
 	for _, rl := range rlimits(lim) {
 		rls = append(rls, forkRlimit{rl.resource, rl.value})
 	}
-	msg, err := json.Marshal(forkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory),
+	msg, err := json.Marshal(forkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
 		Slot: slot, Collect: fs.plan.transfer()})
 	if err != nil {
 		return p.fail(ends, err)
