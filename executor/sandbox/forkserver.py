@@ -240,7 +240,8 @@ def _runblock_lock_run(conf, fds, uid, ruleset, kit):
     # No capabilities, even as uid 0 of the namespace (a service that is
     # not root maps no other uid), and none regained by exec.
     check(libc.prctl(28, 0x3, 0, 0, 0), "securebits")  # PR_SET_SECUREBITS: NOROOT, NOROOT_LOCKED
-    posix.setgroups([])
+    if uid != 0:
+        posix.setgroups([])  # (a namespace mapping one uid denies setgroups)
     posix.setresgid(uid, uid, uid)
     posix.setresuid(uid, uid, uid)
     # Changing uid made the process not dumpable, which would hide its own

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,14 +49,16 @@ import (
 // What does not: python's str hash secret is the fork server's, the same
 // in every run. CPython caches each string's hash under it (every dict of
 // the interpreter is built on those hashes), so a fork cannot draw a new
-// one; each fork server draws its own when it starts.
+// one; each fork server draws its own when it starts, and a new one takes
+// over after forkServerRuns runs.
 type forkServer struct {
 	plan    *plan
 	preload string
 	log     *slog.Logger
 
-	mu   sync.Mutex
-	live *fsProc // nil while down
+	mu     sync.Mutex
+	live   *fsProc       // nil while down
+	rotate chan struct{} // the live one has forked forkServerRuns runs
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -69,7 +72,14 @@ type fsProc struct {
 	done   chan struct{} // the fork server's init has exited
 	report []byte        // its init's report
 	logs   sync.WaitGroup
+	forks  atomic.Int64   // runs asked of it
+	runs   sync.WaitGroup // its runs not yet destroyed
 }
+
+// forkServerRuns is how many runs a fork server forks before a new one,
+// with a hash secret of its own, takes over: the secret is the one thing
+// its runs share (see forkServer).
+var forkServerRuns int64 = 1000
 
 // forkServerUIDBase is the first uid of the fork server's user namespace
 // mapped to the snippets' host uids: uid forkServerUIDBase+slot is host uid
@@ -88,7 +98,7 @@ func startForkServer(ctx context.Context, pl *plan, preload []string, log *slog.
 	if pl.cgroup != nil {
 		return nil, errors.New("each run gets its own cgroup, which a fork cannot be placed in here")
 	}
-	fs := &forkServer{plan: pl, preload: strings.Join(preload, ","), log: log}
+	fs := &forkServer{plan: pl, preload: strings.Join(preload, ","), log: log, rotate: make(chan struct{}, 1)}
 	live, err := fs.launch(ctx)
 	if err != nil {
 		return nil, err
@@ -100,7 +110,9 @@ func startForkServer(ctx context.Context, pl *plan, preload []string, log *slog.
 	return fs, nil
 }
 
-// keep starts the fork server again whenever it dies, until ctx ends.
+// keep starts the fork server again whenever it dies, and replaces it
+// after forkServerRuns runs, until ctx ends. A replaced one ends once the
+// runs forked from it are destroyed.
 func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
@@ -108,6 +120,21 @@ func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 	for {
 		select {
 		case <-live.done:
+		case <-fs.rotate:
+			next, err := fs.launch(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					fs.log.Error("start the next fork server", "err", err)
+				}
+				continue
+			}
+			fs.mu.Lock()
+			fs.live = next
+			fs.mu.Unlock()
+			old := live
+			live = next
+			fs.wg.Go(func() { fs.retire(ctx, old) })
+			continue
 		case <-ctx.Done():
 			live.stop()
 			return
@@ -135,6 +162,22 @@ func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 		fs.live = live
 		fs.mu.Unlock()
 	}
+}
+
+// retire stops a replaced fork server once its runs are destroyed (or at
+// once when ctx ends, which ends them).
+func (fs *forkServer) retire(ctx context.Context, old *fsProc) {
+	idle := make(chan struct{})
+	go func() {
+		old.runs.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+	old.stop()
+	<-idle // stop destroyed what was left
 }
 
 // close stops the fork server; runs forked from it end with it.
@@ -326,7 +369,15 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	if live == nil {
 		return nil, errForkServerDown
 	}
+	if live.forks.Add(1) == forkServerRuns {
+		select {
+		case fs.rotate <- struct{}{}:
+		default: // a replacement is already asked for
+		}
+	}
 	p := newProc(fs.plan, lim, maxOutput)
+	live.runs.Add(1)
+	p.release = live.runs.Done
 	ends, err := p.pipes(true)
 	if err != nil {
 		return p.fail(ends, err)

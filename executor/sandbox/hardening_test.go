@@ -335,6 +335,11 @@ func TestRootOfAUserNamespaceMappingOneUID(t *testing.T) {
 			t.Errorf("layer %s not verified: %s", l.Name, l.Detail)
 		}
 	}
+	// Its runs are forks too: the namespace denies setgroups, which a fork
+	// must not call.
+	if !d.Report.ForkServer.Active {
+		t.Errorf("no fork server: %s", d.Report.ForkServer.Detail)
+	}
 	r := startHelper(t, exec.Command(unshare, "--user", "--map-root-user", os.Args[0]), "run",
 		"import os\nprint(os.getuid(), [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])")
 	if r.Err != "" || !r.Result.Success || r.Result.Stdout == "" {

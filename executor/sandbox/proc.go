@@ -56,9 +56,11 @@ type proc struct {
 
 	waited  chan struct{} // cmd.Wait returned; forked: the init's report pipe is at EOF
 	waitErr error
-	// forked: a fork of the fork server, whose run init reports how it
-	// ended; kill closes its lifeline.
-	forked bool
+	// forked: a fork of the fork server, whose init reports how it
+	// ended; kill closes its lifeline. release tells the fork server the
+	// run is gone.
+	forked  bool
+	release func()
 }
 
 // spawn starts a sandbox as described by plan and waits until its guard is
@@ -238,6 +240,13 @@ func (p *proc) setupError() error {
 	if json.Unmarshal(p.initStatus, &st) == nil && st.Error != "" {
 		return errors.New(st.Error)
 	}
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	select {
+	case <-p.stderr.done:
+	case <-grace.C:
+		return fmt.Errorf("sandbox ended before it was ready: %v", p.waitErr)
+	}
 	b, _ := p.stderr.text()
 	if p.forked {
 		return fmt.Errorf("the fork server's run ended before it was ready: %s", strings.TrimSpace(b))
@@ -280,6 +289,10 @@ func (p *proc) destroy() {
 	}
 	if p.cgroup != nil {
 		p.cgroup.remove()
+	}
+	if p.release != nil {
+		p.release()
+		p.release = nil
 	}
 }
 
