@@ -9,8 +9,8 @@
 # namespaces and minimal root, built by its init (Go, sandboxForkServer).
 # It never runs user code. Its descriptors: 3 the socket to its init
 # (SOCK_SEQPACKET: one message per run, a JSON object and the run's
-# descriptors: python's 0 to 4 and a back channel to the init), 4 its
-# status pipe ("ready").
+# descriptors: python's 0 to 4, a back channel to the init and the run's
+# lifeline), 4 its status pipe ("ready").
 #
 # A run is two processes:
 #   its init, cloned from the fork server into fresh user, mount, PID,
@@ -18,7 +18,8 @@
 #       new user namespace's id maps: the clone could map only its own
 #       uid): PID 1 of the run, uid 0 of its user namespace; it forks
 #       python and then only holds the namespaces, until the fork server's
-#       init kills it, which ends every process of the run;
+#       init kills it or the service closes the run's lifeline; its end
+#       ends every process of the run;
 #   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
 #       to the fork server's init on the back channel (with its credentials
 #       and the work dir; the init sets its rlimits, answers with its
@@ -100,13 +101,13 @@ def _runblock_forkserver(config):
         if not msg:
             posix._exit(0)  # its init closed its end: the service is done
         try:
-            if len(fds) != 6:
-                raise ValueError(f"a run needs 6 descriptors, got {len(fds)}")
+            if len(fds) != 7:
+                raise ValueError(f"a run needs 7 descriptors, got {len(fds)}")
             if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
                 fds = []  # python holds them as 0 to 4 now
                 return  # in a run's python: the guard runs the snippet
         except Exception as exc:
-            if len(fds) == 6:
+            if len(fds) == 7:
                 _runblock_fork_failed(fds[5], exc)
         finally:
             for fd in fds:
@@ -146,17 +147,19 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             if posix.read(sync_r, 1) != b"m":
                 raise OSError("the fork server did not map the run's ids")
             posix.close(sync_r)
-            # PID 1 of the run: it only holds the namespaces until the
-            # fork server's init kills it, which ends the run.
+            # PID 1 of the run: it only holds the namespaces, until the
+            # fork server's init kills it or the service lets go of the
+            # run (the lifeline, fds[6], closes); either ends the run.
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             kit["check"](kit["libc"].prctl(4, 0, 0, 0, 0), "set not dumpable")  # PR_SET_DUMPABLE
             if posix.fork() == 0:
                 return _runblock_run_python(conf, run, fds, kit)
-            for fd in fds:
+            for fd in fds[:6]:
                 posix.close(fd)
-            while True:
-                kit["libc"].pause()
+            while posix.read(fds[6], 1):
+                pass
+            posix._exit(0)
         except BaseException as exc:
             _runblock_fork_failed(fds[5], exc)
             posix._exit(1)

@@ -475,8 +475,9 @@ func sandboxForkServer() {
 }
 
 // Descriptors of a run request, as the service sends them (see
-// forkServer.spawn): python's 0 to 4, then the init's report and the
-// lifeline, which stay with the fork server's init.
+// forkServer.spawn): python's 0 to 4, then the init's report, which stays
+// with the fork server's init, and the lifeline, which the run's PID 1
+// holds as well.
 const (
 	runFDs      = 7
 	runReport   = 5
@@ -558,13 +559,28 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		fail(fmt.Errorf("back channel: %w", err))
 		return
 	}
-	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:runReport:runReport], back[1])...), nil, 0)
+	// The run's PID 1 holds the lifeline too, and ends the run when it
+	// closes: nothing of a run outlives the service's hold on it.
+	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:runReport:runReport], back[1], lifeline)...), nil, 0)
 	for _, fd := range append(fds[:runReport:runReport], back[1]) {
 		unix.Close(fd)
 	}
 	if err != nil {
 		fail(fmt.Errorf("ask the fork server: %w", err))
 		return
+	}
+	wait := []unix.PollFd{{Fd: int32(back[0]), Events: unix.POLLIN}, {Fd: int32(lifeline), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(wait, -1); err != nil && !errors.Is(err, unix.EINTR) {
+			fail(fmt.Errorf("wait for python's hello: %w", err))
+			return
+		}
+		if wait[0].Revents != 0 {
+			break
+		}
+		if wait[1].Revents != 0 {
+			return // killed before python said hello
+		}
 	}
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4)+unix.CmsgSpace(unix.SizeofUcred))
