@@ -84,6 +84,13 @@ func (c Config) withDefaults() Config {
 
 // Executor runs snippets, each in a fresh, guarded and isolated python.
 //
+// By default a run is a fork of the fork server (see forkServer): a
+// long-lived sandbox whose python has the guard in place and the preloads
+// imported; each run is cloned from it into namespaces of its own, locks
+// itself down and runs one snippet, supervised by the fork server's init.
+// Without it (Config.DisableForkServer, or where it cannot run) a sandbox
+// is started from scratch:
+//
 // A sandbox goes spawn → ready → hand-over. The service re-executes its own
 // binary as stage 1 (PID 1 of new user, mount, PID, network, IPC, UTS and
 // cgroup namespaces; builds a tmpfs root with read-only binds of what python
@@ -98,10 +105,12 @@ func (c Config) withDefaults() Config {
 // destroyed: killing its PID 1 ends every process in it.
 //
 // An idle pooled sandbox costs about 16 MiB RSS (6–11 MiB PSS: the init's Go
-// runtime and a started python, shared pages counted once); it holds no
-// user's quota, the scheduler counts only runs. Size the pool to the
-// concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes bounds
-// what the executor can take.
+// runtime and a started python, shared pages counted once); a pre-forked
+// one about as much, after copying the pages it shared with the fork server,
+// which itself holds about 19 MiB PSS (its init and python). Idle sandboxes
+// hold no user's quota, the scheduler counts only runs. Size the pool to
+// the concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes
+// bounds what the executor can take.
 type Executor struct {
 	cfg    Config
 	log    *slog.Logger

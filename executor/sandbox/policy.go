@@ -14,6 +14,10 @@ import (
 // seccomp_linux.go, the rlimits and environment in plan.go and guard.py.
 // The canary run (probe.go) checks that what is promised here is enforced.
 //
+// A run forked from the fork server (forkserver_linux.go) gets the same
+// policy, applied by its own process after the clone instead of by a fresh
+// init; the canary checks that path too.
+//
 // A tier may leave kernel layers out where the machine lacks them (see
 // tiers; `runblock doctor` reports what is in force). In the full tier, a
 // snippet:
