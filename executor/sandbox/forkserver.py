@@ -170,6 +170,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
 
 def _runblock_run_init(conf, run, fds, kit):
     """R2: PID 1 of the run. True in R3 only."""
+    import fcntl
     import json
     import posix
     import signal
@@ -190,9 +191,15 @@ def _runblock_run_init(conf, run, fds, kit):
     posix.mkdir(shm, 0o700)
     posix.chown(shm, uid, uid)
 
+    # R3 waits until the init accounts the run's memory: the init's binary
+    # takes a moment to start, and a short run would end unaccounted.
+    accounting_r, accounting_w = posix.pipe()
     pid = posix.fork()
     if pid == 0:
         try:
+            posix.close(accounting_w)
+            posix.read(accounting_r, 1)
+            posix.close(accounting_r)
             _runblock_lock_run(conf, run, fds, uid, kit)
         except BaseException as exc:
             _runblock_fork_failed(report, exc)
@@ -201,8 +208,11 @@ def _runblock_run_init(conf, run, fds, kit):
     # The rest of the run's init is the service's own (see sandboxRunInit):
     # it accounts, kills, reaps, collects and reports without touching, and
     # copying, this interpreter's heap.
+    posix.close(accounting_r)
+    accounting_w = fcntl.fcntl(accounting_w, fcntl.F_DUPFD_CLOEXEC, 10)  # not 3 or 5
     posix.dup2(lifeline, 3)
     posix.dup2(report, 5)
+    posix.dup2(accounting_w, 4)
     arg = json.dumps({"pid": pid, "memory": run["memory"], "collect": run["collect"]})
     posix.execve(6, [conf["run_init"], arg], dict(kv.split("=", 1) for kv in conf["stage_env"]))
 

@@ -397,8 +397,12 @@ func sandboxForkServer() {
 }
 
 // fdLifeline is where a forked run's init holds the lifeline: the service
-// closes its end to kill the run.
-const fdLifeline = 3
+// closes its end to kill the run. fdAccounting: python waits until the
+// init closes it, once it accounts the run's memory.
+const (
+	fdLifeline   = 3
+	fdAccounting = 4
+)
 
 // sandboxRunInit is a forked run's init from the moment python (the run's
 // R3, see forkserver.py) is forked: the run's PID 1, exec'd by it, so that
@@ -423,6 +427,7 @@ func sandboxRunInit() {
 	if err := json.Unmarshal([]byte(os.Args[1]), &arg); err != nil {
 		die(fdInitStatus, fmt.Errorf("decode run spec: %w", err))
 	}
+	unix.Close(fdAccounting) // superviseRun accounts at once
 	st, err := superviseRun(arg.PID, arg.Memory, fdLifeline, true)
 	if errors.Is(err, errLifeline) {
 		os.Exit(1)
