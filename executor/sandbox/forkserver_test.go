@@ -23,21 +23,8 @@ import (
 // skipping where the machine cannot have one.
 func newForking(t *testing.T, cfg Config) *Executor {
 	t.Helper()
-	e, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if e.report.Tier != TierFull {
-		t.Skipf("the fork server needs the full isolation tier, have %q", e.report.Tier)
-	}
-	if e.fork == nil {
-		if e.plan.cgroup != nil {
-			t.Skipf("no fork server with a delegated cgroup: %s", e.report.ForkServer.Detail)
-		}
-		t.Fatalf("full tier without a fork server: %s", e.report.ForkServer.Detail)
-	}
-	return e
+	cfg.DisableForkServer = false
+	return newHardened(t, cfg)
 }
 
 // runForked runs req in a fresh fork of e's fork server, never in a
