@@ -66,7 +66,7 @@ try:
 except OSError as exc:
     out["dev_zero_write"] = "errno %d" % exc.errno
 
-del sys.modules["resource"]
+sys.modules.pop("resource", None)
 import resource  # noqa: E402  (the guard hides it from snippets)
 
 out["rlimits"] = {name: resource.getrlimit(getattr(resource, "RLIMIT_" + name))[1]

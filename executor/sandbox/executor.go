@@ -191,7 +191,7 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 // one started from scratch with pl while there is none.
 func (e *Executor) prestart(ctx context.Context, pl *plan, lim limits) (*proc, error) {
 	if e.fork != nil {
-		p, err := e.fork.spawn(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+		p, err := e.fork.prefork(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 		if err == nil || ctx.Err() != nil {
 			return p, err
 		}

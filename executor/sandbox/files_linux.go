@@ -39,6 +39,12 @@ func collectFiles(dir string, lim collectLimits) ([]executor.File, []executor.Om
 		return nil, nil, err
 	}
 	defer unix.Close(root)
+	return collectFilesAt(root, lim)
+}
+
+// collectFilesAt is collectFiles of the directory open as root (a forked
+// run's work dir, held open by the fork server's init past the run's end).
+func collectFilesAt(root int, lim collectLimits) ([]executor.File, []executor.OmittedFile, error) {
 	var found []candidate
 	var omitted []executor.OmittedFile
 	budget := 4 * policy.WorkInodes // entries looked at, at most

@@ -46,13 +46,6 @@ def _runblock_forkserver(config):
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
-    class RulesetAttr(ctypes.Structure):
-        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64)]
-
-    class PathBeneath(ctypes.Structure):
-        _pack_ = 1
-        _fields_ = [("access", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-
     # clone(2) with the run's namespaces: its child is at once PID 1 of its
     # own PID namespace, one fork where fork and unshare take two. Called
     # as os.fork calls fork, with the interpreter's own before- and
@@ -75,10 +68,10 @@ def _runblock_forkserver(config):
         return pid
 
     seccomp = ctypes.create_string_buffer(bytes.fromhex(conf["seccomp"]))
-    # What the runs use, made once: libc, the seccomp program, the Landlock
-    # and capability structures.
+    # What the runs use, made once: libc, clone, the seccomp program and the
+    # capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone, "RulesetAttr": RulesetAttr, "PathBeneath": PathBeneath,
+        "libc": libc, "check": check, "clone": clone, "c_void_p": ctypes.c_void_p, "c_size_t": ctypes.c_size_t,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(0x20080522, 0),  # _LINUX_CAPABILITY_VERSION_3, this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -86,7 +79,6 @@ def _runblock_forkserver(config):
     }
 
     import gc
-    import resource  # noqa: F401  (for the runs' rlimits)
 
     ctl = socket.socket(fileno=3)
     # The runs' inits are children of this process: the kernel reaps them.
@@ -104,13 +96,13 @@ def _runblock_forkserver(config):
         if not msg:
             posix._exit(0)  # the service closed its end: it is done
         try:
-            if len(fds) != 7:
-                raise ValueError(f"a run needs 7 descriptors, got {len(fds)}")
+            if len(fds) != 6:
+                raise ValueError(f"a run needs 6 descriptors, got {len(fds)}")
             if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
                 fds = []  # R3 holds them as 0 to 4 now
                 return  # R3: the guard runs the snippet
         except Exception as exc:
-            if len(fds) == 7:
+            if len(fds) == 6:
                 _runblock_fork_failed(fds[5], exc)
         finally:
             for fd in fds:
@@ -136,9 +128,10 @@ def _runblock_fork_failed(fd, exc):
 
 
 def _runblock_fork_run(conf, run, fds, kit, ctl):
-    """Clones R2 into fresh namespaces and maps its user namespace. True
-    in R3 only."""
+    """Clones the run's init into fresh namespaces and maps its user
+    namespace. True in the run's python only."""
     import posix
+    import signal
 
     sync_r, sync_w = posix.pipe()
     pid = kit["clone"](conf["clone_flags"])
@@ -149,7 +142,17 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             if posix.read(sync_r, 1) != b"m":
                 raise OSError("the fork server did not map the run's ids")
             posix.close(sync_r)
-            return _runblock_run_init(conf, run, fds, kit)
+            # PID 1 of the run: it only holds the namespaces until the
+            # fork server's init kills it, which ends the run.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            kit["check"](kit["libc"].prctl(4, 0, 0, 0, 0), "set not dumpable")  # PR_SET_DUMPABLE
+            if posix.fork() == 0:
+                return _runblock_run_python(conf, run, fds, kit)
+            for fd in fds:
+                posix.close(fd)
+            while True:
+                kit["libc"].pause()
         except BaseException as exc:
             _runblock_fork_failed(fds[5], exc)
             posix._exit(1)
@@ -160,65 +163,62 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
         # mounts it needs); the snippet's uid is a host uid of its own.
         ids = "0 0 1\n" if slot < 0 else f"0 0 1\n{conf['uid']} {conf['id_base'] + slot} 1\n"
         for name in ("uid_map", "gid_map"):
-            with open(f"/proc/{pid}/{name}", "w") as f:
-                f.write(ids)
+            fd = posix.open(f"/proc/{pid}/{name}", posix.O_WRONLY)
+            try:
+                posix.write(fd, ids.encode())
+            finally:
+                posix.close(fd)
         posix.write(sync_w, b"m")
     finally:
         posix.close(sync_w)
     return False
 
 
-def _runblock_run_init(conf, run, fds, kit):
-    """R2: PID 1 of the run. True in R3 only."""
-    import fcntl
-    import json
+def _runblock_run_python(conf, run, fds, kit):
+    """The run's python, still root of the run's namespaces: mounts the
+    run's /proc and work dir, says hello to the fork server's init (its
+    credentials and the work dir come with it), and locks itself down."""
     import posix
-    import signal
+    import socket
 
-    stdin, stdout, stderr, request, status, report, lifeline = fds
-    libc, check = kit["libc"], kit["check"]
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as the service's init will be
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # as in any process
-    check(libc.prctl(4, 0, 0, 0, 0), "set not dumpable")  # PR_SET_DUMPABLE
-    nosuid, nodev, noexec = 2, 4, 8
-    check(libc.mount(b"proc", b"/proc", b"proc", nosuid | nodev | noexec, conf["proc_options"].encode()), "mount /proc")
-    work = conf["work_dir"]
-    uid = conf["uid"] if run["slot"] >= 0 else 0
-    flags = nosuid | nodev | (noexec if conf["work_noexec"] else 0)
-    opts = f"size={run['work_bytes']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
-    check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
-    shm = f"{work}/{conf['shm_dir']}"
-    posix.mkdir(shm, 0o700)
-    posix.chown(shm, uid, uid)
-
-    # R3 waits until the init accounts the run's memory: the init's binary
-    # takes a moment to start, and a short run would end unaccounted.
-    accounting_r, accounting_w = posix.pipe()
-    pid = posix.fork()
-    if pid == 0:
-        try:
-            posix.close(accounting_w)
-            posix.read(accounting_r, 1)
-            posix.close(accounting_r)
-            _runblock_lock_run(conf, run, fds, uid, kit)
-        except BaseException as exc:
-            _runblock_fork_failed(report, exc)
-            posix._exit(1)
-        return True
-    # The rest of the run's init is the service's own (see sandboxRunInit):
-    # it accounts, kills, reaps, collects and reports without touching, and
-    # copying, this interpreter's heap.
-    posix.close(accounting_r)
-    accounting_w = fcntl.fcntl(accounting_w, fcntl.F_DUPFD_CLOEXEC, 10)  # not 3 or 5
-    posix.dup2(lifeline, 3)
-    posix.dup2(report, 5)
-    posix.dup2(accounting_w, 4)
-    arg = json.dumps({"pid": pid, "memory": run["memory"], "collect": run["collect"]})
-    posix.execve(6, [conf["run_init"], arg], dict(kv.split("=", 1) for kv in conf["stage_env"]))
+    try:
+        libc, check = kit["libc"], kit["check"]
+        nosuid, nodev, noexec = 2, 4, 8
+        check(libc.mount(b"proc", b"/proc", b"proc", nosuid | nodev | noexec, conf["proc_options"].encode()), "mount /proc")
+        work = conf["work_dir"]
+        uid = conf["uid"] if run["slot"] >= 0 else 0
+        flags = nosuid | nodev | (noexec if conf["work_noexec"] else 0)
+        opts = f"size={run['work_bytes']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
+        check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
+        shm = f"{work}/{conf['shm_dir']}"
+        posix.mkdir(shm, 0o700)
+        posix.chown(shm, uid, uid)
+        workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
+        back = socket.socket(fileno=fds[5])
+        socket.send_fds(back, [b"{}"], [workfd])
+        posix.close(workfd)
+        answer, got, _, _ = socket.recv_fds(back, 4096, 1)
+        back.detach()
+        if answer != b"{}":
+            raise OSError(f"the fork server's init refused the run: {answer[:200]!r}")
+        ruleset = got[0] if got else -1
+    except BaseException as exc:
+        _runblock_fork_failed(fds[5], exc)
+        posix._exit(1)
+    try:
+        _runblock_lock_run(conf, fds, uid, ruleset, kit)
+        if run["prefault"]:
+            _runblock_prefault(kit)
+    except BaseException as exc:
+        _runblock_fork_failed(2, exc)  # the run's stderr by now
+        posix._exit(1)
+    return True
 
 
-def _runblock_lock_run(conf, run, fds, uid, kit):
-    """R3: keeps the run's descriptors 0 to 4 only and locks itself down."""
+def _runblock_lock_run(conf, fds, uid, ruleset, kit):
+    """The run's python: keeps the run's descriptors 0 to 4 only and locks
+    itself down (the fork server's init set its rlimits, and made its
+    Landlock ruleset, -1 without Landlock)."""
     import ctypes
     import fcntl
     import posix
@@ -227,54 +227,40 @@ def _runblock_lock_run(conf, run, fds, uid, kit):
     libc, check = kit["libc"], kit["check"]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any python
     posix.setsid()
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds[:5]]  # out of the way of 0 to 4
+    # Out of the way of 0 to 5 first.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds[:5] + ([ruleset] if ruleset >= 0 else [])]
     for i, fd in enumerate(high):
-        posix.dup2(fd, i)
-        posix.set_inheritable(i, i < 3)
-    posix.closerange(5, 1 << 30)
+        posix.dup2(fd, i, inheritable=i < 3)
+    posix.closerange(len(high), 1 << 30)
     posix.chdir(conf["work_dir"])
-    # The ruleset names the run's own work dir and /proc: made here, while
-    # this process may still reach every path it names.
-    ruleset = _runblock_landlock(conf["landlock"], kit) if conf["landlock"] else -1
     # No capabilities, even as uid 0 of the namespace (a service that is
     # not root maps no other uid), and none regained by exec.
     check(libc.prctl(28, 0x3, 0, 0, 0), "securebits")  # PR_SET_SECUREBITS: NOROOT, NOROOT_LOCKED
     posix.setgroups([])
     posix.setresgid(uid, uid, uid)
     posix.setresuid(uid, uid, uid)
-    # Changing uid made the process not dumpable: its init could no longer
-    # read its memory use. (ptrace stays denied by seccomp.)
+    # Changing uid made the process not dumpable, which would hide its own
+    # /proc/self from it. (ptrace stays denied by seccomp.)
     check(libc.prctl(4, 1, 0, 0, 0), "set dumpable")  # PR_SET_DUMPABLE
     check(libc.capset(kit["cap_header"], kit["cap_data"]), "drop capabilities")
     check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
     if ruleset >= 0:
-        check(libc.syscall(446, ruleset, 0), "landlock_restrict_self")
-        posix.close(ruleset)
+        check(libc.syscall(446, 5, 0), "landlock_restrict_self")
+        posix.close(5)
     if kit["fprog"] is not None:
         check(libc.prctl(22, 2, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")  # PR_SET_SECCOMP, FILTER
-    _runblock_rlimits(run["rlimits"])
 
 
-def _runblock_landlock(ll, kit):
-    """Makes the Landlock ruleset the service described (see forkLandlock)."""
-    import ctypes
-    import posix
-
-    libc, check = kit["libc"], kit["check"]
-    attr = kit["RulesetAttr"](ll["handled_fs"], ll["handled_net"])
-    ruleset = libc.syscall(444, ctypes.byref(attr), ctypes.sizeof(attr), 0)  # landlock_create_ruleset
-    check(ruleset, "landlock_create_ruleset")
-    for rule in ll["rules"]:
-        for path in rule["paths"]:
-            try:
-                fd = posix.open(path, posix.O_PATH | posix.O_CLOEXEC)
-            except FileNotFoundError:
-                if rule["optional"]:
-                    continue
-                raise
-            try:
-                beneath = kit["PathBeneath"](rule["access"], fd)
-                check(libc.syscall(445, ruleset, 1, ctypes.byref(beneath), 0), f"landlock_add_rule {path}")
-            finally:
-                posix.close(fd)
-    return ruleset
+def _runblock_prefault(kit):
+    """Copies now every page this fork still shares with the fork server,
+    so that the snippet does not fault them in one by one: for a
+    pre-forked run, whose start is off the latency path and whose copy is
+    what a pre-started one holds anyway."""
+    madvise = kit["libc"].madvise
+    with open("/proc/self/maps", "rb") as f:
+        maps = f.read()
+    for line in maps.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[1].startswith(b"rw") and fields[1].endswith(b"p"):
+            lo, hi = (int(x, 16) for x in fields[0].split(b"-"))
+            madvise(kit["c_void_p"](lo), kit["c_size_t"](hi - lo), 23)  # MADV_POPULATE_WRITE; best effort

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -11,8 +13,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,27 +134,33 @@ func (fs *forkServer) current() *fsProc {
 // forkServerConf is the fork server's configuration (forkserver.py): the
 // policy, for the mechanics there to apply.
 type forkServerConf struct {
-	CloneFlags  uintptr       `json:"clone_flags"`
-	SysClone    int           `json:"sys_clone"` // clone(2)'s number here
-	Seccomp     string        `json:"seccomp"`   // hex of the assembled filter
-	Landlock    *forkLandlock `json:"landlock"`  // nil: none
-	ProcOptions string        `json:"proc_options"`
-	WorkDir     string        `json:"work_dir"`
-	ShmDir      string        `json:"shm_dir"`
-	WorkInodes  int           `json:"work_inodes"`
-	WorkNoExec  bool          `json:"work_noexec"`
-	UID         int           `json:"uid"`
-	IDBase      int           `json:"id_base"`
-	RunInit     string        `json:"run_init"` // argv[0] of the service's binary as a run's init
-	StageEnv    []string      `json:"stage_env"`
+	CloneFlags  uintptr  `json:"clone_flags"`
+	SysClone    int      `json:"sys_clone"` // clone(2)'s number here
+	Seccomp     string   `json:"seccomp"`   // hex of the assembled filter
+	ProcOptions string   `json:"proc_options"`
+	WorkDir     string   `json:"work_dir"`
+	ShmDir      string   `json:"shm_dir"`
+	WorkInodes  int      `json:"work_inodes"`
+	WorkNoExec  bool     `json:"work_noexec"`
+	UID         int      `json:"uid"`
+	IDBase      int      `json:"id_base"`
+	RunInit     string   `json:"run_init"` // argv[0] of the service's binary as a run's init
+	StageEnv    []string `json:"stage_env"`
+}
+
+// forkRlimit is one of a run's rlimits, set as soft = hard.
+type forkRlimit struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
 }
 
 // forkRun is the message that asks the fork server for one run.
 type forkRun struct {
-	Rlimits   string        `json:"rlimits"`
+	Rlimits   []forkRlimit  `json:"rlimits"`
 	Memory    int64         `json:"memory"` // bound of the whole run, accounted by its init
 	WorkBytes int64         `json:"work_bytes"`
-	Slot      int           `json:"slot"` // the snippet's uid slot, -1: none (the service is not root)
+	Prefault  bool          `json:"prefault"` // a pre-forked run: copy the shared pages before "ready"
+	Slot      int           `json:"slot"`     // the snippet's uid slot, -1: none (the service is not root)
 	Collect   collectLimits `json:"collect"`
 }
 
@@ -165,15 +173,10 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	}
 	lim := limits{Timeout: DefaultTimeout, Memory: DefaultMemoryBytes}
 	spec := pl.spec(lim, policy.WorkDir)
-	var landlockRules *forkLandlock
-	if spec.Landlock != nil {
-		landlockRules = forkLandlockRules(*spec.Landlock)
-	}
 	conf, err := json.Marshal(forkServerConf{
-		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp), Landlock: landlockRules,
+		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
 		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
-		RunInit: runInitMarker, StageEnv: stageEnv,
 	})
 	if err != nil {
 		return nil, err
@@ -184,7 +187,8 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	}
 	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, pl.py.Guard, string(conf), "forkserver", fontCache, fs.preload}, pl.py.Site)
 	// The fork server is root of its namespace, and owns its own work dir.
-	spec.Seccomp, spec.MemoryBytes, spec.UID, spec.GID, spec.Landlock = nil, 0, 0, 0, nil
+	// spec.Landlock is the runs' (its init makes each run's ruleset).
+	spec.Seccomp, spec.MemoryBytes, spec.UID, spec.GID = nil, 0, 0, 0
 
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -289,6 +293,17 @@ var errForkServerDown = errors.New("the fork server is down")
 // spawn asks the fork server for a run with lim, and waits until its guard
 // is in place, like spawn.
 func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
+	return fs.fork(ctx, lim, keep, maxOutput, false)
+}
+
+// prefork is spawn for the pool: the run copies the pages it shares with
+// the fork server before it says "ready", not one by one as its snippet
+// touches them.
+func (fs *forkServer) prefork(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
+	return fs.fork(ctx, lim, keep, maxOutput, true)
+}
+
+func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int64, prefault bool) (*proc, error) {
 	live := fs.current()
 	if live == nil {
 		return nil, errForkServerDown
@@ -310,7 +325,11 @@ func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int
 		slot = uid - fs.plan.hostUID
 	}
 	lim.Accounted = true
-	msg, err := json.Marshal(forkRun{Rlimits: rlimitArg(lim), Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory),
+	var rls []forkRlimit
+	for _, rl := range rlimits(lim) {
+		rls = append(rls, forkRlimit{rl.resource, rl.value})
+	}
+	msg, err := json.Marshal(forkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
 		Slot: slot, Collect: fs.plan.transfer()})
 	if err != nil {
 		return p.fail(ends, err)
@@ -327,19 +346,15 @@ func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int
 	return p.ready(ctx, keep)
 }
 
-// stageEnv is the whole environment of the service's own binary when it
-// runs as a sandbox stage: nothing of the service's. One P is plenty for
-// an init; a -race build would otherwise sleep 1 s in every init's exit.
-var stageEnv = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
-
 // sandboxForkServer is the fork server's init: PID 1 of its namespaces,
 // root of its user namespace. It builds the minimal root as a run's init
-// does, starts python as the fork
-// server, not locked down (it makes each run's namespaces), and reaps
-// every process orphaned to it until the fork server ends; then it reports
-// how, and everything in the namespaces dies with it.
+// does and starts python as the fork server, not locked down (it makes
+// each run's namespaces). Then it is every forked run's init: the service
+// asks it for runs on the control socket (fdRequest), it passes each on to
+// the fork server and supervises what comes back (superviseFork). When
+// the fork server ends it reports how, and everything in the namespaces
+// dies with it.
 func sandboxForkServer() {
-	runtime.LockOSThread()
 	if err := closeOnExecFrom(fdInitStatus); err != nil {
 		die(fdInitStatus, err)
 	}
@@ -347,31 +362,28 @@ func sandboxForkServer() {
 		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
 	}
 	spec := readSpec()
-	// The runs' file collector: this binary, reached by descriptor once
-	// the root is the sandbox's.
-	exe, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		die(fdInitStatus, fmt.Errorf("open own binary: %w", err))
-	}
 	if err := buildRoot(spec); err != nil {
 		die(fdInitStatus, err)
 	}
 	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
 		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
 	}
-	files := []uintptr{0, 1, 2, fdRequest, fdStatus, ^uintptr(0), uintptr(exe)} // 5: closed
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		die(fdInitStatus, fmt.Errorf("fork server socket: %w", err))
+	}
 	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: files,
+		Files: []uintptr{0, 1, 2, uintptr(pair[1]), fdStatus},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true},
 	})
 	if err != nil {
 		die(fdInitStatus, fmt.Errorf("start python: %w", err))
 	}
-	for _, fd := range []int{fdRequest, fdStatus, exe} {
-		unix.Close(fd)
-	}
+	unix.Close(pair[1])
+	unix.Close(fdStatus)
+	go serveForks(fdRequest, pair[0], spec.Landlock)
 	var st initStatus
 	for {
 		var ws unix.WaitStatus
@@ -383,10 +395,7 @@ func sandboxForkServer() {
 			die(fdInitStatus, fmt.Errorf("wait: %w", err))
 		}
 		if reaped == pid {
-			st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
-			if ws.Signaled() {
-				st.Signal = int(ws.Signal())
-			}
+			st.setEnd(ws)
 			break
 		}
 	}
@@ -396,44 +405,331 @@ func sandboxForkServer() {
 	os.Exit(0)
 }
 
-// fdLifeline is where a forked run's init holds the lifeline: the service
-// closes its end to kill the run. fdAccounting: python waits until the
-// init closes it, once it accounts the run's memory.
+// Descriptors of a run request, as the service sends them (see
+// forkServer.spawn): python's 0 to 4, then the init's report and the
+// lifeline, which stay with the fork server's init.
 const (
-	fdLifeline   = 3
-	fdAccounting = 4
+	runFDs      = 7
+	runReport   = 5
+	runLifeline = 6
 )
 
-// sandboxRunInit is a forked run's init from the moment python (the run's
-// R3, see forkserver.py) is forked: the run's PID 1, exec'd by it, so that
-// supervising the run does not touch the fork server's heap. It does what
-// the init of a cold run does from there: accounts the run's memory, and
-// when python ends kills what is left, reaps, and reports how python
-// ended, with the files, on fdInitStatus, which python never held. When
-// the lifeline closes it kills the run and exits without a report.
-func sandboxRunInit() {
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
+// serveForks takes run requests from the service on ctl, hands python's
+// descriptors and a back channel to the fork server (zygote), and
+// supervises each run. When the service closes ctl, it kills the fork
+// server.
+func serveForks(ctl, zygote int, landlock *landlockSet) {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(runFDs*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			unix.Kill(-1, unix.SIGKILL) // the service is gone
+			os.Exit(1)
+		}
+		fds := receivedFDs(oob[:oobn])
+		var run forkRun
+		if len(fds) != runFDs || json.Unmarshal(buf[:n], &run) != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			continue
+		}
+		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
+		buf = make([]byte, 64<<10)
 	}
-	var arg struct {
-		PID     int           `json:"pid"`
-		Memory  int64         `json:"memory"`
-		Collect collectLimits `json:"collect"`
+}
+
+// receivedFDs are the descriptors in a message's control data.
+func receivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
 	}
-	if len(os.Args) < 2 {
-		die(fdInitStatus, errors.New("missing run spec"))
+	var fds []int
+	for _, m := range msgs {
+		if got, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
+		}
 	}
-	if err := json.Unmarshal([]byte(os.Args[1]), &arg); err != nil {
-		die(fdInitStatus, fmt.Errorf("decode run spec: %w", err))
+	return fds
+}
+
+// forkHello is what a forked python says on its back channel once it
+// mounted its /proc and work dir, with its credentials (its pid, as this
+// init sees it) and its work dir; or why it could not.
+type forkHello struct {
+	Error string `json:"error,omitempty"`
+}
+
+// superviseFork runs one forked run: asks the fork server for it, waits
+// for python's hello, then does what a cold run's init does: accounts the
+// run's memory, and when python ends kills the run, collects the files
+// left in its work dir and reports how python ended on the report
+// descriptor, which python never held. When the service closes the
+// lifeline it kills the run without a report.
+func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *landlockSet) {
+	report, lifeline := fds[runReport], fds[runLifeline]
+	defer unix.Close(report)
+	defer unix.Close(lifeline)
+	fail := func(err error) {
+		b, _ := json.Marshal(initStatus{Error: err.Error()})
+		syscall.Write(report, append(b, '\n'))
 	}
-	unix.Close(fdAccounting) // superviseRun accounts at once
-	st, err := superviseRun(arg.PID, arg.Memory, fdLifeline, true)
-	if errors.Is(err, errLifeline) {
-		os.Exit(1)
+	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fail(fmt.Errorf("back channel: %w", err))
+		return
+	}
+	defer unix.Close(back[0])
+	if err := unix.SetsockoptInt(back[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		fail(fmt.Errorf("back channel: %w", err))
+		return
+	}
+	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:runReport:runReport], back[1])...), nil, 0)
+	for _, fd := range append(fds[:runReport:runReport], back[1]) {
+		unix.Close(fd)
 	}
 	if err != nil {
-		die(fdInitStatus, err)
+		fail(fmt.Errorf("ask the fork server: %w", err))
+		return
 	}
-	finishRun(st, arg.Collect)
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4)+unix.CmsgSpace(unix.SizeofUcred))
+	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		fail(fmt.Errorf("the fork failed before python said hello: %v", err))
+		return
+	}
+	var hello forkHello
+	if err := json.Unmarshal(buf[:n], &hello); err != nil || hello.Error != "" {
+		fail(fmt.Errorf("fork server: %s", cmp.Or(hello.Error, fmt.Sprint(err))))
+		return
+	}
+	var cred *unix.Ucred
+	work := -1
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if c, err := unix.ParseUnixCredentials(&m); err == nil {
+				cred = c
+			}
+			if got, err := unix.ParseUnixRights(&m); err == nil && len(got) == 1 {
+				work = got[0]
+			}
+		}
+	}
+	if work >= 0 {
+		defer unix.Close(work)
+	}
+	if cred == nil || work < 0 {
+		fail(errors.New("python's hello came without its credentials or work dir"))
+		return
+	}
+	if err := lockForkedRun(back[0], int(cred.Pid), run.Rlimits, landlock); err != nil {
+		fail(err)
+		return
+	}
+	r := &forkedRun{python: int(cred.Pid), work: work}
+	st, err := r.supervise(run.Memory, lifeline)
+	if errors.Is(err, errLifeline) {
+		return
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	if run.Collect.MaxFiles > 0 {
+		if st.Files, st.Omitted, err = collectFilesAt(work, run.Collect); err != nil {
+			fail(fmt.Errorf("read the work dir: %w", err))
+			return
+		}
+	}
+	b, _ := json.Marshal(st)
+	syscall.Write(report, append(b, '\n'))
+}
+
+// lockForkedRun sets python's rlimits and answers its hello with its
+// Landlock ruleset (made here with set's paths as python sees them), which
+// python restricts itself with once it dropped its uid. Nothing of the
+// snippet exists yet.
+func lockForkedRun(back, python int, rls []forkRlimit, set *landlockSet) error {
+	for _, rl := range rls {
+		if err := unix.Prlimit(python, rl.Resource, &unix.Rlimit{Cur: rl.Value, Max: rl.Value}, nil); err != nil {
+			return fmt.Errorf("set python's rlimit %d: %w", rl.Resource, err)
+		}
+	}
+	var rights []byte
+	if set != nil {
+		root := fmt.Sprintf("/proc/%d/root", python)
+		in := func(paths []string) []string {
+			out := make([]string, len(paths))
+			for i, p := range paths {
+				out[i] = root + p
+			}
+			return out
+		}
+		ruleset, err := landlockRuleset(landlockSet{ListDirs: in(set.ListDirs), RODirs: in(set.RODirs), RWDirs: in(set.RWDirs),
+			ROFiles: in(set.ROFiles), RWFiles: in(set.RWFiles)})
+		if err != nil {
+			return err
+		}
+		if ruleset >= 0 {
+			defer unix.Close(ruleset)
+			rights = unix.UnixRights(ruleset)
+		}
+	}
+	if err := unix.Sendmsg(back, []byte("{}"), rights, nil, 0); err != nil {
+		return fmt.Errorf("answer python's hello: %w", err)
+	}
+	return nil
+}
+
+// errLifeline: the service closed a run's lifeline, to kill it.
+var errLifeline = errors.New("killed by the service")
+
+// forkedRun is a run as its supervisor sees it: python's pid (in the fork
+// server's PID namespace), the run's init (python's parent, PID 1 of the
+// run's namespace: killing it ends the run) and the work dir.
+type forkedRun struct {
+	python, init int
+	pidNS        string // readlink of python's /proc/PID/ns/pid
+	work         int
+}
+
+// supervise waits for python to end, accounting the run's memory, then
+// kills the run and returns how python ended.
+func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
+	var st initStatus
+	pidfd, err := unix.PidfdOpen(r.python, 0)
+	if err != nil {
+		return st, fmt.Errorf("pidfd_open python: %w", err)
+	}
+	defer unix.Close(pidfd)
+	if r.init, err = parentOf(r.python); err != nil {
+		return st, err
+	}
+	initfd, err := unix.PidfdOpen(r.init, 0)
+	if err != nil {
+		return st, fmt.Errorf("pidfd_open the run's init: %w", err)
+	}
+	defer unix.Close(initfd)
+	// The init is not python's parent any more if python died and was
+	// reaped before the pidfd was open: then there is no status to read.
+	if r.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", r.python)); err != nil {
+		return st, fmt.Errorf("python's PID namespace: %w", err)
+	}
+	kill := func() {
+		unix.PidfdSendSignal(initfd, unix.SIGKILL, nil, 0)
+		unix.Poll([]unix.PollFd{{Fd: int32(initfd), Events: unix.POLLIN}}, -1) // everything in the run is dead
+	}
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(lifeline), Events: unix.POLLIN}}
+	wait := -1
+	if limit > 0 {
+		wait = 0 // account at once
+	}
+	for {
+		n, err := unix.Poll(fds, wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			kill()
+			return st, fmt.Errorf("poll: %w", err)
+		}
+		if fds[1].Revents != 0 {
+			kill()
+			return st, errLifeline
+		}
+		if fds[0].Revents != 0 {
+			// Python is a zombie until its init dies: its status is in
+			// its stat file.
+			ws, err := exitStatus(r.python)
+			kill()
+			if err != nil {
+				return st, err
+			}
+			st.setEnd(ws)
+			return st, nil
+		}
+		if n != 0 || limit == 0 {
+			continue
+		}
+		used, complete := r.memory()
+		st.Peak = max(st.Peak, used)
+		if used > limit {
+			st.Memory = true
+			st.Exited, st.Signal = false, int(unix.SIGKILL)
+			kill()
+			return st, nil
+		}
+		wait = memoryWait(limit, used)
+		if !complete {
+			wait = int(policy.MemoryPollMin.Milliseconds()) // python is changing its uid: look again soon
+		}
+	}
+}
+
+// memory is what the run holds: its processes' proportional share of
+// anonymous and shared memory (pages still shared with the fork server
+// count by their share) and the work dir's use; and whether every process
+// could be read.
+func (r *forkedRun) memory() (total int64, complete bool) {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(r.work, &fs) == nil {
+		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return total, false
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	buf := make([]byte, 4096)
+	complete = true
+	init := strconv.Itoa(r.init)
+	for _, name := range names {
+		if name == init || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + name + "/ns/pid"); err != nil || ns != r.pidNS {
+			continue
+		}
+		n, ok := processMemory("/proc/"+name+"/smaps_rollup", pssKeys, buf)
+		total += n
+		complete = complete && ok
+	}
+	return total, complete
+}
+
+// pssKeys are the lines of /proc/PID/smaps_rollup a forked run's memory
+// sums.
+var pssKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:")}
+
+// parentOf is pid's parent, from its stat file.
+func parentOf(pid int) (int, error) {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 2 {
+		return 0, fmt.Errorf("read the stat of %d: %v", pid, err)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// exitStatus is the wait status of pid, a zombie, from its stat file.
+func exitStatus(pid int) (unix.WaitStatus, error) {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 50 {
+		return 0, fmt.Errorf("read how python ended: %v", err)
+	}
+	code, err := strconv.Atoi(f[49])
+	return unix.WaitStatus(code), err
+}
+
+// statFields are the fields of /proc/PID/stat after the command name: the
+// state first.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), nil
 }

@@ -22,4 +22,8 @@ func (*forkServer) spawn(context.Context, limits, int64, int64) (*proc, error) {
 	return nil, errForkServerDown
 }
 
+func (*forkServer) prefork(context.Context, limits, int64, int64) (*proc, error) {
+	return nil, errForkServerDown
+}
+
 func (*forkServer) close() {}

@@ -41,8 +41,6 @@ func Main() {
 		sandboxLocker()
 	case forkServerMarker:
 		sandboxForkServer()
-	case runInitMarker:
-		sandboxRunInit()
 	}
 }
 
@@ -121,7 +119,7 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	st, err := superviseRun(pid, spec.MemoryBytes, -1, false)
+	st, err := superviseRun(pid, spec.MemoryBytes)
 	if err != nil {
 		die(fdInitStatus, err)
 	}
@@ -174,25 +172,16 @@ func closeOnExecFrom(fd int) error {
 	return nil
 }
 
-// errLifeline: the service closed the run's lifeline, to kill it.
-var errLifeline = errors.New("killed by the service")
-
 // superviseRun reaps every process of the sandbox until python (pid) ends,
 // and, when limit > 0, accounts the run's memory (see policy.MemoryPoll)
-// and kills every process past it. When lifeline is not -1 and the
-// service closes its end, it kills every process and returns errLifeline.
-// forked: python is a fork of the fork server, and pages it still shares
-// with it count by their proportional share.
-func superviseRun(pid int, limit int64, lifeline int, forked bool) (initStatus, error) {
+// and kills every process past it.
+func superviseRun(pid int, limit int64) (initStatus, error) {
 	var st initStatus
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return st, fmt.Errorf("pidfd_open: %w", err)
 	}
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	if lifeline >= 0 {
-		fds = append(fds, unix.PollFd{Fd: int32(lifeline), Events: unix.POLLIN})
-	}
 	wait := -1
 	if limit > 0 {
 		wait = 0 // account at once
@@ -211,10 +200,7 @@ func superviseRun(pid int, limit int64, lifeline int, forked bool) (initStatus, 
 				break
 			}
 			if reaped == pid {
-				st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
-				if ws.Signaled() {
-					st.Signal = int(ws.Signal())
-				}
+				st.setEnd(ws)
 				return st, nil
 			}
 		}
@@ -222,14 +208,10 @@ func superviseRun(pid int, limit int64, lifeline int, forked bool) (initStatus, 
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return st, fmt.Errorf("poll: %w", err)
 		}
-		if lifeline >= 0 && fds[1].Revents != 0 {
-			unix.Kill(-1, unix.SIGKILL)
-			return st, errLifeline
-		}
 		if n != 0 || limit == 0 || st.Memory {
 			continue
 		}
-		used, complete := runMemory(forked)
+		used, _ := runMemory()
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -237,19 +219,29 @@ func superviseRun(pid int, limit int64, lifeline int, forked bool) (initStatus, 
 			wait = -1
 			continue
 		}
-		next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
-		if !complete {
-			next = 0 // a process was changing its uid: look again soon
-		}
-		wait = int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
+		wait = memoryWait(limit, used)
 	}
 }
 
+// setEnd records how python ended.
+func (st *initStatus) setEnd(ws unix.WaitStatus) {
+	st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
+	if ws.Signaled() {
+		st.Signal = int(ws.Signal())
+	}
+}
+
+// memoryWait is how long the run may go unaccounted, in milliseconds:
+// until it could have allocated what is left at policy.MemoryRate.
+func memoryWait(limit, used int64) int {
+	next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
+	return int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
+}
+
 // runMemory is what the run holds: the resident anonymous and shared
-// memory of every process in the PID namespace but the init (forked: their
-// proportional share of it), and the work dir's use; and whether every
-// process could be read.
-func runMemory(forked bool) (total int64, complete bool) {
+// memory of every process in the PID namespace but the init, and the work
+// dir's use; and whether every process could be read.
+func runMemory() (total int64, complete bool) {
 	var fs unix.Statfs_t
 	if unix.Statfs(policy.WorkDir, &fs) == nil {
 		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
@@ -260,24 +252,21 @@ func runMemory(forked bool) (total int64, complete bool) {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	file, keys := "status", [][]byte{[]byte("RssAnon:"), []byte("RssShmem:")}
-	if forked {
-		// Pages still shared with the fork server are its memory, not the
-		// run's: the proportional set size counts them by their share.
-		file, keys = "smaps_rollup", [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:")}
-	}
 	buf := make([]byte, 4096)
 	complete = true
 	for _, name := range names {
 		if name == "1" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		n, ok := processMemory("/proc/"+name+"/"+file, keys, buf)
+		n, ok := processMemory("/proc/"+name+"/status", rssKeys, buf)
 		total += n
 		complete = complete && ok
 	}
 	return total, complete
 }
+
+// rssKeys are the lines of /proc/PID/status that runMemory sums.
+var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:")}
 
 // processMemory sums the lines of keys (in kB) in a /proc/PID file; !ok
 // when it exists but cannot be read.
@@ -530,6 +519,20 @@ func lockThread(spec stageSpec) error {
 var landlockABI = landlock.V5
 
 func restrictLandlock(set landlockSet) error {
+	fd, err := landlockRuleset(set)
+	if err != nil || fd < 0 {
+		return err // fd < 0: no Landlock here; the canary run reports it
+	}
+	defer unix.Close(fd)
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// landlockRuleset makes the ruleset of set, -1 where the kernel has no
+// Landlock. It takes effect by landlock_restrict_self with no flags.
+func landlockRuleset(set landlockSet) (int, error) {
 	rules := []landlock.Rule{
 		landlock.PathAccess(llsys.AccessFSReadDir, set.ListDirs...),
 		landlock.RODirs(set.RODirs...).IgnoreIfMissing(),
@@ -540,71 +543,11 @@ func restrictLandlock(set landlockSet) error {
 	// No TCP bind or connect rules: all TCP bind/connect is denied.
 	fd, flags, err := landlockABI.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
+		return -1, fmt.Errorf("landlock: %w", err)
 	}
-	if fd < 0 {
-		return nil // no Landlock here; the canary run reports it
+	if flags != 0 {
+		unix.Close(fd)
+		return -1, fmt.Errorf("landlock: the ruleset needs restrict flags %#x", flags)
 	}
-	defer unix.Close(fd)
-	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
-}
-
-// forkLandlock is a run's Landlock ruleset as the fork server makes it in
-// each run (forkserver.py): a run's work dir and /proc are mounts of its own,
-// so no ruleset made before the run can name them. The access rights are
-// those restrictLandlock gets from go-landlock for the same set, at this
-// kernel's ABI.
-type forkLandlock struct {
-	HandledFS  uint64     `json:"handled_fs"`
-	HandledNet uint64     `json:"handled_net"`
-	Rules      []forkRule `json:"rules"`
-}
-
-// forkRule grants Access beneath each of Paths (missing ones skipped when
-// Optional).
-type forkRule struct {
-	Access   uint64   `json:"access"`
-	Paths    []string `json:"paths"`
-	Optional bool     `json:"optional"`
-}
-
-// forkLandlockRules is set as the fork server's runs apply it; nil where
-// the kernel has no Landlock.
-func forkLandlockRules(set landlockSet) *forkLandlock {
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		return nil
-	}
-	// The file system rights of landlockABI (V5) this kernel knows, and
-	// TCP bind and connect from ABI 4.
-	bits := map[int]uint{1: 13, 2: 14, 3: 15, 4: 15}[abi]
-	if abi >= 5 {
-		bits = 16
-	}
-	ll := &forkLandlock{HandledFS: 1<<bits - 1}
-	if abi >= 4 {
-		ll.HandledNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
-	}
-	const (
-		read  = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
-		write = llsys.AccessFSWriteFile | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeChar |
-			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
-			llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSTruncate
-		file = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSReadFile
-	)
-	for _, r := range []forkRule{
-		{llsys.AccessFSReadDir, set.ListDirs, false},
-		{read, set.RODirs, true},
-		{read | write, set.RWDirs, false},
-		{read & file, set.ROFiles, true},
-		{(read | write) & file, set.RWFiles, false},
-	} {
-		if r.Access &= ll.HandledFS; r.Access != 0 && len(r.Paths) > 0 {
-			ll.Rules = append(ll.Rules, r)
-		}
-	}
-	return ll
+	return fd, nil
 }

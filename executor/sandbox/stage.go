@@ -15,11 +15,9 @@ var mainCalled atomic.Bool
 const (
 	initMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
 	lockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
-	// The fork server's init (PID 1 of its namespaces: builds the root,
-	// starts the fork server, reaps), and a forked run's init (exec'd by
-	// the run's PID 1 once it forked python: supervises and reports).
+	// The fork server's init: PID 1 of its namespaces; builds the root,
+	// starts the fork server, supervises the forked runs.
 	forkServerMarker = "runblock-sandbox-forkserver"
-	runInitMarker    = "runblock-sandbox-runinit"
 )
 
 // File descriptors shared by the stages and the guard (see guard.py). The
