@@ -1,28 +1,32 @@
-# runblock fork server: the mechanics of a run forked from a warm,
-# guarded interpreter (see forkserver_linux.go for the design, policy.go for what
-# is enforced). Compiled with guard.py, which calls _runblock_forkserver in
-# "forkserver" mode once the guard is in place and the preloads imported.
+# runblock fork server: the mechanics of a run forked from a warm, guarded
+# interpreter (see forkServer in forkserver_linux.go for the design, and
+# policy.go for what is enforced). Compiled with guard.py, which calls
+# _runblock_forkserver in "forkserver" mode once the guard is in place and
+# the preloads imported.
 #
-# The fork server F is uid 0 of the fork-server sandbox's own user
-# namespace, inside its mount, PID, network, IPC, UTS and cgroup namespaces
-# and minimal root, built by its init (Go). It never runs user code. Its
-# descriptors: 3 the control socket (SOCK_SEQPACKET: one message per run, a
-# JSON object and the run's descriptors), 4 its status pipe ("ready"), 6 the
-# service binary (O_PATH), each run's init.
+# The fork server is uid 0 of the fork-server sandbox's own user
+# namespace, inside its mount, PID, network, IPC, UTS and cgroup
+# namespaces and minimal root, built by its init (Go, sandboxForkServer).
+# It never runs user code. Its descriptors: 3 the socket to its init
+# (SOCK_SEQPACKET: one message per run, a JSON object and the run's
+# descriptors: python's 0 to 4 and a back channel to the init), 4 its
+# status pipe ("ready").
 #
-# A run R is two processes:
-#   R2, cloned from F into fresh user, mount, PID, network, IPC, UTS and
-#       cgroup namespaces (F writes the new user namespace's id maps: R2
-#       could map no more than its own uid), PID 1 of the run's PID namespace, uid 0 of the run's user namespace:
-#       mounts the run's /proc and a fresh work dir tmpfs, forks R3, then
-#       execs the service's binary as the run's init (sandboxRunInit): it
-#       accounts the run's memory, and when R3 ends kills what is left,
-#       reaps, and reports how R3 ended, with the files, on the init status
-#       descriptor, which R3 never holds. Closing the lifeline kills the run.
-#   R3, the snippet's process: descriptors 0 to 4 only, the sandbox uid with
-#       no capabilities, no_new_privs, Landlock, seccomp and the rlimits,
-#       reseeded; it returns into the guard, which says "ready" and runs one
-#       snippet.
+# A run is two processes:
+#   its init, cloned from the fork server into fresh user, mount, PID,
+#       network, IPC, UTS and cgroup namespaces (the fork server writes the
+#       new user namespace's id maps: the clone could map only its own
+#       uid): PID 1 of the run, uid 0 of its user namespace; it forks
+#       python and then only holds the namespaces, until the fork server's
+#       init kills it, which ends every process of the run;
+#   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
+#       to the fork server's init on the back channel (with its credentials
+#       and the work dir; the init sets its rlimits, answers with its
+#       Landlock ruleset, and from then on accounts its memory, reads how it
+#       ended and its files, and reports); then keeps descriptors 0 to 4
+#       only, drops to the sandbox uid with no capabilities, sets
+#       no_new_privs, Landlock and seccomp, and returns into the guard,
+#       which reseeds, says "ready" and runs one snippet.
 
 
 def _runblock_forkserver(config):
@@ -94,13 +98,13 @@ def _runblock_forkserver(config):
         except InterruptedError:
             continue
         if not msg:
-            posix._exit(0)  # the service closed its end: it is done
+            posix._exit(0)  # its init closed its end: the service is done
         try:
             if len(fds) != 6:
                 raise ValueError(f"a run needs 6 descriptors, got {len(fds)}")
             if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
-                fds = []  # R3 holds them as 0 to 4 now
-                return  # R3: the guard runs the snippet
+                fds = []  # python holds them as 0 to 4 now
+                return  # in a run's python: the guard runs the snippet
         except Exception as exc:
             if len(fds) == 6:
                 _runblock_fork_failed(fds[5], exc)
@@ -216,7 +220,7 @@ def _runblock_run_python(conf, run, fds, kit):
 
 
 def _runblock_lock_run(conf, fds, uid, ruleset, kit):
-    """The run's python: keeps the run's descriptors 0 to 4 only and locks
+    """Python: keeps the run's descriptors 0 to 4 only and locks
     itself down (the fork server's init set its rlimits, and made its
     Landlock ruleset, -1 without Landlock)."""
     import ctypes

@@ -28,9 +28,27 @@ import (
 // built its minimal root, in fresh user, mount, PID, network, IPC, UTS and
 // cgroup namespaces, and started python with the guard in place and the
 // preloads imported (the zygote of Android, the fork server of Sandbox2).
-// It never runs user code: each run is a fork of it that enters namespaces
-// of its own and locks itself down (forkserver.py), so a run costs a fork,
-// not an interpreter start. While it is down, runs start from scratch.
+// It never runs user code: each run is a clone of it into namespaces of
+// its own, which locks itself down (forkserver.py), so a run costs a fork,
+// not an interpreter start. The fork server's init supervises every run
+// as a cold run's init does. While it is down, runs start from scratch.
+//
+// What holds, as for a cold run (and is tested):
+//   - nothing of one run reaches another: each has its own user, mount,
+//     PID, network, IPC, UTS and cgroup namespaces, its own PID 1, /proc,
+//     work dir tmpfs and host uid; its memory is a copy-on-write copy of
+//     the fork server's, never shared writable; random (and numpy's
+//     global generator) is reseeded;
+//   - the fork server cannot be reached from a run: it is in a parent PID
+//     namespace (invisible, unsignallable), another uid, and the run holds
+//     none of its descriptors; ptrace and the like are denied by seccomp;
+//   - a run's verdict comes from its exit status, read by the init, never
+//     from anything python writes.
+//
+// What does not: python's str hash secret is the fork server's, the same
+// in every run. CPython caches each string's hash under it (every dict of
+// the interpreter is built on those hashes), so a fork cannot draw a new
+// one; each fork server draws its own when it starts.
 type forkServer struct {
 	plan    *plan
 	preload string
@@ -654,7 +672,7 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 		if n != 0 || limit == 0 {
 			continue
 		}
-		used, complete := r.memory()
+		used, complete := r.memory(limit)
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -672,33 +690,45 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 // memory is what the run holds: its processes' proportional share of
 // anonymous and shared memory (pages still shared with the fork server
 // count by their share) and the work dir's use; and whether every process
-// could be read.
-func (r *forkedRun) memory() (total int64, complete bool) {
+// could be read. Their resident memory bounds that share from above and
+// is cheaper to read (smaps_rollup walks the page tables), so the share
+// is read only when the bound passes limit.
+func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
+	var work int64
 	var fs unix.Statfs_t
 	if unix.Fstatfs(r.work, &fs) == nil {
-		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		work = int64(fs.Blocks-fs.Bfree) * fs.Bsize
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return total, false
+		return work, false
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	buf := make([]byte, 4096)
-	complete = true
 	init := strconv.Itoa(r.init)
+	var pids []string
 	for _, name := range names {
 		if name == init || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		if ns, err := os.Readlink("/proc/" + name + "/ns/pid"); err != nil || ns != r.pidNS {
-			continue
+		if ns, err := os.Readlink("/proc/" + name + "/ns/pid"); err == nil && ns == r.pidNS {
+			pids = append(pids, name)
 		}
-		n, ok := processMemory("/proc/"+name+"/smaps_rollup", pssKeys, buf)
-		total += n
-		complete = complete && ok
 	}
-	return total, complete
+	buf := make([]byte, 4096)
+	sum := func(file string, keys [][]byte) (int64, bool) {
+		total, complete := work, true
+		for _, pid := range pids {
+			n, ok := processMemory("/proc/"+pid+"/"+file, keys, buf)
+			total += n
+			complete = complete && ok
+		}
+		return total, complete
+	}
+	if total, complete = sum("status", rssKeys); total <= limit {
+		return total, complete
+	}
+	return sum("smaps_rollup", pssKeys)
 }
 
 // pssKeys are the lines of /proc/PID/smaps_rollup a forked run's memory
