@@ -1,9 +1,11 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,15 +21,56 @@ import (
 	"github.com/runblock/runblock/executor/sandbox"
 )
 
-// newExecutor starts an executor with the machine's strongest tier.
+// newExecutor starts an executor with the machine's strongest tier. With
+// the full tier its runs are forks of the fork server unless
+// cfg.DisableForkServer; without a Logger, a run that falls back to a cold
+// start fails the test.
 func newExecutor(t testing.TB, cfg sandbox.Config) *sandbox.Executor {
 	t.Helper()
+	var log syncBuffer
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	}
 	e, err := sandbox.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		e.Close()
+		if strings.Contains(log.String(), "fork server failed") {
+			t.Errorf("runs fell back to a cold start: %s", log.String())
+		}
+	})
+	r := e.Isolation()
+	if r.Tier == sandbox.TierFull && !cfg.DisableForkServer && !r.ForkServer.Active && !strings.Contains(r.ForkServer.Detail, "its own cgroup") {
+		t.Fatalf("full tier without a fork server: %s", r.ForkServer.Detail)
+	}
 	return e
+}
+
+// bothPaths runs test with runs that are forks of the fork server ("fork")
+// and runs that start python from scratch ("cold").
+func bothPaths(t *testing.T, test func(t *testing.T, cold bool)) {
+	for _, cold := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fork", true: "cold"}[cold], func(t *testing.T) { test(t, cold) })
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // requireFull skips tests of kernel layers the machine lacks.
@@ -48,7 +91,11 @@ func run(t *testing.T, e *sandbox.Executor, req executor.Request) executor.Resul
 }
 
 func TestRunPlainCases(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunPlainCases)
+}
+
+func testRunPlainCases(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	tests := []struct {
 		name     string
 		code     string
@@ -101,7 +148,11 @@ func TestRunPlainCases(t *testing.T) {
 }
 
 func TestRunTimeoutKeepsPartialOutput(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunTimeoutKeepsPartialOutput)
+}
+
+func testRunTimeoutKeepsPartialOutput(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	const timeout = 300 * time.Millisecond
 	res := run(t, e, executor.Request{Code: "print('started', flush=True)\nwhile True:\n    pass", Timeout: timeout})
 	if !res.Timeout || res.Success || res.Stdout != "started\n" {
@@ -118,7 +169,11 @@ func TestRunTimeoutKeepsPartialOutput(t *testing.T) {
 }
 
 func TestRunMemoryLimit(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{MemoryBytes: 128 << 20})
+	bothPaths(t, testRunMemoryLimit)
+}
+
+func testRunMemoryLimit(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{MemoryBytes: 128 << 20, DisableForkServer: cold})
 	for _, code := range []string{
 		"x = bytearray(1 << 30)",
 		"chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))",
@@ -151,7 +206,11 @@ func TestRunCodeSizeLimit(t *testing.T) {
 }
 
 func TestRunOutputFloodIsBounded(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunOutputFloodIsBounded)
+}
+
+func testRunOutputFloodIsBounded(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	res := run(t, e, executor.Request{Code: "import sys\nwhile True:\n    sys.stdout.write('x' * 10**6)"})
@@ -167,7 +226,7 @@ func TestRunOutputFloodIsBounded(t *testing.T) {
 
 	// Without the cap, a flood for the whole timeout still costs the service
 	// a bounded amount of memory.
-	e = newExecutor(t, sandbox.Config{MaxOutputBytes: 1 << 40})
+	e = newExecutor(t, sandbox.Config{MaxOutputBytes: 1 << 40, DisableForkServer: cold})
 	res = run(t, e, executor.Request{Code: "import sys\nwhile True:\n    sys.stdout.write('x' * 10**6)", Timeout: time.Second})
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
@@ -212,7 +271,11 @@ func leftovers(t *testing.T, marker string) []string {
 }
 
 func TestRunLeavesNoProcesses(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunLeavesNoProcesses)
+}
+
+func testRunLeavesNoProcesses(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	requireFull(t, e)
 	spawnSleeper := "import sys, os\nsleeper = [sys.executable, '-c', 'import time; time.sleep(60)', MARKER]\n"
 	tests := []struct {
@@ -241,7 +304,11 @@ func TestRunLeavesNoProcesses(t *testing.T) {
 }
 
 func TestRunForkBomb(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunForkBomb)
+}
+
+func testRunForkBomb(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	requireFull(t, e)
 	marker := fmt.Sprintf("rbbomb%d", time.Now().UnixNano()%1e6)
 	code := fmt.Sprintf("import ctypes\nlibc = ctypes.CDLL(None)\nlibc.prctl(15, b%q)\nprint('bomb', flush=True)\nwhile True:\n    libc.fork()\n", marker)
@@ -258,7 +325,11 @@ func TestRunForkBomb(t *testing.T) {
 }
 
 func TestRunSecretsStayHidden(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunSecretsStayHidden)
+}
+
+func testRunSecretsStayHidden(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	requireFull(t, e)
 	secret := fmt.Sprintf("xoxb-secret-%d", time.Now().UnixNano())
 	t.Setenv("RUNBLOCK_TEST_SLACK_TOKEN", secret)
@@ -297,7 +368,11 @@ print(found)`
 }
 
 func TestRunNetworkIsClosed(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunNetworkIsClosed)
+}
+
+func testRunNetworkIsClosed(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	requireFull(t, e)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -323,7 +398,11 @@ except OSError as exc:
 }
 
 func TestRunHostFiles(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunHostFiles)
+}
+
+func testRunHostFiles(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	requireFull(t, e)
 	hostDir := t.TempDir()
 	code := `import sys
@@ -354,7 +433,11 @@ print(results, open("ok.txt").read())`
 }
 
 func TestRunConcurrent(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunConcurrent)
+}
+
+func testRunConcurrent(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -373,7 +456,11 @@ func TestRunConcurrent(t *testing.T) {
 }
 
 func TestRunContextCancelKills(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunContextCancelKills)
+}
+
+func testRunContextCancelKills(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	marker := fmt.Sprintf("rbcancel%d", time.Now().UnixNano()%1e6)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -405,7 +492,11 @@ func TestIsolationReport(t *testing.T) {
 }
 
 func TestRunSeccomp(t *testing.T) {
-	e := newExecutor(t, sandbox.Config{})
+	bothPaths(t, testRunSeccomp)
+}
+
+func testRunSeccomp(t *testing.T, cold bool) {
+	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
 	requireFull(t, e)
 	res := run(t, e, executor.Request{Code: `import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

@@ -20,6 +20,9 @@ import (
 
 // The tests of issue 11: what a hostile snippet tried and must not get.
 
+// newHardened makes an executor with the full isolation tier whose runs
+// are forks of its fork server, or, with cfg.DisableForkServer, start
+// from scratch.
 func newHardened(t *testing.T, cfg Config) *Executor {
 	t.Helper()
 	e, err := New(context.Background(), cfg)
@@ -30,11 +33,33 @@ func newHardened(t *testing.T, cfg Config) *Executor {
 	if e.report.Tier != TierFull {
 		t.Skipf("needs the full isolation tier, have %q", e.report.Tier)
 	}
+	if !cfg.DisableForkServer && e.fork == nil {
+		if e.plan.cgroup != nil {
+			t.Skipf("no fork server with a delegated cgroup: %s", e.report.ForkServer.Detail)
+		}
+		t.Fatalf("full tier without a fork server: %s", e.report.ForkServer.Detail)
+	}
 	return e
 }
 
+// bothPaths runs test on the fork path (each run a fork of the fork
+// server) and on the cold path (each run starts python from scratch):
+// path is the Config that picks it.
+func bothPaths(t *testing.T, test func(t *testing.T, path Config)) {
+	for _, cold := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fork", true: "cold"}[cold], func(t *testing.T) {
+			test(t, Config{DisableForkServer: cold})
+		})
+	}
+}
+
+// runCode runs req as Run does, in a fork of the fork server when e has
+// one (never falling back to a cold start), else from scratch.
 func runCode(t *testing.T, e *Executor, req executor.Request) executor.Result {
 	t.Helper()
+	if e.fork != nil {
+		return runForked(t, e, req)
+	}
 	res, err := e.Run(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Run(%.60q): %v", req.Code, err)
@@ -42,11 +67,24 @@ func runCode(t *testing.T, e *Executor, req executor.Request) executor.Result {
 	return res
 }
 
+// startRun starts a sandbox for one run as Run would: a fork of the fork
+// server when e has one, else from scratch.
+func startRun(e *Executor, lim limits) (*proc, error) {
+	if e.fork != nil {
+		return e.fork.spawn(context.Background(), lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	}
+	return spawn(context.Background(), e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+}
+
 // startHelper runs this test binary as a helper service (see TestMain) with
-// code on its stdin, and returns what it printed.
+// code on its stdin, and cmd.Env added to its environment, and returns what
+// it printed.
 func startHelper(t *testing.T, cmd *exec.Cmd, mode, code string) helperOutput {
 	t.Helper()
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, helperEnv+"="+mode)
 	cmd.Stdin = strings.NewReader(code)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -104,9 +142,13 @@ func TestInheritedDescriptorsStayOutside(t *testing.T) {
 		t.Cleanup(func() { f.Close() })
 		files = append(files, f)
 	}
-	for _, mode := range []string{"run", "run-pooled"} {
+	for _, mode := range []string{"run", "run-pooled", "run cold", "run-pooled cold"} {
 		t.Run(mode, func(t *testing.T) {
+			mode, cold := strings.CutSuffix(mode, " cold")
 			cmd := exec.Command(os.Args[0])
+			if cold {
+				cmd.Env = append(os.Environ(), helperColdEnv+"=1")
+			}
 			// fds 3..11 of the helper service: where a supervisor's
 			// descriptors and the design's own would meet.
 			cmd.ExtraFiles = append(append(append([]*os.File{}, files...), files...), files...)
@@ -116,6 +158,9 @@ func TestInheritedDescriptorsStayOutside(t *testing.T) {
 			}
 			if h.Report.Tier == TierNone {
 				t.Skip("no tier")
+			}
+			if h.Report.ForkServer.Active == cold && h.Report.Tier == TierFull {
+				t.Fatalf("cold=%v, but the fork server: %+v", cold, h.Report.ForkServer)
 			}
 			var got struct {
 				FDs []int `json:"fds"`
@@ -137,8 +182,13 @@ func TestInheritedDescriptorsStayOutside(t *testing.T) {
 // TestVerdictCannotBeForged: what the snippet writes to any descriptor
 // changes neither its verdict nor the operator's log.
 func TestVerdictCannotBeForged(t *testing.T) {
+	bothPaths(t, testVerdictCannotBeForged)
+}
+
+func testVerdictCannotBeForged(t *testing.T, cfg Config) {
 	var logBuf syncBuffer
-	e := newHardened(t, Config{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	cfg.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
+	e := newHardened(t, cfg)
 	const forge = `import os
 for fd in range(3, 16):
     for msg in (b'{"error":"FORGED","exited":true,"exit_code":0,"signal":11}\n', b"memory\n", b"error: FORGED\n"):
@@ -191,7 +241,11 @@ func (s *syncBuffer) String() string {
 // TestMemoryBoundedPerRun: a run's processes, shared memory and work dir
 // together get the memory notice past the limit.
 func TestMemoryBoundedPerRun(t *testing.T) {
-	e := newHardened(t, Config{})
+	bothPaths(t, testMemoryBoundedPerRun)
+}
+
+func testMemoryBoundedPerRun(t *testing.T, cfg Config) {
+	e := newHardened(t, cfg)
 	children := `import os, sys
 child = "b = b'x' * (200 << 20)\nimport time\ntime.sleep(30)"
 pids = [os.posix_spawn(sys.executable, [sys.executable, "-c", child], {}) for _ in range(6)]
@@ -206,7 +260,7 @@ b = b"y" * (235 << 20)
 print("held")`
 	for _, tt := range []struct{ name, code string }{{"six children", children}, {"work dir", workDir}} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := spawn(context.Background(), e.plan, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+			p, err := startRun(e, e.defaultLimits())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,10 +280,14 @@ print("held")`
 // accounting, inotify/fanotify and every socket family but AF_UNIX are
 // refused.
 func TestKernelSurfacesDenied(t *testing.T) {
+	bothPaths(t, testKernelSurfacesDenied)
+}
+
+func testKernelSurfacesDenied(t *testing.T, path Config) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("syscall numbers of x86-64")
 	}
-	e := newHardened(t, Config{})
+	e := newHardened(t, path)
 	res := runCode(t, e, executor.Request{Code: `import ctypes, os, socket
 libc = ctypes.CDLL(None, use_errno=True)
 out = []
@@ -256,7 +314,11 @@ print(" ".join(out))`})
 // TestAddressSpaceIsALooseBackstop: ordinary code that reserves much more
 // address space than it uses runs at the default limit.
 func TestAddressSpaceIsALooseBackstop(t *testing.T) {
-	e := newHardened(t, Config{})
+	bothPaths(t, testAddressSpaceIsALooseBackstop)
+}
+
+func testAddressSpaceIsALooseBackstop(t *testing.T, path Config) {
+	e := newHardened(t, path)
 	res := runCode(t, e, executor.Request{Code: `from concurrent.futures import ThreadPoolExecutor
 with ThreadPoolExecutor(8) as ex:
     print(sum(ex.map(lambda i: i * i, range(100))))`})
@@ -267,7 +329,9 @@ with ThreadPoolExecutor(8) as ex:
 	if err := exec.Command(debian, "-c", "import numpy, matplotlib").Run(); err != nil {
 		t.Skipf("numpy and matplotlib of %s missing (apt-get install python3-numpy python3-matplotlib): %v", debian, err)
 	}
-	e = newHardened(t, Config{Python: debian})
+	debianPath := path
+	debianPath.Python = debian
+	e = newHardened(t, debianPath)
 	res = runCode(t, e, executor.Request{Code: `import numpy as np
 a = np.random.rand(300, 300)
 print((a @ a).shape)
@@ -286,7 +350,11 @@ print("plotted")`, Timeout: 30 * time.Second})
 // limit; a compile that runs out of memory is a memory notice without the
 // guard's frames.
 func TestMegabyteSnippet(t *testing.T) {
-	e := newHardened(t, Config{})
+	bothPaths(t, testMegabyteSnippet)
+}
+
+func testMegabyteSnippet(t *testing.T, path Config) {
+	e := newHardened(t, path)
 	res := runCode(t, e, executor.Request{Code: strings.Repeat("x=1\n", 262134) + "print(x)\n", Timeout: 30 * time.Second})
 	if !res.Success || res.Stdout != "1\n" {
 		t.Errorf("1 MiB snippet: success=%v stdout=%q error=%q memory=%v stderr=%.300s", res.Success, res.Stdout, res.Error, res.MemoryExceeded, res.Stderr)
@@ -301,7 +369,11 @@ func TestMegabyteSnippet(t *testing.T) {
 // TestUnflushedOutputKept: what the snippet printed before a timeout or a
 // kill comes back, flushed or not.
 func TestUnflushedOutputKept(t *testing.T) {
-	e := newHardened(t, Config{})
+	bothPaths(t, testUnflushedOutputKept)
+}
+
+func testUnflushedOutputKept(t *testing.T, path Config) {
+	e := newHardened(t, path)
 	for _, tt := range []struct{ name, code string }{
 		{"timeout", "print('progress…')\nimport sys\nsys.stderr.write('err')\nwhile True: pass"},
 		{"memory kill", "print('progress…')\nimport sys\nsys.stderr.write('err')\nb = b'x' * (600 << 20)"},

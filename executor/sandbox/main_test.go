@@ -18,6 +18,10 @@ import (
 // prints the result as JSON ("run-pooled": in a pooled sandbox).
 const helperEnv = "RUNBLOCK_SANDBOX_TEST_HELPER"
 
+// helperColdEnv set: the helper's runs start from scratch, without a fork
+// server.
+const helperColdEnv = "RUNBLOCK_SANDBOX_TEST_COLD"
+
 // TestMain lets this test binary become a sandbox stage when a sandbox
 // re-executes it, or a helper process standing in for the service (started
 // with other descriptors or in another user namespace), and checks that no
@@ -41,7 +45,7 @@ func helper(mode string) int {
 	ctx := context.Background()
 	var out helperOutput
 	defer func() { json.NewEncoder(os.Stdout).Encode(out) }()
-	cfg := Config{AllowUnisolated: true}
+	cfg := Config{AllowUnisolated: true, DisableForkServer: os.Getenv(helperColdEnv) != ""}
 	if mode == "doctor" {
 		r, err := Doctor(ctx, cfg)
 		out.Report = r

@@ -21,10 +21,13 @@ func newPooled(t *testing.T, size int, cold bool) *Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	if e.report.Tier != TierFull {
 		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
 	}
-	t.Cleanup(func() { e.Close() })
+	if !cold && e.fork == nil {
+		t.Fatalf("no fork server to pre-fork from: %s", e.report.ForkServer.Detail)
+	}
 	return e
 }
 

@@ -1,0 +1,440 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The tests of issue 15: what must hold for a run that is a fork of the
+// fork server.
+
+// newForking makes an executor whose runs are forks of its fork server,
+// skipping where the machine cannot have one.
+func newForking(t *testing.T, cfg Config) *Executor {
+	t.Helper()
+	cfg.DisableForkServer = false
+	return newHardened(t, cfg)
+}
+
+// runForked runs req in a fresh fork of e's fork server, never in a
+// sandbox started from scratch.
+func runForked(t *testing.T, e *Executor, req executor.Request) executor.Result {
+	t.Helper()
+	p, err := e.fork.spawn(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	if err != nil {
+		t.Fatalf("fork a run: %v", err)
+	}
+	if !p.forked {
+		t.Fatal("the fork server's run is not marked forked")
+	}
+	res, err := p.run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("forked run of %.60q: %v", req.Code, err)
+	}
+	return res
+}
+
+// runFacts is what runFactsProbe prints about the run it runs in.
+type runFacts struct {
+	Random  float64  `json:"random"`
+	Bits    string   `json:"bits"`
+	Numpy   *float64 `json:"numpy"`
+	Hash    int64    `json:"hash"`
+	PID     int      `json:"pid"`
+	PPID    int      `json:"ppid"`
+	Procs   []int    `json:"procs"`
+	Work    []string `json:"work"`
+	FDs     []int    `json:"fds"`
+	PIDNS   string   `json:"pidns"`
+	Preload bool     `json:"preloaded"`
+}
+
+// runFactsProbe prints a run's runFacts, then leaves a file in its work
+// dir for the next run to find.
+const runFactsProbe = `import json, os, sys
+preloaded = "random" in sys.modules
+import random
+fds = []
+for fd in range(1024):
+    try:
+        os.fstat(fd)
+        fds.append(fd)
+    except OSError:
+        pass
+np = sys.modules.get("numpy")
+print(json.dumps({
+    "random": random.random(), "bits": str(random.getrandbits(64)), "hash": hash("runblock"),
+    "numpy": float(np.random.rand()) if np else None,
+    "pid": os.getpid(), "ppid": os.getppid(),
+    "procs": sorted(int(d) for d in os.listdir("/proc") if d.isdigit()),
+    "work": sorted(os.listdir(".")), "fds": fds, "pidns": os.readlink("/proc/self/ns/pid"), "preloaded": preloaded,
+}))
+with open("left-by-the-last-run", "w") as f:
+    f.write("x")`
+
+func parseFacts(t *testing.T, res executor.Result) runFacts {
+	t.Helper()
+	var f runFacts
+	if !res.Success || json.Unmarshal([]byte(res.Stdout), &f) != nil {
+		t.Fatalf("probe: success=%v stdout=%q error=%q stderr=%s", res.Success, res.Stdout, res.Error, res.Stderr)
+	}
+	return f
+}
+
+// checkFresh checks that run b, after a, got nothing of a's.
+func checkFresh(t *testing.T, a, b runFacts) {
+	t.Helper()
+	for _, f := range []runFacts{a, b} {
+		if !f.Preload {
+			t.Errorf("random was not imported before the fork: the test proves nothing about reseeding")
+		}
+		// PID 2 of a PID namespace of its own, under an init it cannot see.
+		if f.PID != 2 || (f.PPID != 1 && f.PPID != 0) || !slices.Equal(f.Procs, []int{f.PID}) {
+			t.Errorf("pid %d, ppid %d, /proc lists %v: want pid 2 under PID 1, seeing only itself", f.PID, f.PPID, f.Procs)
+		}
+		if fmt.Sprint(f.FDs) != "[0 1 2]" {
+			t.Errorf("descriptors %v, want exactly 0 1 2", f.FDs)
+		}
+		if slices.Contains(f.Work, "left-by-the-last-run") {
+			t.Errorf("the work dir holds %v", f.Work)
+		}
+	}
+	if a.Random == b.Random || a.Bits == b.Bits {
+		t.Errorf("two runs drew the same numbers: random() %v and %v, getrandbits(64) %s and %s", a.Random, b.Random, a.Bits, b.Bits)
+	}
+	if a.Numpy != nil && b.Numpy != nil && *a.Numpy == *b.Numpy {
+		t.Errorf("two runs drew the same numpy.random.rand() %v", *a.Numpy)
+	}
+	if a.PIDNS == b.PIDNS {
+		t.Errorf("two runs share the PID namespace %s", a.PIDNS)
+	}
+	if !slices.Equal(a.Work, b.Work) {
+		t.Errorf("the work dir was %v, then %v", a.Work, b.Work)
+	}
+	if a.Hash == b.Hash {
+		t.Logf("note: both runs hash strings alike (%d): the fork shares the fork server's hash secret", a.Hash)
+	}
+}
+
+// TestForkedRunsShareNothing: two forks of the fork server, and two
+// pre-forked children of the pool, draw different random numbers (the
+// generators were seeded before the fork), each in a PID namespace and a
+// work dir of its own, holding descriptors 0, 1 and 2 only.
+func TestForkedRunsShareNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+	}{
+		{"forked", Config{Preload: []string{"random"}}},
+		{"pre-forked", Config{Preload: []string{"random"}, Pool: 1}},
+	}
+	const debian = "/usr/bin/python3"
+	if err := exec.Command(debian, "-c", "import numpy").Run(); err == nil {
+		cases = append(cases,
+			struct {
+				name string
+				cfg  Config
+			}{"forked numpy", Config{Python: debian, Preload: []string{"random", "numpy"}}},
+			struct {
+				name string
+				cfg  Config
+			}{"pre-forked numpy", Config{Python: debian, Preload: []string{"random", "numpy"}, Pool: 1}},
+		)
+	} else {
+		t.Logf("numpy of %s missing (apt-get install python3-numpy): its generator not checked", debian)
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newForking(t, tt.cfg)
+			run := func() runFacts {
+				req := executor.Request{Code: runFactsProbe, Timeout: 20 * time.Second}
+				if e.pool == nil {
+					return parseFacts(t, runForked(t, e, req))
+				}
+				p := <-e.pool.idle
+				if !p.forked {
+					t.Fatal("the pool's sandbox is not a fork of the fork server")
+				}
+				res, err := p.run(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return parseFacts(t, res)
+			}
+			a := run()
+			b := run()
+			checkFresh(t, a, b)
+			if strings.Contains(tt.name, "numpy") && (a.Numpy == nil || b.Numpy == nil) {
+				t.Errorf("numpy was not preloaded")
+			}
+		})
+	}
+}
+
+// TestForkedRunSharesNoWritableMemory: a fork maps nothing both writable
+// and shared, with the fork server or anyone.
+func TestForkedRunSharesNoWritableMemory(t *testing.T) {
+	e := newForking(t, Config{})
+	res := runForked(t, e, executor.Request{Code: `for line in open("/proc/self/maps"):
+    perms = line.split()[1]
+    if "w" in perms and perms.endswith("s"):
+        print(line.strip())
+print("checked")`})
+	if !res.Success || res.Stdout != "checked\n" {
+		t.Errorf("writable shared mappings: stdout=%q error=%q stderr=%s", res.Stdout, res.Error, res.Stderr)
+	}
+}
+
+// TestForkServerOutOfReach: a run that signals every pid it can, then
+// every process it may (kill(-1)), and connects to every unix socket it
+// finds, leaves the fork server running and forking.
+func TestForkServerOutOfReach(t *testing.T) {
+	e := newForking(t, Config{})
+	live := e.fork.current()
+	res := runForked(t, e, executor.Request{Code: `import ctypes, itertools, os, signal, socket, stat
+me, connected = os.getpid(), []
+def pids():
+    return itertools.chain(range(1, me), range(me + 1, 4194305))
+sent = map(ctypes.CDLL(None).kill, pids(), itertools.repeat(signal.SIGKILL))
+hit = [pid for pid, r in zip(pids(), sent) if r == 0]
+names = []
+try:
+    for line in open("/proc/net/unix").read().splitlines()[1:]:
+        if len(line.split()) > 7:
+            names.append(line.split()[7])
+except OSError:
+    pass
+for root, dirs, files in os.walk("/"):
+    if root.startswith("/proc"):
+        dirs[:] = []
+        continue
+    for name in dirs + files:
+        path = os.path.join(root, name)
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                names.append(path)
+        except OSError:
+            pass
+for name in names:
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
+        s = socket.socket(socket.AF_UNIX, kind)
+        try:
+            s.connect("\0" + name[1:] if name.startswith("@") else name)
+            connected.append(name)
+        except OSError:
+            pass
+        finally:
+            s.close()
+print("signalled", hit, "connected", connected, "sockets", names, flush=True)
+try:
+    os.kill(-1, signal.SIGKILL)
+except ProcessLookupError:
+    print("kill(-1): no process to signal")`, Timeout: 60 * time.Second})
+	if res.Timeout || res.MemoryExceeded || res.OutputLimit {
+		t.Fatalf("the run did not finish: %+v", res)
+	}
+	t.Logf("%s", res.Stdout)
+	if !strings.HasPrefix(res.Stdout, "signalled [] connected [] ") {
+		t.Errorf("the run reached something: stdout=%q error=%q stderr=%s", res.Stdout, res.Error, res.Stderr)
+	}
+	if !res.Success && res.Signal != "SIGKILL" {
+		t.Errorf("the run ended with %q %q, want success or its own SIGKILL: %s", res.Signal, res.Error, res.Stderr)
+	}
+	// A run forked after that one proves the fork server's python alive.
+	if after := runForked(t, e, executor.Request{Code: "print('still forking')"}); after.Stdout != "still forking\n" {
+		t.Fatalf("run after: %+v", after)
+	}
+	if now := e.fork.current(); now != live {
+		t.Fatalf("the fork server was replaced (%p, was %p)", now, live)
+	}
+	select {
+	case <-live.done:
+		t.Fatalf("the fork server's init ended: %s", live.report)
+	default:
+	}
+	if err := live.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the fork server's init: %v", err)
+	}
+}
+
+// TestKilledForkServerRestarts: killing the fork server under a run ends
+// that run cleanly (a result of a run from scratch, or an error, never a
+// partial result), and a new fork server takes the next runs.
+func TestKilledForkServerRestarts(t *testing.T) {
+	e := newForking(t, Config{})
+	old := e.fork.current()
+	marker := fmt.Sprintf("rbfsk%d", time.Now().UnixNano()%1e6)
+	type outcome struct {
+		res executor.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := e.Run(context.Background(), executor.Request{
+			Code: fmt.Sprintf("import ctypes, time\nctypes.CDLL(None).prctl(15, b%q)\ntime.sleep(3)\nprint('done')", marker)})
+		done <- outcome{res, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The snippet is running once a process in the fork server's tree has
+	// taken its name.
+	if !waitFor(ctx, func() bool {
+		return slices.ContainsFunc(leftoverPIDs(marker), func(pid int) bool { return descends(fmt.Sprintf("/proc/%d", pid), old.cmd.Process.Pid) })
+	}) {
+		t.Fatal("the snippet never ran in a fork")
+	}
+	if err := old.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		var xerr *executor.Error
+		switch {
+		case o.err != nil && !errors.As(o.err, &xerr):
+			t.Errorf("Run: %v, want an *executor.Error", o.err)
+		case o.err == nil && (!o.res.Success || o.res.Stdout != "done\n"):
+			t.Errorf("Run returned a result of the killed run: %+v", o.res)
+		}
+		t.Logf("the run under the killed fork server: %q %v", o.res.Stdout, o.err)
+	case <-ctx.Done():
+		t.Fatal("Run hangs after its fork server was killed")
+	}
+	select {
+	case <-old.done:
+	case <-ctx.Done():
+		t.Fatal("the killed fork server's init was never reaped")
+	}
+	if !waitFor(ctx, func() bool { now := e.fork.current(); return now != nil && now != old }) {
+		t.Fatal("no new fork server")
+	}
+	if res := runForked(t, e, executor.Request{Code: "print('forked again')"}); res.Stdout != "forked again\n" {
+		t.Fatalf("run through the new fork server: %+v", res)
+	}
+}
+
+// waitFor polls cond until it holds or ctx ends.
+func waitFor(ctx context.Context, cond func() bool) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// leftoverPIDs lists the processes whose name is marker.
+func leftoverPIDs(marker string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, d := range entries {
+		var pid int
+		if _, err := fmt.Sscan(d.Name(), &pid); err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == marker {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestPreforkedHandedOutOnce: the pool's pre-forked children are distinct,
+// each runs one snippet, in a PID namespace of its own.
+func TestPreforkedHandedOutOnce(t *testing.T) {
+	e := newForking(t, Config{Pool: 1})
+	a, b := <-e.pool.idle, <-e.pool.idle
+	if a == b || !a.forked || !b.forked {
+		t.Fatalf("took %p (forked %v) and %p (forked %v)", a, a.forked, b, b.forked)
+	}
+	ns := func(p *proc) string {
+		res, err := p.run(context.Background(), executor.Request{Code: "import os\nprint(os.readlink('/proc/self/ns/pid'))"})
+		if err != nil || !res.Success || !strings.HasPrefix(res.Stdout, "pid:[") {
+			t.Fatalf("run: %+v %v", res, err)
+		}
+		return res.Stdout
+	}
+	if na, nb := ns(a), ns(b); na == nb {
+		t.Errorf("two pre-forked children share the PID namespace %s", na)
+	}
+	res, err := a.run(context.Background(), executor.Request{Code: "print('second snippet')"})
+	if err == nil && strings.Contains(res.Stdout, "second snippet") {
+		t.Errorf("a pre-forked child ran a second snippet: %+v", res)
+	}
+}
+
+// TestCanaryRunsThroughAFork: the executor's report says the canary ran
+// through a fork; a fork server whose runs miss a layer is refused by it.
+func TestCanaryRunsThroughAFork(t *testing.T) {
+	e := newForking(t, Config{})
+	if r := e.report.ForkServer; !r.Active || !strings.Contains(r.Detail, "canary") {
+		t.Errorf("fork server report %+v", r)
+	}
+	// Runs forked without the seccomp filter: the canary must notice.
+	pl := *e.plan
+	pl.seccomp = nil
+	fs, r := newForkServer(context.Background(), e.cfg, &pl)
+	if fs != nil {
+		fs.close()
+		t.Fatalf("a fork server whose runs have no seccomp passed its canary: %+v", r)
+	}
+	if r.Active || !strings.Contains(r.Detail, "canary run through a fork") || !strings.Contains(r.Detail, "seccomp") {
+		t.Errorf("report of a fork server without seccomp: %+v", r)
+	}
+	cold := newHardened(t, Config{DisableForkServer: true})
+	if r := cold.report.ForkServer; r.Active || cold.fork != nil || !strings.Contains(r.Detail, "RUNBLOCK_FORKSERVER=off") {
+		t.Errorf("disabled fork server: %+v", r)
+	}
+}
+
+// TestForkServerFallback: where the fork server cannot start (a tier
+// without namespaces), runs start from scratch, and the doctor says why
+// there is none.
+func TestForkServerFallback(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := newPlan(py, tiers[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.hostUID = -1
+	cfg := Config{}.withDefaults()
+	if fs, err := startForkServer(context.Background(), pl, nil, cfg.Logger); err == nil || fs != nil {
+		if fs != nil {
+			fs.close()
+		}
+		t.Fatalf("a fork server started without namespaces: %v", err)
+	}
+	fs, r := newForkServer(context.Background(), cfg, pl)
+	if fs != nil || r.Active || !strings.Contains(r.Detail, "unavailable") || !strings.Contains(r.Detail, "namespaces") {
+		t.Errorf("fork server without namespaces: %+v", r)
+	}
+	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl}
+	res, err := e.Run(context.Background(), executor.Request{Code: "print('from scratch')"})
+	if err != nil || !res.Success || res.Stdout != "from scratch\n" {
+		t.Fatalf("run without a fork server: %+v %v", res, err)
+	}
+	d, err := Doctor(context.Background(), Config{DisableForkServer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ForkServer.Active || !strings.Contains(d.ForkServer.Detail, "RUNBLOCK_FORKSERVER=off") {
+		t.Errorf("doctor with the fork server off: %+v", d.ForkServer)
+	}
+}
