@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -25,24 +27,6 @@ func newForking(t *testing.T, cfg Config) *Executor {
 	t.Helper()
 	cfg.DisableForkServer = false
 	return newHardened(t, cfg)
-}
-
-// runForked runs req in a fresh fork of e's fork server, never in a
-// sandbox started from scratch.
-func runForked(t *testing.T, e *Executor, req executor.Request) executor.Result {
-	t.Helper()
-	p, err := e.fork.spawn(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
-	if err != nil {
-		t.Fatalf("fork a run: %v", err)
-	}
-	if !p.forked {
-		t.Fatal("the fork server's run is not marked forked")
-	}
-	res, err := p.run(context.Background(), req)
-	if err != nil {
-		t.Fatalf("forked run of %.60q: %v", req.Code, err)
-	}
-	return res
 }
 
 // runFacts is what runFactsProbe prints about the run it runs in.

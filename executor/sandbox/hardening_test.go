@@ -53,6 +53,24 @@ func bothPaths(t *testing.T, test func(t *testing.T, path Config)) {
 	}
 }
 
+// runForked runs req in a fresh fork of e's fork server, never in a
+// sandbox started from scratch.
+func runForked(t *testing.T, e *Executor, req executor.Request) executor.Result {
+	t.Helper()
+	p, err := e.fork.spawn(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	if err != nil {
+		t.Fatalf("fork a run: %v", err)
+	}
+	if !p.forked {
+		t.Fatal("the fork server's run is not marked forked")
+	}
+	res, err := p.run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("forked run of %.60q: %v", req.Code, err)
+	}
+	return res
+}
+
 // runCode runs req as Run does, in a fork of the fork server when e has
 // one (never falling back to a cold start), else from scratch.
 func runCode(t *testing.T, e *Executor, req executor.Request) executor.Result {
