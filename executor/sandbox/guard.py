@@ -1,8 +1,8 @@
 # runblock guard prelude and runner.
 #
 # Started as `python -I -S -c <this file> RLIMITS MODE FONTCACHE PRELOAD [site-dir ...]`
-# (in effect: the service passes this file compiled once, with forkserver.py
-# before it, see guardLoader in plan.go). RLIMITS is "resource:limit,..." set
+# (in effect: the service compiles this file once, with forkserver.py before
+# it, and passes it on the request pipe, see guardLoader in plan.go). RLIMITS is "resource:limit,..." set
 # as soft and hard limits; MODE is "isolated" (kernel layers contain the
 # snippet), "strict" (the guard is all there is) or "forkserver" (this
 # interpreter is the fork server, RLIMITS its configuration, and each run a
@@ -10,7 +10,8 @@
 # prebuilt font cache, or ""; PRELOAD names modules to import before
 # "ready" ("numpy,matplotlib.pyplot"), or "". The fds are:
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
-#   3 request pipe: the request (see readRequest below), until EOF,
+#   3 request pipe: this program, then the request (see _runblock_unpack
+#     below), until EOF,
 #   4 status pipe: this runner writes "ready" once the guard is in place and
 #     "started" once it has the snippet; it then closes 3 and 4, so the
 #     snippet holds 0, 1 and 2 only (any other descriptor is closed first).

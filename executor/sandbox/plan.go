@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,14 +49,29 @@ type python struct {
 	Prefixes   []string `json:"prefixes"`
 	Site       []string `json:"site"`
 	// Guard is guard.py compiled by this interpreter, as hex of its
-	// marshal data: loading it is cheaper than compiling the source in
-	// every sandbox.
+	// marshal data, and Code the same as bytes: loading it is cheaper than
+	// compiling the source in every sandbox.
 	Guard string `json:"guard"`
+	Code  []byte `json:"-"`
 }
 
-// guardLoader is python's -c program: it runs the compiled guard passed as
-// the first argument, which the guard then no longer sees.
-const guardLoader = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
+// guardLoader is python's -c program in a sandbox started from scratch: it
+// reads the compiled guard, whose size is its first argument, from the
+// request pipe, where the service writes it first (see spawn), and runs
+// it. (On the command line, as 42 KB of hex, the guard cost every start
+// ~5 ms of CPU here: the init's spec and python's argv both carried it.)
+const guardLoader = `import marshal, posix, sys
+n, b = int(sys.argv.pop(1)), b""
+while len(b) < n:
+    c = posix.read(3, n - len(b))
+    if not c:
+        raise SystemExit("runblock: the guard did not arrive")
+    b += c
+exec(marshal.loads(b))`
+
+// forkServerLoader is the fork server's -c program: it starts once, so it
+// takes the compiled guard on its command line, as hex.
+const forkServerLoader = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
 
 // findPython resolves name (or python3 on PATH) to the real interpreter by
 // asking it: python3 on PATH may be a shim script.
@@ -86,6 +103,9 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 	var py python
 	if err := json.Unmarshal(out, &py); err != nil {
 		return python{}, fmt.Errorf("read %s's answer: %w", path, err)
+	}
+	if py.Code, err = hex.DecodeString(py.Guard); err != nil {
+		return python{}, fmt.Errorf("read %s's compiled guard: %w", path, err)
 	}
 	if py.Real, err = filepath.EvalSymlinks(py.Executable); err != nil {
 		return python{}, fmt.Errorf("resolve %s: %w", py.Executable, err)
@@ -262,7 +282,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	}
 	spec := stageSpec{
 		Python:  p.py.Executable,
-		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, p.py.Guard, rlimitArg(lim), mode, fontCache, p.preload}, p.py.Site),
+		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code)), rlimitArg(lim), mode, fontCache, p.preload}, p.py.Site),
 		Env:     env(dir),
 		Dir:     dir,
 		Seccomp: p.seccomp,

@@ -111,6 +111,9 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 		p.waitErr = cmd.Wait()
 		close(p.waited)
 	}()
+	// The guard first (see guardLoader); python reads it as it starts. A
+	// python that died first fails this write, and ready says why it died.
+	p.request.Write(plan.py.Code)
 	return p.ready(ctx, keep)
 }
 
