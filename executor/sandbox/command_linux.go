@@ -40,11 +40,6 @@ func namespaceFlags(names []string) (uintptr, error) {
 	return flags, nil
 }
 
-// stageEnv is the whole environment of the service's own binary when it
-// runs as a sandbox stage: nothing of the service's. One P is plenty for
-// an init; a -race build would otherwise sleep 1 s in every init's exit.
-var stageEnv = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
-
 // addressSpaceLimit: RLIMIT_AS bounds the snippet's memory.
 const addressSpaceLimit = true
 
@@ -98,7 +93,10 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD in
 	cmd.SysProcAttr = attr
 	cmd.Env = spec.Env
 	if p.layers.Namespaces || p.layers.Locker {
-		cmd.Env = stageEnv
+		// Our own binary: nothing of the service's environment. One P is
+		// plenty for an init; a -race build would otherwise sleep 1 s in
+		// every init's exit.
+		cmd.Env = []string{"GORACE=atexit_sleep_ms=0", "GOMAXPROCS=1"}
 	}
 	return cmd, nil
 }

@@ -424,19 +424,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 // the fork server ends it reports how, and everything in the namespaces
 // dies with it.
 func sandboxForkServer() {
-	if err := closeOnExecFrom(fdInitStatus); err != nil {
-		die(fdInitStatus, err)
-	}
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
-	}
-	spec := readSpec()
-	if err := buildRoot(spec); err != nil {
-		die(fdInitStatus, err)
-	}
-	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
-		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
-	}
+	spec := setUpInit()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		die(fdInitStatus, fmt.Errorf("fork server socket: %w", err))
@@ -468,10 +456,7 @@ func sandboxForkServer() {
 			break
 		}
 	}
-	unix.Kill(-1, unix.SIGKILL)
-	b, _ := json.Marshal(st)
-	syscall.Write(fdInitStatus, append(b, '\n'))
-	os.Exit(0)
+	finishRun(st, collectLimits{})
 }
 
 // Descriptors of a run request, as the service sends them (see
@@ -688,6 +673,8 @@ type forkedRun struct {
 // kills the run and returns how python ended.
 func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 	var st initStatus
+	// The run's PID 1 never reaps python: until the run is killed, python's
+	// pid, stat file and namespace links stay its own, even once it ended.
 	pidfd, err := unix.PidfdOpen(r.python, 0)
 	if err != nil {
 		return st, fmt.Errorf("pidfd_open python: %w", err)
@@ -701,8 +688,6 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 		return st, fmt.Errorf("pidfd_open the run's init: %w", err)
 	}
 	defer unix.Close(initfd)
-	// The init is not python's parent any more if python died and was
-	// reaped before the pidfd was open: then there is no status to read.
 	if r.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", r.python)); err != nil {
 		return st, fmt.Errorf("python's PID namespace: %w", err)
 	}

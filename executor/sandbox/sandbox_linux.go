@@ -75,23 +75,7 @@ func die(fd int, err error) {
 // left in the PID namespace.
 func sandboxInit() {
 	runtime.LockOSThread()
-	// Python inherits 0 to 4 only: not the init's report (fd 5), nor
-	// anything the service inherited.
-	if err := closeOnExecFrom(fdInitStatus); err != nil {
-		die(fdInitStatus, err)
-	}
-	// Not dumpable: a snippet of the same uid (a service that is not root)
-	// cannot open the init's descriptors through /proc/1/fd.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
-	}
-	spec := readSpec()
-	if err := buildRoot(spec); err != nil {
-		die(fdInitStatus, err)
-	}
-	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
-		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
-	}
+	spec := setUpInit()
 	// Python gains no capabilities by being uid 0 (when the sandbox uid is
 	// the namespace's root): it cannot reach the init either.
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
@@ -126,9 +110,10 @@ func sandboxInit() {
 	finishRun(st, spec.Collect)
 }
 
-// finishRun ends a run whose python is done: kills whatever it left
+// finishRun ends an init whose python is done: kills whatever it left
 // running, so nothing changes the work dir while its files are read,
-// reaps, collects the files and reports; then exits.
+// reaps, collects the files (none when collect.MaxFiles is 0) and reports;
+// then exits.
 func finishRun(st initStatus, collect collectLimits) {
 	unix.Kill(-1, unix.SIGKILL)
 	for {
@@ -145,6 +130,29 @@ func finishRun(st initStatus, collect collectLimits) {
 	b, _ := json.Marshal(st)
 	syscall.Write(fdInitStatus, append(b, '\n'))
 	os.Exit(0)
+}
+
+// setUpInit is what an init (a cold run's, the fork server's) does first:
+// it reads its spec, builds the minimal root and names the host.
+func setUpInit() stageSpec {
+	// Python inherits 0 to 4 only: not the init's report (fd 5), nor
+	// anything the service inherited.
+	if err := closeOnExecFrom(fdInitStatus); err != nil {
+		die(fdInitStatus, err)
+	}
+	// Not dumpable: a snippet of the same uid (a service that is not root)
+	// cannot open the init's descriptors through /proc/1/fd.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
+	}
+	spec := readSpec()
+	if err := buildRoot(spec); err != nil {
+		die(fdInitStatus, err)
+	}
+	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
+		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
+	}
+	return spec
 }
 
 // Securebits (linux/securebits.h).
@@ -211,7 +219,7 @@ func superviseRun(pid int, limit int64) (initStatus, error) {
 		if n != 0 || limit == 0 || st.Memory {
 			continue
 		}
-		used, _ := runMemory()
+		used := runMemory()
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -240,29 +248,28 @@ func memoryWait(limit, used int64) int {
 
 // runMemory is what the run holds: the resident anonymous and shared
 // memory of every process in the PID namespace but the init, and the work
-// dir's use; and whether every process could be read.
-func runMemory() (total int64, complete bool) {
+// dir's use.
+func runMemory() int64 {
+	var total int64
 	var fs unix.Statfs_t
 	if unix.Statfs(policy.WorkDir, &fs) == nil {
 		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return total, false
+		return total
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	buf := make([]byte, 4096)
-	complete = true
 	for _, name := range names {
 		if name == "1" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		n, ok := processMemory("/proc/"+name+"/status", rssKeys, buf)
+		n, _ := processMemory("/proc/"+name+"/status", rssKeys, buf)
 		total += n
-		complete = complete && ok
 	}
-	return total, complete
+	return total
 }
 
 // rssKeys are the lines of /proc/PID/status that runMemory sums.
