@@ -176,36 +176,32 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 			}
 		}
 	}
-	if e.fork != nil {
-		p, err := e.fork.spawn(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
-		if err == nil {
-			res, err := p.run(ctx, req)
-			if !errors.Is(err, errStale) {
-				return res, err
-			}
-		} else if ctx.Err() != nil {
-			return executor.Result{}, err
-		} else if !errors.Is(err, errForkServerDown) {
-			e.log.Warn("a fork of the fork server failed; this run starts from scratch", "err", err)
-		}
-	}
-	p, err := spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	p, err := e.start(ctx, e.plan, lim, e.fork.spawn)
 	if err != nil {
 		return executor.Result{}, err
 	}
-	return p.run(ctx, req)
+	res, err := p.run(ctx, req)
+	if p.forked && errors.Is(err, errStale) {
+		// The fork server died under the run: a sandbox of its own takes it.
+		if p, err = spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes); err != nil {
+			return executor.Result{}, err
+		}
+		return p.run(ctx, req)
+	}
+	return res, err
 }
 
-// prestart starts a sandbox for the pool: a fork of the fork server, or
-// one started from scratch with pl while there is none.
-func (e *Executor) prestart(ctx context.Context, pl *plan, lim limits) (*proc, error) {
+// start starts a sandbox: with fork (the fork server's spawn, or prefork
+// for the pool) while there is a fork server, else, or when the fork
+// fails, from scratch with pl.
+func (e *Executor) start(ctx context.Context, pl *plan, lim limits, fork starter) (*proc, error) {
 	if e.fork != nil {
-		p, err := e.fork.prefork(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+		p, err := fork(ctx, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 		if err == nil || ctx.Err() != nil {
 			return p, err
 		}
 		if !errors.Is(err, errForkServerDown) {
-			e.log.Warn("a fork of the fork server failed; the pool starts a sandbox from scratch", "err", err)
+			e.log.Warn("a fork of the fork server failed; the sandbox starts from scratch", "err", err)
 		}
 	}
 	return spawn(ctx, pl, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
