@@ -36,7 +36,6 @@ def _runblock_forkserver(config):
     import json
     import os
     import posix
-    import select  # noqa: F401
     import signal
     import socket
 
@@ -76,7 +75,7 @@ def _runblock_forkserver(config):
     # What the runs use, made once: libc, clone, the seccomp program and the
     # capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone, "c_void_p": ctypes.c_void_p, "c_size_t": ctypes.c_size_t,
+        "libc": libc, "check": check, "clone": clone,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(0x20080522, 0),  # _LINUX_CAPABILITY_VERSION_3, this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -264,6 +263,8 @@ def _runblock_prefault(kit):
     so that the snippet does not fault them in one by one: for a
     pre-forked run, whose start is off the latency path and whose copy is
     what a pre-started one holds anyway."""
+    import ctypes
+
     madvise = kit["libc"].madvise
     with open("/proc/self/maps", "rb") as f:
         maps = f.read()
@@ -271,4 +272,4 @@ def _runblock_prefault(kit):
         fields = line.split()
         if len(fields) >= 2 and fields[1].startswith(b"rw") and fields[1].endswith(b"p"):
             lo, hi = (int(x, 16) for x in fields[0].split(b"-"))
-            madvise(kit["c_void_p"](lo), kit["c_size_t"](hi - lo), 23)  # MADV_POPULATE_WRITE; best effort
+            madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 23)  # MADV_POPULATE_WRITE; best effort

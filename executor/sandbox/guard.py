@@ -1,14 +1,15 @@
 # runblock guard prelude and runner.
 #
 # Started as `python -I -S -c <this file> RLIMITS MODE FONTCACHE PRELOAD [site-dir ...]`
-# (in effect: the service compiles this file once, with forkserver.py before
-# it, and passes it on the request pipe, see guardLoader in plan.go). RLIMITS is "resource:limit,..." set
-# as soft and hard limits; MODE is "isolated" (kernel layers contain the
-# snippet), "strict" (the guard is all there is) or "forkserver" (this
-# interpreter is the fork server, RLIMITS its configuration, and each run a
-# fork of it: see forkserver.py); FONTCACHE is a read-only directory holding matplotlib's
-# prebuilt font cache, or ""; PRELOAD names modules to import before
-# "ready" ("numpy,matplotlib.pyplot"), or "". The fds are:
+# (in effect: the service compiles this file once, with forkserver.py
+# before it, and passes it on the request pipe, see guardLoader in plan.go).
+# RLIMITS is "resource:limit,..." set as soft and hard limits; MODE is
+# "isolated" (kernel layers contain the snippet), "strict" (the guard is all
+# there is) or "forkserver" (this interpreter is the fork server, RLIMITS
+# its configuration, and each run a fork of it: see forkserver.py);
+# FONTCACHE is a read-only directory holding matplotlib's prebuilt font
+# cache, or ""; PRELOAD names modules to import before "ready"
+# ("numpy,matplotlib.pyplot"), or "". The fds are:
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
 #   3 request pipe: this program, then the request (see _runblock_unpack
 #     below), until EOF,
@@ -35,6 +36,8 @@ def _runblock_run():
     import posix
     import sys
 
+    import resource
+
     read, write, close = posix.read, posix.write, posix.close
     forkserver = sys.argv[2] == "forkserver"
     if not forkserver:
@@ -43,7 +46,10 @@ def _runblock_run():
         posix.closerange(5, 1 << 30)
         posix.set_inheritable(3, False)
         posix.set_inheritable(4, False)
-        _runblock_rlimits(sys.argv[1])
+        for item in sys.argv[1].split(","):
+            res, limit = map(int, item.split(":"))
+            resource.setrlimit(res, (limit, limit))
+    del resource
     strict = sys.argv[2] == "strict"
     fontcache = sys.argv[3]
     preload = [name for name in sys.argv[4].split(",") if name]
@@ -294,15 +300,6 @@ def _runblock_exit(status, main):
         except BaseException:
             pass
     posix._exit(status & 0xFF)
-
-
-def _runblock_rlimits(spec):
-    """Sets "resource:limit,..." as soft and hard limits."""
-    import resource
-
-    for item in spec.split(","):
-        res, limit = map(int, item.split(":"))
-        resource.setrlimit(res, (limit, limit))
 
 
 def _runblock_reseed():
