@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +26,7 @@ import (
 // start fails the test.
 func newExecutor(t testing.TB, cfg sandbox.Config) *sandbox.Executor {
 	t.Helper()
-	var log syncBuffer
+	var log sandbox.SyncBuffer
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	}
@@ -54,23 +53,6 @@ func bothPaths(t *testing.T, test func(t *testing.T, cold bool)) {
 	for _, cold := range []bool{false, true} {
 		t.Run(map[bool]string{false: "fork", true: "cold"}[cold], func(t *testing.T) { test(t, cold) })
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // requireFull skips tests of kernel layers the machine lacks.

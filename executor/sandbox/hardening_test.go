@@ -244,6 +244,10 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
+// SyncBuffer is syncBuffer for this package's external tests
+// (executor_test.go).
+type SyncBuffer = syncBuffer
+
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
