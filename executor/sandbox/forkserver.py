@@ -32,7 +32,7 @@
 
 def _runblock_forkserver(config):
     import ctypes
-    import fcntl  # noqa: F401  (imported once here, not in every run)
+    import fcntl
     import json
     import os
     import posix
@@ -72,10 +72,10 @@ def _runblock_forkserver(config):
         return pid
 
     seccomp = ctypes.create_string_buffer(bytes.fromhex(conf["seccomp"]))
-    # What the runs use, made once: libc, clone, the seccomp program and the
-    # capability structures.
+    # What the runs use, made once: libc, clone, fcntl (imported here, not
+    # in every run), the seccomp program and the capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone,
+        "libc": libc, "check": check, "clone": clone, "fcntl": fcntl,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(0x20080522, 0),  # _LINUX_CAPABILITY_VERSION_3, this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -226,11 +226,10 @@ def _runblock_lock_run(conf, fds, uid, ruleset, kit):
     itself down (the fork server's init set its rlimits, and made its
     Landlock ruleset, -1 without Landlock)."""
     import ctypes
-    import fcntl
     import posix
     import signal
 
-    libc, check = kit["libc"], kit["check"]
+    libc, check, fcntl = kit["libc"], kit["check"], kit["fcntl"]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any python
     posix.setsid()
     # Out of the way of 0 to 5 first.
