@@ -37,6 +37,9 @@ var stack struct {
 // start, not behind every other test's; the other tests run meanwhile.
 func realRunner(t testing.TB) discord.Runner {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real Python behind the fake Discord; skipped with -short")
+	}
 	e2eTurns <- struct{}{}
 	t.Cleanup(func() { <-e2eTurns })
 	stack.once.Do(func() {

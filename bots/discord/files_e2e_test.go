@@ -27,6 +27,9 @@ const debianPython = "/usr/bin/python3"
 // a slow shared machine (512 MiB of address space until issue 11).
 func sciRunner(t *testing.T, modules ...string) *executor.Scheduler {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("imports %s behind the fake Discord; skipped with -short", strings.Join(modules, ", "))
+	}
 	if _, err := os.Stat(debianPython); err != nil {
 		t.Skipf("needs %s with %s (apt-get install python3-numpy python3-pandas python3-matplotlib)", debianPython, strings.Join(modules, ", "))
 	}

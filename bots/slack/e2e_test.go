@@ -22,6 +22,9 @@ import (
 // starts when its runs can start; the other tests run meanwhile.
 func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real Python behind the fake Slack; skipped with -short")
+	}
 	pythonTurns <- struct{}{}
 	t.Cleanup(func() { <-pythonTurns })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

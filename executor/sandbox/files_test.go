@@ -24,6 +24,9 @@ const debianPython = "/usr/bin/python3"
 // requireModules skips unless debianPython imports every module.
 func requireModules(t *testing.T, modules ...string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("imports %s; skipped with -short", strings.Join(modules, ", "))
+	}
 	if _, err := os.Stat(debianPython); err != nil {
 		t.Skipf("needs %s with %s (apt-get install python3-numpy python3-pandas python3-matplotlib)", debianPython, strings.Join(modules, ", "))
 	}

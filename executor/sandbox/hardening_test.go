@@ -372,6 +372,9 @@ print("plotted")`, Timeout: 30 * time.Second})
 // limit; a compile that runs out of memory is a memory notice without the
 // guard's frames.
 func TestMegabyteSnippet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles a 1 MiB snippet twice; skipped with -short")
+	}
 	bothPaths(t, testMegabyteSnippet)
 }
 
