@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"reflect"
 	"runtime"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // hang bounds every wait on the scheduler, to turn a hang into a failure.
@@ -1014,9 +1014,8 @@ func TestSchedulerLogsRejections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var buf strings.Builder
-			var mu sync.Mutex
-			tt.cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			var buf syncbuf.Buffer
+			tt.cfg.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			r := fakeRunner{run: func(ctx context.Context, req executor.Request) (executor.Result, error) {
 				if req.Code == "block" {
 					<-ctx.Done()
@@ -1033,24 +1032,11 @@ func TestSchedulerLogsRejections(t *testing.T) {
 			if submitNow(s, "a", "x") == nil || submitNow(s, "c", "x") == nil {
 				t.Fatal("submission accepted, want refused")
 			}
-			mu.Lock()
-			defer mu.Unlock()
 			if !strings.Contains(buf.String(), tt.want) {
 				t.Errorf("log\n%s\nlacks %s", buf.String(), tt.want)
 			}
 		})
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TestSchedulerSetConcurrency follows a changing limit, as remote executors

@@ -13,6 +13,7 @@ import (
 	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/syncbuf"
 
 	"go.uber.org/goleak"
 )
@@ -23,23 +24,6 @@ const fence = "```"
 
 // pipedExample is the README's first command's input.
 const pipedExample = "please run\n" + fence + "python\nprint(1+1)\n" + fence + "\n"
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type countingMetrics struct {
 	mu                sync.Mutex
@@ -63,9 +47,9 @@ func (m *countingMetrics) MessageReplied(p string) {
 }
 
 // open starts a console over in and returns it with its output.
-func open(t *testing.T, in io.Reader, r *fakerunner.Runner, mod func(*console.Config)) (*console.Bot, *syncBuffer) {
+func open(t *testing.T, in io.Reader, r *fakerunner.Runner, mod func(*console.Config)) (*console.Bot, *syncbuf.Buffer) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cfg := console.Config{In: in, Out: out}
 	if mod != nil {
 		mod(&cfg)

@@ -20,6 +20,7 @@ import (
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // fake is the fake Discord the tests share, reached through
@@ -84,7 +85,7 @@ type env struct {
 	fbot    *fakediscord.Bot
 	bot     *discord.Bot
 	metrics *countMetrics
-	logs    *logBuffer // the adapter's log, also sent to t.Log
+	logs    *syncbuf.Buffer // the adapter's log, also sent to t.Log
 	guild   string
 	channel string
 	user    *discordgo.User
@@ -104,7 +105,7 @@ func testCtx(t *testing.T) context.Context {
 // Config before New.
 func start(t *testing.T, runner discord.Runner, configure func(*discord.Config)) *env {
 	t.Helper()
-	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}, logs: &logBuffer{}}
+	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}, logs: &syncbuf.Buffer{}}
 	e.guild, e.channel = fake.NewID(), fake.NewID()
 	e.user = &discordgo.User{ID: fake.NewID(), Username: "ada"}
 	cfg := discord.Config{Token: e.fbot.Token, APIURL: fake.URL(), Metrics: e.metrics}
@@ -130,24 +131,6 @@ func (e *env) open() {
 	if err := e.bot.Open(e.ctx); err != nil {
 		e.t.Fatalf("open: %v", err)
 	}
-}
-
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 type testWriter struct{ t *testing.T }

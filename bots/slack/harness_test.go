@@ -15,6 +15,7 @@ import (
 	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/fakeslack"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
@@ -54,31 +55,13 @@ func (c *counts) get() (int, int, int) {
 	return c.received, c.replied, c.reconnects
 }
 
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type harness struct {
 	t       testing.TB
 	ctx     context.Context
 	fake    *fakeslack.Server
 	bot     *Bot
 	metrics *counts
-	logs    *logBuffer
+	logs    *syncbuf.Buffer
 
 	// what start was given, for restart
 	cfg    Config
@@ -99,7 +82,7 @@ func start(t testing.TB, cfg Config, runner Runner, socket bool, before ...func(
 		cfg.AppToken = fakeslack.AppToken
 	}
 	cfg.APIURL = fake.APIURL()
-	h := &harness{t: t, ctx: ctx, fake: fake, metrics: &counts{}, logs: &logBuffer{}, runner: runner, before: before}
+	h := &harness{t: t, ctx: ctx, fake: fake, metrics: &counts{}, logs: &syncbuf.Buffer{}, runner: runner, before: before}
 	cfg.Metrics = h.metrics
 	h.cfg = cfg
 	h.open()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // newExecutor starts an executor with the machine's strongest tier. With
@@ -26,7 +27,7 @@ import (
 // start fails the test.
 func newExecutor(t testing.TB, cfg sandbox.Config) *sandbox.Executor {
 	t.Helper()
-	var log sandbox.SyncBuffer
+	var log syncbuf.Buffer
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	}

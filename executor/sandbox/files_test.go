@@ -3,18 +3,17 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // debianPython is the interpreter with Debian's scientific stack (.ci/run
@@ -280,24 +279,10 @@ func TestPreload(t *testing.T) {
 }
 
 func TestPreloadMissingModuleIsLogged(t *testing.T) {
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	h := slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)
+	var logs syncbuf.Buffer
+	h := slog.NewTextHandler(&logs, nil)
 	newExecutor(t, sandbox.Config{Pool: 1, Preload: []string{"json", "nosuch_module_xyz.sub"}, Logger: slog.New(h)})
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(logs.String(), "RUNBLOCK_PRELOAD") || !strings.Contains(logs.String(), "nosuch_module_xyz.sub") || strings.Contains(logs.String(), "missing=\"[json") {
 		t.Fatalf("logs %q: want a warning naming only the missing module", logs.String())
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // The tests of issue 11: what a hostile snippet tried and must not get.
@@ -204,7 +204,7 @@ func TestVerdictCannotBeForged(t *testing.T) {
 }
 
 func testVerdictCannotBeForged(t *testing.T, cfg Config) {
-	var logBuf syncBuffer
+	var logBuf syncbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
 	e := newHardened(t, cfg)
 	const forge = `import os
@@ -237,27 +237,6 @@ for fd in range(3, 16):
 	if strings.Contains(logBuf.String(), "FORGED") {
 		t.Errorf("the operator log holds the forged line: %s", logBuf.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// SyncBuffer is syncBuffer for this package's external tests
-// (executor_test.go).
-type SyncBuffer = syncBuffer
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestMemoryBoundedPerRun: a run's processes, shared memory and work dir

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // TestMain lets this test binary become a sandbox stage when a sandbox
@@ -48,33 +48,16 @@ func canaryOK(next runnerFunc) runnerFunc {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type service struct {
 	*api.Service
 	url string
-	log *syncBuffer
+	log *syncbuf.Buffer
 }
 
 // open starts a Service on 127.0.0.1 in front of r, closed at cleanup.
 func open(t testing.TB, r executor.Runner, sc executor.Config, ac api.Config) *service {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if sc.MaxPerUser == 0 {
 		sc.MaxPerUser = 1000
