@@ -359,8 +359,38 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// approxSize writes a number of bytes roughly, in the largest unit it fills.
+func approxSize(n float64) string {
+	for _, u := range binaryUnits {
+		if n >= float64(u.bytes) {
+			return fmt.Sprintf("about %.0f%s", n/float64(u.bytes), u.name)
+		}
+	}
+	return fmt.Sprintf("%.0f bytes", n)
+}
+
+// MaxBareMiB bounds a bare number read as MiB (RUNBLOCK_MEMORY, exec's
+// --memory): a limit of more than 64 GiB written without a unit is far
+// more likely a count of bytes, as the execute API's memory field takes,
+// than a size in MiB, so ParseSize refuses it rather than guess; a
+// bare 300000000 would otherwise be about 286 TiB, no limit at all.
+const MaxBareMiB = 64 << 10
+
+// BareSizeError is a bare number that, counted in the unit a size takes,
+// is over MaxBareMiB MiB.
+type BareSizeError struct {
+	Number float64 // as written
+	Unit   int64   // the bytes a bare number counts
+}
+
+func (e *BareSizeError) Error() string {
+	return fmt.Sprintf("a bare %g counts units of %s, over %dGiB; write a unit (%gB for bytes)", e.Number, formatSize(e.Unit), MaxBareMiB>>10, e.Number)
+}
+
 // ParseSize parses a size with an optional binary unit (K, KB, KiB, M, MB,
-// MiB, G, GB, GiB; B for bytes); a bare number counts in units of unit.
+// MiB, G, GB, GiB; B for bytes); a bare number counts in units of unit,
+// and is refused with a *BareSizeError when unit is larger than a byte
+// and the size would be over MaxBareMiB MiB.
 func ParseSize(s string, unit int64) (int64, error) {
 	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '-' && r != '.' })
@@ -388,6 +418,8 @@ func ParseSize(s string, unit int64) (int64, error) {
 	}
 	n := f * float64(mult)
 	switch {
+	case suffix == "" && unit > 1 && n > float64(MaxBareMiB<<20):
+		return 0, &BareSizeError{Number: f, Unit: unit}
 	case math.Abs(n) >= math.MaxInt64:
 		return 0, fmt.Errorf("%s is too large", s)
 	}

@@ -479,6 +479,61 @@ func TestSettingsTable(t *testing.T) {
 	}
 }
 
+// TestMemoryBareNumbers: a bare RUNBLOCK_MEMORY counts MiB, and one too
+// large to be MiB (a byte count, as the execute API's memory field takes)
+// is refused with a message saying how to write bytes, rather than read as
+// a limit of hundreds of TiB, which is none at all.
+func TestMemoryBareNumbers(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64  // the limit, or
+		err   string // a part of the refusal
+	}{
+		{"300000000", 0, "write 300000000B if it is bytes (about 286MiB)"},
+		{"268435456", 0, "a bare number counts MiB"},
+		{"65537", 0, "more than 64 GiB"},
+		{"65536", 64 << 30, ""},
+		{"512", 512 << 20, ""},
+		{"300000000B", 300000000, ""},
+		{"300000000b", 300000000, ""},
+		{"99999999999999G", 0, "not a size"},
+	}
+	for _, name := range []string{"RUNBLOCK_MEMORY", "RUNBLOCK_MEMORY_MB"} {
+		for _, tt := range tests {
+			c, err := Parse(Env{name: tt.value}, Sandbox)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("%s=%s: %v", name, tt.value, err)
+			case tt.err == "" && c.Executor.MemoryBytes != tt.want:
+				t.Errorf("%s=%s: %d bytes, want %d", name, tt.value, c.Executor.MemoryBytes, tt.want)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), name)):
+				t.Errorf("%s=%s: %v (limit %d bytes), want an error naming %s and saying %q", name, tt.value, err, c.Executor.MemoryBytes, name, tt.err)
+			}
+		}
+	}
+}
+
+// TestSizesNeverOverflow: a size too large for a byte count is refused,
+// not wrapped around into a negative or tiny limit.
+func TestSizesNeverOverflow(t *testing.T) {
+	for _, name := range []string{"RUNBLOCK_MAX_OUTPUT_BYTES", "RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_MAX_FILES_BYTES", "RUNBLOCK_MEMORY"} {
+		for _, v := range []string{"99999999999999999999", "99999999999G", "9223372036854775807"} {
+			c, err := Parse(Env{name: v}, Sandbox)
+			if err == nil {
+				t.Errorf("%s=%s read as %+v", name, v, c.Executor)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		unit int64
+	}{{"300000000", 1 << 20}, {"70000", 1 << 20}, {"1e3", 1}, {"99999999999G", 1}} {
+		if n, err := ParseSize(tt.in, tt.unit); err == nil {
+			t.Errorf("ParseSize(%q, %d) = %d, want an error", tt.in, tt.unit, n)
+		}
+	}
+}
+
 // TestLogValueFollowsTheTable: the start-up summary has one entry per
 // setting the command read, and secrets only as set or unset.
 func TestLogValueFollowsTheTable(t *testing.T) {

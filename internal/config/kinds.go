@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -175,12 +176,16 @@ var size = Kind{
 	values: fixed("a size such as 1MiB, 64KiB or 1048576 (a bare number counts bytes)"),
 }
 
-// memory is a memory limit; a bare number counts MiB.
+// memory is a memory limit; a bare number counts MiB, up to MaxBareMiB.
 var memory = Kind{
 	parse: func(p *parser, s *Setting, name, v string) any {
 		const fix = "use a size such as 256MiB or 1GiB (a bare number counts MiB)"
 		n, err := ParseSize(v, 1<<20)
+		var bare *BareSizeError
 		switch {
+		case errors.As(err, &bare):
+			p.fail(s, name, v, fmt.Sprintf("a bare number counts MiB, and %s MiB is more than %d GiB", v, MaxBareMiB>>10),
+				fmt.Sprintf("write %sB if it is bytes (%s), or a size such as 256MiB", v, approxSize(bare.Number)))
 		case err != nil:
 			p.fail(s, name, v, "not a size", fix)
 		case n < MinMemoryBytes:
@@ -188,7 +193,7 @@ var memory = Kind{
 		}
 		return n
 	},
-	values: fixed(fmt.Sprintf("a size such as 256MiB or 1GiB, at least %dMiB (a bare number counts MiB)", MinMemoryBytes>>20)),
+	values: fixed(fmt.Sprintf("a size such as 256MiB or 1GiB, at least %dMiB; a bare number counts MiB, and one over %d (%dGiB) is refused: write bytes with a B, such as 268435456B", MinMemoryBytes>>20, MaxBareMiB, MaxBareMiB>>10)),
 }
 
 func parseDuration(p *parser, s *Setting, name, v string, positive bool) time.Duration {
