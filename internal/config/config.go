@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,36 +133,6 @@ func dotenvProblem(b []byte) string {
 	return "it does not parse"
 }
 
-// Part is a group of settings; a command parses and validates only the
-// parts it uses, so that `runblock exec` does not refuse to run over a chat
-// setting it never reads.
-type Part uint8
-
-// The parts of the configuration. Logging is always read.
-const (
-	Sandbox   Part = 1 << iota // the interpreter, limits and pool
-	Scheduler                  // concurrency, queue and per-user limits
-	Chat                       // Slack, Discord and the reply's shape
-	HTTP                       // the HTTP listener and the drain
-	Remote                     // the execute API's tokens and the remote executors
-	All       = Sandbox | Scheduler | Chat | HTTP | Remote
-)
-
-// Defaults that belong to no package but this one.
-const (
-	DefaultDrainTimeout = 20 * time.Second
-	// MinMemoryBytes is the smallest memory limit an interpreter starts in.
-	MinMemoryBytes = 64 << 20
-	// MaxPool bounds the pre-started sandboxes (each holds about 16 MiB).
-	MaxPool = 64
-	// MaxFiles bounds RUNBLOCK_MAX_FILES.
-	MaxFiles = 100
-	// MaxConcurrency and MaxQueue bound what one process can sensibly run
-	// and hold.
-	MaxConcurrency = 1024
-	MaxQueue       = 100_000
-)
-
 // Parse validates the parts of env that a command uses into a Config,
 // reading each setting of Sections that belongs to them (and the logging
 // settings, which every command reads). It stops at the first bad setting
@@ -181,7 +152,7 @@ func Parse(env Env, parts Part) (Config, error) {
 	// and settings that must agree.
 	concurrency := c.Scheduler.Concurrency
 	if concurrency == 0 {
-		concurrency = defaultConcurrency()
+		concurrency = runtime.NumCPU()
 		if parts&Scheduler != 0 {
 			c.Scheduler.Concurrency = concurrency
 		}

@@ -1,8 +1,8 @@
 package config
 
 import (
-	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
@@ -17,6 +17,36 @@ import (
 // from them (go test ./internal/config -run 'TestEnvExample|TestReadme'
 // -update rewrites both; without -update the tests fail when they differ).
 // Adding a setting is one row here plus the field it fills.
+
+// Part is a group of settings; a command parses and validates only the
+// parts it uses, so that `runblock exec` does not refuse to run over a chat
+// setting it never reads.
+type Part uint8
+
+// The parts of the configuration. Logging is always read.
+const (
+	Sandbox   Part = 1 << iota // the interpreter, limits and pool
+	Scheduler                  // concurrency, queue and per-user limits
+	Chat                       // Slack, Discord and the reply's shape
+	HTTP                       // the HTTP listener and the drain
+	Remote                     // the execute API's tokens and the remote executors
+	All       = Sandbox | Scheduler | Chat | HTTP | Remote
+)
+
+// Defaults that belong to no package but this one.
+const (
+	DefaultDrainTimeout = 20 * time.Second
+	// MinMemoryBytes is the smallest memory limit an interpreter starts in.
+	MinMemoryBytes = 64 << 20
+	// MaxPool bounds the pre-started sandboxes (each holds about 16 MiB).
+	MaxPool = 64
+	// MaxFiles bounds RUNBLOCK_MAX_FILES.
+	MaxFiles = 100
+	// MaxConcurrency and MaxQueue bound what one process can sensibly run
+	// and hold.
+	MaxConcurrency = 1024
+	MaxQueue       = 100_000
+)
 
 // Setting is one environment variable runblock reads.
 type Setting struct {
@@ -249,6 +279,3 @@ func commandsOf(sec *Section, s *Setting) []string {
 	}
 	return names
 }
-
-// defaultConcurrency is RUNBLOCK_CONCURRENCY's default.
-func defaultConcurrency() int { return runtime.NumCPU() }
