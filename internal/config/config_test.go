@@ -7,14 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/joho/godotenv"
 )
 
 const (
@@ -245,54 +242,11 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("error %q is more than one line", msg)
 			}
 			for k, v := range tt.env {
-				if slices.Contains(secretVariables, k) && strings.Contains(msg, v) {
+				if st, _ := lookup(k); st.Secret && strings.Contains(msg, v) {
 					t.Errorf("error %q shows the value of %s", msg, k)
 				}
 			}
 		})
-	}
-}
-
-// TestEnvExampleDocumentsEveryVariable checks that .env.example lists
-// exactly the variables runblock reads, each commented out (a copy used as
-// Docker's --env-file sets nothing) at its default value.
-func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
-	b, err := os.ReadFile("../../.env.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	active, err := godotenv.UnmarshalBytes(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(active) != 0 {
-		t.Errorf(".env.example sets %v; leave every setting commented out", active)
-	}
-	uncommented := regexp.MustCompile(`(?m)^#([A-Z][A-Z0-9_]*=)`).ReplaceAll(b, []byte("$1"))
-	example, err := godotenv.UnmarshalBytes(uncommented)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range Variables {
-		if _, ok := example[v]; !ok {
-			t.Errorf(".env.example lacks %s", v)
-		}
-	}
-	for k := range example {
-		if !slices.Contains(Variables, k) {
-			t.Errorf(".env.example has %s, which runblock does not read", k)
-		}
-	}
-	fromExample, err := Parse(Env(example), All)
-	if err != nil {
-		t.Fatalf(".env.example does not parse: %v", err)
-	}
-	defaults, err := Parse(Env{}, All)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(fromExample, defaults) {
-		t.Errorf(".env.example values differ from the defaults:\nexample:  %+v\ndefaults: %+v", fromExample, defaults)
 	}
 }
 
@@ -473,5 +427,134 @@ func TestRemoteSettings(t *testing.T) {
 	// Commands that do not use them do not read them.
 	if _, err := Parse(Env{"RUNBLOCK_API_TOKEN": "short"}, Sandbox); err != nil {
 		t.Errorf("exec's settings refused over RUNBLOCK_API_TOKEN: %v", err)
+	}
+}
+
+// TestSettingsTable checks each row of the table: a unique name and field,
+// a one-sentence doc that explains its aliases, a default its own kind
+// reads into its field's type, and commands that read its section.
+func TestSettingsTable(t *testing.T) {
+	seen := map[string]bool{}
+	fields := map[any]string{}
+	var c Config
+	for i := range Sections {
+		sec := &Sections[i]
+		readers := commandsOf(sec, &Setting{})
+		for j := range sec.Settings {
+			s := &sec.Settings[j]
+			for _, n := range append([]string{s.Name}, s.Aliases...) {
+				if seen[n] {
+					t.Errorf("%s is in the table twice", n)
+				}
+				seen[n] = true
+			}
+			if s.Doc == "" || strings.Contains(s.Doc, "\n") || !strings.HasSuffix(s.Doc, ".") {
+				t.Errorf("%s: the doc must be one line and a sentence: %q", s.Name, s.Doc)
+			}
+			for _, a := range s.Aliases {
+				if !strings.Contains(s.Doc, a) {
+					t.Errorf("%s: the doc does not say it also reads %s", s.Name, a)
+				}
+			}
+			ptr := s.field(&c)
+			if other, dup := fields[ptr]; dup {
+				t.Errorf("%s and %s fill the same field", s.Name, other)
+			}
+			fields[ptr] = s.Name
+			if s.Default != "" {
+				p := &parser{}
+				v := s.Kind.parse(p, s, s.Name, s.Default)
+				if p.err != nil {
+					t.Errorf("%s: the default %q does not parse: %v", s.Name, s.Default, p.err)
+				} else if got, want := reflect.TypeOf(v), reflect.TypeOf(ptr).Elem(); got != want {
+					t.Errorf("%s: its kind reads a %v into a %v field", s.Name, got, want)
+				}
+			}
+			for _, cmd := range s.UsedBy {
+				if !slices.Contains(readers, cmd) {
+					t.Errorf("%s: used by %s, which does not read the %s section", s.Name, cmd, sec.Title)
+				}
+			}
+		}
+	}
+}
+
+// TestMemoryBareNumbers: a bare RUNBLOCK_MEMORY counts MiB, and one too
+// large to be MiB (a byte count, as the execute API's memory field takes)
+// is refused with a message saying how to write bytes, rather than read as
+// a limit of hundreds of TiB, which is none at all.
+func TestMemoryBareNumbers(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64  // the limit, or
+		err   string // a part of the refusal
+	}{
+		{"300000000", 0, "write 300000000B if it is bytes (about 286MiB)"},
+		{"268435456", 0, "a bare number counts MiB"},
+		{"65537", 0, "more than 64 GiB"},
+		{"65536", 64 << 30, ""},
+		{"512", 512 << 20, ""},
+		{"300000000B", 300000000, ""},
+		{"300000000b", 300000000, ""},
+		{"99999999999999G", 0, "not a size"},
+	}
+	for _, name := range []string{"RUNBLOCK_MEMORY", "RUNBLOCK_MEMORY_MB"} {
+		for _, tt := range tests {
+			c, err := Parse(Env{name: tt.value}, Sandbox)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("%s=%s: %v", name, tt.value, err)
+			case tt.err == "" && c.Executor.MemoryBytes != tt.want:
+				t.Errorf("%s=%s: %d bytes, want %d", name, tt.value, c.Executor.MemoryBytes, tt.want)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), name)):
+				t.Errorf("%s=%s: %v (limit %d bytes), want an error naming %s and saying %q", name, tt.value, err, c.Executor.MemoryBytes, name, tt.err)
+			}
+		}
+	}
+}
+
+// TestSizesNeverOverflow: a size too large for a byte count is refused,
+// not wrapped around into a negative or tiny limit.
+func TestSizesNeverOverflow(t *testing.T) {
+	for _, name := range []string{"RUNBLOCK_MAX_OUTPUT_BYTES", "RUNBLOCK_MAX_CODE_BYTES", "RUNBLOCK_MAX_FILES_BYTES", "RUNBLOCK_MEMORY"} {
+		for _, v := range []string{"99999999999999999999", "99999999999G", "9223372036854775807"} {
+			c, err := Parse(Env{name: v}, Sandbox)
+			if err == nil {
+				t.Errorf("%s=%s read as %+v", name, v, c.Executor)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		unit int64
+	}{{"300000000", 1 << 20}, {"70000", 1 << 20}, {"1e3", 1}, {"99999999999G", 1}} {
+		if n, err := ParseSize(tt.in, tt.unit); err == nil {
+			t.Errorf("ParseSize(%q, %d) = %d, want an error", tt.in, tt.unit, n)
+		}
+	}
+}
+
+// TestLogValueFollowsTheTable: the start-up summary has one entry per
+// setting the command read, and secrets only as set or unset.
+func TestLogValueFollowsTheTable(t *testing.T) {
+	cfg, err := Parse(Env{"RUNBLOCK_API_TOKEN": "0123456789abcdef0123,second-token-123456", "RUNBLOCK_FORKSERVER": "off", "RUNBLOCK_MAX_FILES": "0"}, Sandbox|Remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range cfg.LogValue().Group() {
+		got[a.Key] = a.Value.String()
+	}
+	want := map[string]string{"api_token": "2 set", "forkserver": "false", "max_files": "0", "timeout": "5s", "memory": "268435456", "executor_url": "[]", "log_level": "INFO"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if _, ok := got["slack_bot_token"]; ok {
+		t.Error("the summary shows a chat setting that exec and the executor do not read")
+	}
+	if n := len(Sections[0].Settings) + len(Sections[5].Settings) + len(Sections[6].Settings); len(got) != n {
+		t.Errorf("%d entries, want %d: %v", len(got), n, got)
 	}
 }
