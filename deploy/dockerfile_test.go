@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bufio"
@@ -9,9 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/runblock/runblock/internal/config"
 )
 
 // instruction is one Dockerfile instruction with its continuation lines
@@ -81,7 +78,7 @@ func splitFlags(args string) (flags map[string]string, rest []string) {
 
 func goModVersion(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("go.mod")
+	b, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +90,7 @@ func goModVersion(t *testing.T) string {
 }
 
 func TestDockerfile(t *testing.T) {
-	ins := parseDockerfile(t, "Dockerfile")
+	ins := parseDockerfile(t, "../Dockerfile")
 	var (
 		stages    [][]instruction // instructions after each FROM
 		stageName []string
@@ -167,7 +164,7 @@ func TestDockerfile(t *testing.T) {
 						}
 						continue
 					}
-					matches, err := filepath.Glob(filepath.Clean(src))
+					matches, err := filepath.Glob(filepath.Join("..", src))
 					if err != nil || len(matches) == 0 {
 						t.Errorf("line %d: COPY source %q does not exist in the build context", in.line, src)
 					}
@@ -223,12 +220,21 @@ func TestDockerfile(t *testing.T) {
 		if len(entry) != 1 || entry[0].args != `["runblock"]` {
 			t.Errorf(`ENTRYPOINT = %v, want ["runblock"]`, entry)
 		}
+		if stop := find("STOPSIGNAL"); len(stop) != 1 || stop[0].args != "SIGTERM" {
+			t.Errorf("STOPSIGNAL = %v, want SIGTERM, the signal that drains", stop)
+		}
 		hc := find("HEALTHCHECK")
 		if len(hc) != 1 {
 			t.Fatalf("want one HEALTHCHECK, got %d", len(hc))
 		}
-		if _, words := splitFlags(hc[0].args); len(words) < 2 || words[0] != "CMD" || !strings.Contains(strings.Join(words[1:], " "), "runblock") {
-			t.Errorf("HEALTHCHECK %q does not run runblock, the one tool the image is sure to have", hc[0].args)
+		// The running service's own /readyz, not a fresh process's canary
+		// (doctor), which also fails on a read-only root.
+		flags, words := splitFlags(hc[0].args)
+		if strings.Join(words, " ") != `CMD ["runblock", "health"]` {
+			t.Errorf("HEALTHCHECK %q, want CMD [\"runblock\", \"health\"]", hc[0].args)
+		}
+		if flags["start-period"] == "" || flags["start-interval"] == "" {
+			t.Errorf("HEALTHCHECK %q has no --start-period and --start-interval: the container stays \"starting\" for a whole interval", hc[0].args)
 		}
 	})
 
@@ -277,7 +283,7 @@ func TestDockerfile(t *testing.T) {
 	})
 
 	t.Run("dockerignore keeps secrets out", func(t *testing.T) {
-		b, err := os.ReadFile(".dockerignore")
+		b, err := os.ReadFile("../.dockerignore")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,87 +291,4 @@ func TestDockerfile(t *testing.T) {
 			t.Error(".dockerignore does not exclude .env")
 		}
 	})
-}
-
-// composeServices splits compose.yaml's services into their lines, keyed by
-// service name: a light structural reading (two-space indented names under
-// services:), enough to check what the README promises.
-func composeServices(t *testing.T) map[string][]string {
-	t.Helper()
-	b, err := os.ReadFile("compose.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	services := map[string][]string{}
-	in, name := false, ""
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#"):
-		case !strings.HasPrefix(line, " "):
-			in = line == "services:"
-			name = ""
-		case in && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   "):
-			name = strings.TrimSuffix(strings.TrimSpace(line), ":")
-			services[name] = nil
-		case in && name != "":
-			services[name] = append(services[name], strings.TrimSpace(line))
-		}
-	}
-	return services
-}
-
-// TestCompose: `docker compose up` starts one runblock with the README's
-// security options, .env, a health check and a stop grace period that
-// outlasts the drain.
-func TestCompose(t *testing.T) {
-	services := composeServices(t)
-	lines, ok := services["runblock"]
-	if !ok {
-		t.Fatalf("compose.yaml has no runblock service: %v", services)
-	}
-	has := func(want string) bool {
-		for _, l := range lines {
-			if l == want {
-				return true
-			}
-		}
-		return false
-	}
-	for _, want := range []string{
-		"- seccomp=unconfined", "- apparmor=unconfined", "- systempaths=unconfined",
-		"- path: .env", `test: ["CMD", "runblock", "doctor"]`, "stop_signal: SIGTERM",
-	} {
-		if !has(want) {
-			t.Errorf("the runblock service lacks %q", want)
-		}
-	}
-	grace := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "profiles:") {
-			t.Errorf("the runblock service has %q: docker compose up would not start it", l)
-		}
-		if strings.Contains(l, "privileged: true") {
-			t.Errorf("the runblock service is privileged")
-		}
-		if v, ok := strings.CutPrefix(l, "stop_grace_period:"); ok {
-			grace = true
-			d, err := time.ParseDuration(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatalf("stop_grace_period %q: %v", v, err)
-			}
-			if d <= config.DefaultDrainTimeout {
-				t.Errorf("stop_grace_period %v does not outlast the drain (%v)", d, config.DefaultDrainTimeout)
-			}
-		}
-	}
-	if !grace {
-		t.Error("the runblock service has no stop_grace_period: Docker kills after 10s, before the drain ends")
-	}
-	stop := false
-	for _, in := range parseDockerfile(t, "Dockerfile") {
-		stop = stop || in.cmd == "STOPSIGNAL" && in.args == "SIGTERM"
-	}
-	if !stop {
-		t.Error("the Dockerfile does not set STOPSIGNAL SIGTERM, the signal that drains")
-	}
 }
