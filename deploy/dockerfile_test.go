@@ -89,31 +89,55 @@ func goModVersion(t *testing.T) string {
 	return string(m[1])
 }
 
-func TestDockerfile(t *testing.T) {
-	ins := parseDockerfile(t, "../Dockerfile")
-	var (
-		stages    [][]instruction // instructions after each FROM
-		stageName []string
-	)
-	for _, in := range ins {
+// dockerfile is a Dockerfile's stages: the instructions after each FROM,
+// the FROM first.
+type dockerfile struct {
+	stages [][]instruction
+	names  []string // each stage's AS name, "" for none
+}
+
+func readDockerfile(t *testing.T) dockerfile {
+	t.Helper()
+	var d dockerfile
+	for _, in := range parseDockerfile(t, "../Dockerfile") {
 		if in.cmd == "FROM" {
 			f := strings.Fields(in.args)
 			name := ""
 			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
 				name = f[2]
 			}
-			stageName = append(stageName, name)
-			stages = append(stages, []instruction{in})
+			d.names = append(d.names, name)
+			d.stages = append(d.stages, []instruction{in})
 			continue
 		}
-		if len(stages) == 0 {
+		if len(d.stages) == 0 {
 			if in.cmd != "ARG" {
 				t.Fatalf("line %d: %s before the first FROM", in.line, in.cmd)
 			}
 			continue
 		}
-		stages[len(stages)-1] = append(stages[len(stages)-1], in)
+		d.stages[len(d.stages)-1] = append(d.stages[len(d.stages)-1], in)
 	}
+	return d
+}
+
+// stage is the index of the stage named name, or -1.
+func (d dockerfile) stage(name string) int { return slices.Index(d.names, name) }
+
+// chain is what image stage i is: its instructions and those of the
+// stages it is built FROM, base first.
+func (d dockerfile) chain(i int) []instruction {
+	var out []instruction
+	for i >= 0 {
+		out = append(slices.Clone(d.stages[i]), out...)
+		i = d.stage(strings.Fields(d.stages[i][0].args)[0])
+	}
+	return out
+}
+
+func TestDockerfile(t *testing.T) {
+	d := readDockerfile(t)
+	stages, stageName := d.stages, d.names
 	if len(stages) < 2 {
 		t.Fatalf("want a multi-stage build, got %d stage(s)", len(stages))
 	}
@@ -176,17 +200,7 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 
-	// The final image's instructions: those of its stage and of the stages
-	// it is built FROM, base first.
-	stageOf := func(name string) int { return slices.Index(stageName, name) }
-	chain := func(i int) []instruction {
-		var out []instruction
-		for i >= 0 {
-			out = append(slices.Clone(stages[i]), out...)
-			i = stageOf(strings.Fields(stages[i][0].args)[0])
-		}
-		return out
-	}
+	stageOf, chain := d.stage, d.chain
 	final := chain(len(stages) - 1)
 	find := func(cmd string) []instruction {
 		var out []instruction
