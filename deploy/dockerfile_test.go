@@ -301,8 +301,11 @@ func TestDockerfile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(strings.Split(string(b), "\n"), ".env") {
-			t.Error(".dockerignore does not exclude .env")
+		// .env at the top, the Kubernetes token files (deploy/kubernetes/*.env).
+		for _, want := range []string{".env", "**/*.env"} {
+			if !slices.Contains(strings.Split(string(b), "\n"), want) {
+				t.Errorf(".dockerignore does not exclude %s", want)
+			}
 		}
 	})
 }
