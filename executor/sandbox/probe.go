@@ -77,6 +77,9 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		pl.cgroup = cg
 		layers, err = canary(ctx, cfg, pl, pl.start)
 	}
+	if hint := capabilityHint(); hint != "" {
+		reasons = append(reasons, hint)
+	}
 	if err != nil {
 		report.Tier = TierNone
 		return nil, report, &executor.Error{Code: executor.ErrUnavailable, Message: "no isolation tier works on this machine (" +

@@ -31,17 +31,33 @@ type Kustomization struct {
 		Pairs            map[string]string `json:"pairs"`
 		IncludeSelectors bool              `json:"includeSelectors,omitempty"`
 	} `json:"labels,omitempty"`
-	Images []struct {
-		Name    string `json:"name"`
-		NewName string `json:"newName,omitempty"`
-		NewTag  string `json:"newTag,omitempty"`
-		Digest  string `json:"digest,omitempty"`
-	} `json:"images,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
+	Images          []KustomizeImage  `json:"images,omitempty"`
+	Namespace       string            `json:"namespace,omitempty"`
+	SecretGenerator []SecretGenerator `json:"secretGenerator,omitempty"`
+}
+
+// KustomizeImage is an images: override.
+type KustomizeImage struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName,omitempty"`
+	NewTag  string `json:"newTag,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+// SecretGenerator is a kustomize secretGenerator: a Secret made from env
+// files (or literals) when the kustomization is built.
+type SecretGenerator struct {
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace,omitempty"`
+	Envs      []string `json:"envs,omitempty"`
+	Files     []string `json:"files,omitempty"`
+	Literals  []string `json:"literals,omitempty"`
+	Type      string   `json:"type,omitempty"`
 }
 
 // Manifests are the decoded resources of a kustomization.
 type Manifests struct {
+	Namespaces   []*corev1.Namespace
 	Deployments  []*appsv1.Deployment
 	Services     []*corev1.Service
 	Secrets      []*corev1.Secret
@@ -83,6 +99,9 @@ func (m *Manifests) load(path string) error {
 		}
 		var obj interface{ GetName() string }
 		switch tm.APIVersion + " " + tm.Kind {
+		case "v1 Namespace":
+			n := &corev1.Namespace{}
+			m.Namespaces, obj = append(m.Namespaces, n), n
 		case "apps/v1 Deployment":
 			d := &appsv1.Deployment{}
 			m.Deployments, obj = append(m.Deployments, d), d
@@ -122,6 +141,15 @@ func decodeFile(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// Namespace returns the Namespace named name, or nil.
+func (m *Manifests) Namespace(name string) *corev1.Namespace {
+	i := slices.IndexFunc(m.Namespaces, func(n *corev1.Namespace) bool { return n.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return m.Namespaces[i]
 }
 
 // Deployment returns the Deployment named name, or nil.

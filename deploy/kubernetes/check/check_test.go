@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -58,6 +59,13 @@ func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
 	return c.Env[i], true
 }
 
+// sandboxCapabilities are what a root executor needs, sorted
+// (executor/sandbox/capabilities.go): SETUID, SETGID and SETFCAP for the
+// namespace tiers (a uid map with uid 0 needs SETFCAP since Linux 5.12),
+// CHOWN and DAC_OVERRIDE for the reduced tiers. SETUID and SETGID alone
+// start no tier at all.
+var sandboxCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "SETFCAP", "SETGID", "SETUID"}
+
 func TestNothingPrivileged(t *testing.T) {
 	m := load(t)
 	for _, d := range m.Deployments {
@@ -77,10 +85,12 @@ func TestNothingPrivileged(t *testing.T) {
 			if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
 				t.Errorf("%s/%s: capabilities must drop ALL", d.Name, c.Name)
 			}
-			for _, add := range sc.Capabilities.Add {
-				if add != "SETUID" && add != "SETGID" {
-					t.Errorf("%s/%s adds capability %s", d.Name, c.Name, add)
-				}
+			var want []corev1.Capability // the bot: none
+			if d.Name == "runblock-executor" {
+				want = sandboxCapabilities
+			}
+			if got := slices.Sorted(slices.Values(sc.Capabilities.Add)); !slices.Equal(got, want) {
+				t.Errorf("%s/%s adds capabilities %v, want %v", d.Name, c.Name, got, want)
 			}
 		}
 	}
@@ -155,26 +165,206 @@ func TestBot(t *testing.T) {
 		t.Error("the bot must be one replica with the Recreate strategy")
 	}
 	c := container(t, d)
-	u, ok := env(c, "RUNBLOCK_EXECUTOR_URL")
-	if !ok || u.Value != "http://runblock-executor:8080" {
-		t.Errorf("RUNBLOCK_EXECUTOR_URL %q, want the executor Service", u.Value)
+	u, _ := env(c, "RUNBLOCK_EXECUTOR_URL")
+	ns := m.Deployment("runblock-executor").Namespace
+	if want := "http://runblock-executor." + ns + ".svc:8080"; u.Value != want {
+		t.Errorf("RUNBLOCK_EXECUTOR_URL %q, want the executor Service in its namespace, %s", u.Value, want)
 	}
-	secrets := map[string]*corev1.Secret{}
-	for _, s := range m.Secrets {
-		secrets[s.Name] = s
-	}
-	for _, from := range c.EnvFrom {
-		if from.SecretRef == nil || secrets[from.SecretRef.Name] == nil {
-			t.Errorf("the bot reads a Secret the kustomization does not define: %+v", from)
+}
+
+// TestNamespaces: every resource is in a Namespace of the kustomization
+// whose Pod Security label enforces exactly the level its pods need: the
+// bot restricted, the executors what their securityContext needs.
+func TestNamespaces(t *testing.T) {
+	m := load(t)
+	for _, d := range m.Deployments {
+		n := m.Namespace(d.Namespace)
+		if n == nil {
+			t.Errorf("%s is in namespace %q, which the kustomization does not define", d.Name, d.Namespace)
+			continue
+		}
+		need := PodSecurityLevel(d.Spec.Template.Spec)
+		if got := n.Labels["pod-security.kubernetes.io/enforce"]; got != need {
+			t.Errorf("namespace %s enforces Pod Security %q, its %s pods need %q", n.Name, got, d.Name, need)
 		}
 	}
-	s := secrets["runblock"]
-	if s == nil {
-		t.Fatal("no runblock Secret")
+	if d := m.Deployment("runblock-bot"); d == nil || PodSecurityLevel(d.Spec.Template.Spec) != Restricted {
+		t.Error("the bot must meet the restricted level")
 	}
+	if bot, ex := m.Deployment("runblock-bot"), m.Deployment("runblock-executor"); bot != nil && ex != nil && bot.Namespace == ex.Namespace {
+		t.Error("the bot and the executors need namespaces of their own: the executors' must be privileged")
+	}
+	ex := m.Deployment("runblock-executor")
+	for _, obj := range []metav1.Object{firstService(m), m.Budgets[0], m.Autoscalers[0]} {
+		if ex != nil && obj.GetNamespace() != ex.Namespace {
+			t.Errorf("%s is in namespace %q, not the executors' %q", obj.GetName(), obj.GetNamespace(), ex.Namespace)
+		}
+	}
+}
+
+func firstService(m *Manifests) *corev1.Service {
+	if len(m.Services) == 0 {
+		return &corev1.Service{}
+	}
+	return m.Services[0]
+}
+
+// TestPodSecurityLevel holds the level function to the standard's
+// examples, so that TestNamespaces cannot pass by a level function that
+// always agrees.
+func TestPodSecurityLevel(t *testing.T) {
+	yes, no := true, false
+	unmasked := corev1.UnmaskedProcMount
+	restrictedPod := func() corev1.PodSpec {
+		return corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.PodSpec)
+		want   string
+	}{
+		{"restricted", func(*corev1.PodSpec) {}, Restricted},
+		{"adds NET_BIND_SERVICE", func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
+		}, Restricted},
+		{"adds SETUID", func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SETUID"}
+		}, Baseline},
+		{"may escalate", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil }, Baseline},
+		{"root", func(p *corev1.PodSpec) { p.SecurityContext.RunAsNonRoot = nil }, Baseline},
+		{"adds SYS_ADMIN", func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		}, Privileged},
+		{"unconfined seccomp", func(p *corev1.PodSpec) {
+			p.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
+		}, Privileged},
+		{"unmasked /proc", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.ProcMount = &unmasked }, Privileged},
+		{"host PID", func(p *corev1.PodSpec) { p.HostPID = true }, Privileged},
+		{"privileged", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Privileged = &yes }, Privileged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := restrictedPod()
+			tc.change(&p)
+			if got := PodSecurityLevel(p); got != tc.want {
+				t.Errorf("level %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSecrets: the tokens come from files the operator writes (git ignores
+// them), generated per namespace; no Secret in the kustomization carries
+// an empty value that `kubectl apply` would write over the operator's.
+func TestSecrets(t *testing.T) {
+	m := load(t)
+	for _, s := range m.Secrets {
+		for k, v := range s.StringData {
+			if v == "" {
+				t.Errorf("Secret %s has an empty %s: applying it overwrites the operator's token", s.Name, k)
+			}
+		}
+		for k, v := range s.Data {
+			if len(v) == 0 {
+				t.Errorf("Secret %s has an empty %s: applying it overwrites the operator's token", s.Name, k)
+			}
+		}
+	}
+	ignore, err := os.ReadFile("../.gitignore")
+	if err != nil {
+		t.Fatalf("no .gitignore beside the kustomization to keep the token files out of git: %v", err)
+	}
+	generated := map[string]SecretGenerator{} // namespace/name
+	for _, g := range m.Kustomize.SecretGenerator {
+		generated[g.Namespace+"/"+g.Name] = g
+		for _, lit := range g.Literals {
+			if k, v, _ := strings.Cut(lit, "="); v == "" {
+				t.Errorf("secretGenerator %s has an empty literal %s", g.Name, k)
+			}
+		}
+		for _, f := range slices.Concat(g.Envs, g.Files) {
+			if ok, _ := filepath.Match("*.env", filepath.Base(f)); !ok || !slices.Contains(strings.Split(string(ignore), "\n"), "*.env") {
+				t.Errorf("secretGenerator %s reads %s, which .gitignore does not keep out of git", g.Name, f)
+			}
+		}
+	}
+	keys := func(g SecretGenerator) []string {
+		var out []string
+		for _, f := range g.Envs {
+			b, err := os.ReadFile(filepath.Join("..", f+".example"))
+			if err != nil {
+				t.Errorf("secretGenerator %s reads %s with no %s.example beside it to show the operator what to write: %v", g.Name, f, f, err)
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if k, _, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") {
+					out = append(out, k)
+				}
+			}
+		}
+		return out
+	}
+	for _, d := range m.Deployments {
+		c := container(t, d)
+		for _, from := range c.EnvFrom {
+			if from.SecretRef == nil {
+				continue
+			}
+			if _, ok := generated[d.Namespace+"/"+from.SecretRef.Name]; !ok {
+				t.Errorf("%s reads Secret %s, which no secretGenerator makes in namespace %s", d.Name, from.SecretRef.Name, d.Namespace)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				continue
+			}
+			g, ok := generated[d.Namespace+"/"+e.ValueFrom.SecretKeyRef.Name]
+			if !ok {
+				t.Errorf("%s reads Secret %s, which no secretGenerator makes in namespace %s", d.Name, e.ValueFrom.SecretKeyRef.Name, d.Namespace)
+				continue
+			}
+			if !slices.Contains(keys(g), e.ValueFrom.SecretKeyRef.Key) {
+				t.Errorf("%s reads %s from Secret %s, whose files %v do not hold it", d.Name, e.ValueFrom.SecretKeyRef.Key, g.Name, g.Envs)
+			}
+		}
+	}
+	bot := m.Deployment("runblock-bot")
+	if bot == nil {
+		t.Fatal("no bot")
+	}
+	g := generated[bot.Namespace+"/runblock"]
 	for _, key := range []string{"RUNBLOCK_API_TOKEN", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "DISCORD_BOT_TOKEN"} {
-		if _, ok := s.StringData[key]; !ok {
-			t.Errorf("the Secret lacks %s", key)
+		if !slices.Contains(keys(g), key) {
+			t.Errorf("the bot's Secret does not carry %s", key)
+		}
+	}
+}
+
+// TestImage: every container runs the image the kustomization's images
+// override names, which the operator builds and pushes: runblock
+// publishes none, so the override must not point at a public name as if
+// it did.
+func TestImage(t *testing.T) {
+	m := load(t)
+	i := slices.IndexFunc(m.Kustomize.Images, func(i KustomizeImage) bool { return i.Name == "runblock" })
+	if i < 0 {
+		t.Fatal("no images: override for runblock")
+	}
+	img := m.Kustomize.Images[i]
+	if img.NewName == "" || strings.HasPrefix(img.NewName, "ghcr.io/runblock/") || strings.HasPrefix(img.NewName, "docker.io/") {
+		t.Errorf("images: newName %q: want the operator's registry (a placeholder until set)", img.NewName)
+	}
+	if img.Digest == "" && (img.NewTag == "" || img.NewTag == "latest") {
+		t.Errorf("images: newTag %q: want a fixed tag or a digest", img.NewTag)
+	}
+	for _, d := range m.Deployments {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Image != img.Name {
+				t.Errorf("%s/%s runs %q, which the images override does not rewrite", d.Name, c.Name, c.Image)
+			}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bufio"
@@ -9,9 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/runblock/runblock/internal/config"
 )
 
 // instruction is one Dockerfile instruction with its continuation lines
@@ -81,7 +78,7 @@ func splitFlags(args string) (flags map[string]string, rest []string) {
 
 func goModVersion(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("go.mod")
+	b, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,31 +89,55 @@ func goModVersion(t *testing.T) string {
 	return string(m[1])
 }
 
-func TestDockerfile(t *testing.T) {
-	ins := parseDockerfile(t, "Dockerfile")
-	var (
-		stages    [][]instruction // instructions after each FROM
-		stageName []string
-	)
-	for _, in := range ins {
+// dockerfile is a Dockerfile's stages: the instructions after each FROM,
+// the FROM first.
+type dockerfile struct {
+	stages [][]instruction
+	names  []string // each stage's AS name, "" for none
+}
+
+func readDockerfile(t *testing.T) dockerfile {
+	t.Helper()
+	var d dockerfile
+	for _, in := range parseDockerfile(t, "../Dockerfile") {
 		if in.cmd == "FROM" {
 			f := strings.Fields(in.args)
 			name := ""
 			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
 				name = f[2]
 			}
-			stageName = append(stageName, name)
-			stages = append(stages, []instruction{in})
+			d.names = append(d.names, name)
+			d.stages = append(d.stages, []instruction{in})
 			continue
 		}
-		if len(stages) == 0 {
+		if len(d.stages) == 0 {
 			if in.cmd != "ARG" {
 				t.Fatalf("line %d: %s before the first FROM", in.line, in.cmd)
 			}
 			continue
 		}
-		stages[len(stages)-1] = append(stages[len(stages)-1], in)
+		d.stages[len(d.stages)-1] = append(d.stages[len(d.stages)-1], in)
 	}
+	return d
+}
+
+// stage is the index of the stage named name, or -1.
+func (d dockerfile) stage(name string) int { return slices.Index(d.names, name) }
+
+// chain is what image stage i is: its instructions and those of the
+// stages it is built FROM, base first.
+func (d dockerfile) chain(i int) []instruction {
+	var out []instruction
+	for i >= 0 {
+		out = append(slices.Clone(d.stages[i]), out...)
+		i = d.stage(strings.Fields(d.stages[i][0].args)[0])
+	}
+	return out
+}
+
+func TestDockerfile(t *testing.T) {
+	d := readDockerfile(t)
+	stages, stageName := d.stages, d.names
 	if len(stages) < 2 {
 		t.Fatalf("want a multi-stage build, got %d stage(s)", len(stages))
 	}
@@ -167,7 +188,7 @@ func TestDockerfile(t *testing.T) {
 						}
 						continue
 					}
-					matches, err := filepath.Glob(filepath.Clean(src))
+					matches, err := filepath.Glob(filepath.Join("..", src))
 					if err != nil || len(matches) == 0 {
 						t.Errorf("line %d: COPY source %q does not exist in the build context", in.line, src)
 					}
@@ -179,17 +200,7 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 
-	// The final image's instructions: those of its stage and of the stages
-	// it is built FROM, base first.
-	stageOf := func(name string) int { return slices.Index(stageName, name) }
-	chain := func(i int) []instruction {
-		var out []instruction
-		for i >= 0 {
-			out = append(slices.Clone(stages[i]), out...)
-			i = stageOf(strings.Fields(stages[i][0].args)[0])
-		}
-		return out
-	}
+	stageOf, chain := d.stage, d.chain
 	final := chain(len(stages) - 1)
 	find := func(cmd string) []instruction {
 		var out []instruction
@@ -223,12 +234,21 @@ func TestDockerfile(t *testing.T) {
 		if len(entry) != 1 || entry[0].args != `["runblock"]` {
 			t.Errorf(`ENTRYPOINT = %v, want ["runblock"]`, entry)
 		}
+		if stop := find("STOPSIGNAL"); len(stop) != 1 || stop[0].args != "SIGTERM" {
+			t.Errorf("STOPSIGNAL = %v, want SIGTERM, the signal that drains", stop)
+		}
 		hc := find("HEALTHCHECK")
 		if len(hc) != 1 {
 			t.Fatalf("want one HEALTHCHECK, got %d", len(hc))
 		}
-		if _, words := splitFlags(hc[0].args); len(words) < 2 || words[0] != "CMD" || !strings.Contains(strings.Join(words[1:], " "), "runblock") {
-			t.Errorf("HEALTHCHECK %q does not run runblock, the one tool the image is sure to have", hc[0].args)
+		// The running service's own /readyz, not a fresh process's canary
+		// (doctor), which also fails on a read-only root.
+		flags, words := splitFlags(hc[0].args)
+		if strings.Join(words, " ") != `CMD ["runblock", "health"]` {
+			t.Errorf("HEALTHCHECK %q, want CMD [\"runblock\", \"health\"]", hc[0].args)
+		}
+		if flags["start-period"] == "" || flags["start-interval"] == "" {
+			t.Errorf("HEALTHCHECK %q has no --start-period and --start-interval: the container stays \"starting\" for a whole interval", hc[0].args)
 		}
 	})
 
@@ -277,95 +297,15 @@ func TestDockerfile(t *testing.T) {
 	})
 
 	t.Run("dockerignore keeps secrets out", func(t *testing.T) {
-		b, err := os.ReadFile(".dockerignore")
+		b, err := os.ReadFile("../.dockerignore")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(strings.Split(string(b), "\n"), ".env") {
-			t.Error(".dockerignore does not exclude .env")
+		// .env at the top, the Kubernetes token files (deploy/kubernetes/*.env).
+		for _, want := range []string{".env", "**/*.env"} {
+			if !slices.Contains(strings.Split(string(b), "\n"), want) {
+				t.Errorf(".dockerignore does not exclude %s", want)
+			}
 		}
 	})
-}
-
-// composeServices splits compose.yaml's services into their lines, keyed by
-// service name: a light structural reading (two-space indented names under
-// services:), enough to check what the README promises.
-func composeServices(t *testing.T) map[string][]string {
-	t.Helper()
-	b, err := os.ReadFile("compose.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	services := map[string][]string{}
-	in, name := false, ""
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#"):
-		case !strings.HasPrefix(line, " "):
-			in = line == "services:"
-			name = ""
-		case in && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   "):
-			name = strings.TrimSuffix(strings.TrimSpace(line), ":")
-			services[name] = nil
-		case in && name != "":
-			services[name] = append(services[name], strings.TrimSpace(line))
-		}
-	}
-	return services
-}
-
-// TestCompose: `docker compose up` starts one runblock with the README's
-// security options, .env, a health check and a stop grace period that
-// outlasts the drain.
-func TestCompose(t *testing.T) {
-	services := composeServices(t)
-	lines, ok := services["runblock"]
-	if !ok {
-		t.Fatalf("compose.yaml has no runblock service: %v", services)
-	}
-	has := func(want string) bool {
-		for _, l := range lines {
-			if l == want {
-				return true
-			}
-		}
-		return false
-	}
-	for _, want := range []string{
-		"- seccomp=unconfined", "- apparmor=unconfined", "- systempaths=unconfined",
-		"- path: .env", `test: ["CMD", "runblock", "doctor"]`, "stop_signal: SIGTERM",
-	} {
-		if !has(want) {
-			t.Errorf("the runblock service lacks %q", want)
-		}
-	}
-	grace := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "profiles:") {
-			t.Errorf("the runblock service has %q: docker compose up would not start it", l)
-		}
-		if strings.Contains(l, "privileged: true") {
-			t.Errorf("the runblock service is privileged")
-		}
-		if v, ok := strings.CutPrefix(l, "stop_grace_period:"); ok {
-			grace = true
-			d, err := time.ParseDuration(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatalf("stop_grace_period %q: %v", v, err)
-			}
-			if d <= config.DefaultDrainTimeout {
-				t.Errorf("stop_grace_period %v does not outlast the drain (%v)", d, config.DefaultDrainTimeout)
-			}
-		}
-	}
-	if !grace {
-		t.Error("the runblock service has no stop_grace_period: Docker kills after 10s, before the drain ends")
-	}
-	stop := false
-	for _, in := range parseDockerfile(t, "Dockerfile") {
-		stop = stop || in.cmd == "STOPSIGNAL" && in.args == "SIGTERM"
-	}
-	if !stop {
-		t.Error("the Dockerfile does not set STOPSIGNAL SIGTERM, the signal that drains")
-	}
 }
