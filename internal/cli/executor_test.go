@@ -21,6 +21,7 @@ import (
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/fakeslack"
+	"github.com/runblock/runblock/internal/httpserver"
 )
 
 // runblockBinary builds runblock (main and its signal handling, which
@@ -349,5 +350,85 @@ func TestExecutorDrainsOnSIGTERM(t *testing.T) {
 	a := <-first
 	if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `finished`) {
 		t.Fatalf("the accepted run: %d %q %v; logs:\n%s", a.status, a.body, a.err, p.logs.String())
+	}
+}
+
+// TestExecutorMainDrains runs `runblock executor`'s parts in this process:
+// Close drains (/readyz and new runs answer 503) and lets the run it
+// accepted finish and be answered before it returns.
+func TestExecutorMainDrains(t *testing.T) {
+	requirePython(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := &ExecutorMain{
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0", "RUNBLOCK_CONCURRENCY": "1", "RUNBLOCK_POOL": "0"}),
+		Logger: testLogger(t),
+	}
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + m.Addr()
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	post := func(code string) answer {
+		resp, err := http.Post(base+"/v1/run", "application/json", strings.NewReader(`{"code":`+strconv.Quote(code)+`}`))
+		if err != nil {
+			return answer{err: err}
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, string(b), err}
+	}
+	readyz := func() (int, httpserver.Readiness) {
+		t.Helper()
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rd httpserver.Readiness
+		if err := json.NewDecoder(resp.Body).Decode(&rd); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, rd
+	}
+	if code, rd := readyz(); code != http.StatusOK || !rd.Ready || rd.Load == nil || rd.Load.Capacity != 1 {
+		t.Fatalf("/readyz = %d %+v, want ready with capacity 1", code, rd)
+	}
+	// The run outlasts the start of the drain (checked below): a sandbox
+	// has no channel to the test to wait on.
+	first := make(chan answer, 1)
+	go func() {
+		first <- post("import time\ntime.sleep(2)\nprint('finished')")
+	}()
+	for _, rd := readyz(); rd.Load.Running == 0; _, rd = readyz() {
+		if ctx.Err() != nil {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(ctx) }()
+	code, rd := readyz()
+	for ; code != http.StatusServiceUnavailable; code, rd = readyz() {
+		if ctx.Err() != nil {
+			t.Fatal("/readyz stayed ready while closing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !rd.Draining || rd.Load.Running != 1 {
+		t.Fatalf("/readyz while closing: %+v, want draining with the run in flight", rd)
+	}
+	if a := post("print(1)"); a.err != nil || a.status != http.StatusServiceUnavailable {
+		t.Errorf("a run while draining: %d %q %v, want 503", a.status, a.body, a.err)
+	}
+	if a := <-first; a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, "finished") {
+		t.Errorf("the accepted run: %d %q %v", a.status, a.body, a.err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }
