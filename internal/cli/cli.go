@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 
@@ -85,7 +84,7 @@ func Run(ctx context.Context, version string, args []string, env config.Env, std
 		fmt.Fprintf(stderr, "runblock: %v\n", err)
 		return 2
 	}
-	if name == "serve" && !cfg.SlackEnabled() && !cfg.DiscordEnabled() && isTerminal(stdin) && !cfg.LogLevelSet {
+	if name == "serve" && !cfg.SlackEnabled() && !cfg.DiscordEnabled() && classify(stdin) == inputTerminal && !cfg.LogLevelSet {
 		// Someone at a terminal: keep the console free of routine log lines.
 		cfg.LogLevel = slog.LevelWarn
 	}
@@ -97,13 +96,4 @@ func Run(ctx context.Context, version string, args []string, env config.Env, std
 		logger.Info(n)
 	}
 	return cmd.run(ctx, &invocation{version: version, cfg: cfg, logger: logger, stdin: stdin, stdout: stdout, stderr: stderr}, args)
-}
-
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -28,7 +28,14 @@ func runServe(ctx context.Context, c *invocation, args []string) int {
 		return 2
 	}
 	cfg, logger := c.cfg, c.logger
-	m := &Main{Version: c.version, Config: cfg, Logger: logger, Stdin: c.stdin, Stdout: c.stdout, Interactive: isTerminal(c.stdin)}
+	in := classify(c.stdin)
+	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() && in == inputNone {
+		// A container without tokens: the console would read nothing and
+		// exit 0, which a restart policy turns into a silent loop.
+		fmt.Fprintln(c.stderr, "runblock: no chat token is set (SLACK_BOT_TOKEN and SLACK_APP_TOKEN, or DISCORD_BOT_TOKEN) and standard input is neither a terminal nor a pipe, so the console would read nothing: set a token, or pipe messages in")
+		return 2
+	}
+	m := &Main{Version: c.version, Config: cfg, Logger: logger, Stdin: c.stdin, Stdout: c.stdout, Interactive: in == inputTerminal}
 	if err := m.Run(ctx); err != nil {
 		logger.Error("start-up failed", "err", err)
 		return 1
