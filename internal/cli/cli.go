@@ -32,6 +32,7 @@ func commands() []command {
 		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
 		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", config.Sandbox | config.Scheduler | config.HTTP | config.Remote, runExecutor},
 		{"bench", "[--json]", "measure bare python, the original and the executor side by side", config.Sandbox, runBench},
+		{"health", "[--url URL]", "exit 0 when the service on RUNBLOCK_HTTP_ADDR answers /readyz with 200 (a container's health check)", config.HTTP, runHealth},
 		{"manifest", "slack", "print the Slack app manifest, ready to paste", 0, runManifest},
 		{"version", "", "print the version", 0, runVersion},
 	}
