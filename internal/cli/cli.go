@@ -27,7 +27,7 @@ type command struct {
 // commands is runblock's command table; the first is the default.
 func commands() []command {
 	return []command{
-		{"serve", "", "run every configured chat adapter (the console when no token is set)", config.All, runServe},
+		{"serve", "", "the default: run every configured chat adapter (the console when no token is set)", config.All, runServe},
 		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] [--file PATH]... [--out DIR] FILE|-", "run one snippet, print its whole output and save the files it made", config.Sandbox, runExec},
 		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
 		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", config.Sandbox | config.Scheduler | config.HTTP | config.Remote, runExecutor},
@@ -41,13 +41,23 @@ func commands() []command {
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: runblock [command]\n\ncommands:\n")
-	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-9s%s\n", c.name, c.summary)
-		if c.args != "" {
-			fmt.Fprintf(&b, "  %-9s  runblock %s %s\n", "", c.name, c.args)
-		}
+	for line := range strings.Lines(commandList()) {
+		b.WriteString("  " + line)
 	}
 	b.WriteString("\nSettings come from the environment and .env; see .env.example.\n")
+	return b.String()
+}
+
+// commandList is the command table as usage shows it, and as README.md's
+// Commands block repeats it (a test keeps the two the same).
+func commandList() string {
+	var b strings.Builder
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "%-9s%s\n", c.name, c.summary)
+		if c.args != "" {
+			fmt.Fprintf(&b, "%-9s  runblock %s %s\n", "", c.name, c.args)
+		}
+	}
 	return b.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -157,5 +158,31 @@ func requirePython(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not on PATH")
+	}
+}
+
+// TestREADMECommands keeps README.md's Commands block (the first fenced
+// block under its "## Commands" heading) the same as the command table.
+func TestREADMECommands(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Commands\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Commands" section`)
+	}
+	if next := strings.Index(section, "\n## "); next >= 0 {
+		section = section[:next]
+	}
+	_, block, ok := strings.Cut(section, "```\n")
+	if ok {
+		block, _, ok = strings.Cut(block, "```\n")
+	}
+	if !ok {
+		t.Fatal("README.md's Commands section has no fenced block")
+	}
+	if want := commandList(); block != want {
+		t.Errorf("README.md's Commands block is not the command table; make it:\n```\n%s```\ngot:\n```\n%s```", want, block)
 	}
 }
