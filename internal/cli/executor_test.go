@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -430,5 +431,51 @@ func TestExecutorMainDrains(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestServeRefusesATokenTheExecutorsRefuse: a bot whose RUNBLOCK_API_TOKEN
+// its executor refuses does not start "ready" and answer every message
+// with an internal error; it exits 1 with one line naming the setting.
+func TestServeRefusesATokenTheExecutorsRefuse(t *testing.T) {
+	requirePython(t)
+	const right, wrong = "right-token-0123456789", "wrong-token-0123456789"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex := &ExecutorMain{
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0", "RUNBLOCK_API_TOKEN": right, "RUNBLOCK_POOL": "0"}),
+		Logger: testLogger(t),
+	}
+	if err := ex.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ex.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, token := range []string{wrong, right} {
+		var stdout, stderr bytes.Buffer
+		env := config.Env{"RUNBLOCK_EXECUTOR_URL": "http://" + ex.Addr(), "RUNBLOCK_API_TOKEN": token}
+		code := run(ctx, nil, env, strings.NewReader(pipedExample), &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if strings.Contains(out, wrong) || strings.Contains(out, right) {
+			t.Errorf("the output shows a token:\n%s", out)
+		}
+		if token == right {
+			if code != 0 || !strings.Contains(stdout.String(), "\n2\n") {
+				t.Errorf("with the right token: exit %d, stdout %q, stderr %q; want 0 and the reply", code, stdout.String(), stderr.String())
+			}
+			continue
+		}
+		// The log's start-up lines, then the one error line.
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		last := lines[len(lines)-1]
+		if code != 1 || !strings.Contains(last, "level=ERROR") || !strings.Contains(last, "refuses RUNBLOCK_API_TOKEN") || strings.Count(stderr.String(), "RUNBLOCK_API_TOKEN") != 1 {
+			t.Errorf("with a refused token: exit %d, stderr %q; want 1 and one error line naming RUNBLOCK_API_TOKEN", code, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("with a refused token: stdout %q, want nothing", stdout.String())
+		}
 	}
 }
