@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -91,6 +92,9 @@ func Run(ctx context.Context, version string, args []string, env config.Env, std
 	}
 	cmd := commands()[i]
 	cfg, err := config.Parse(env, cmd.uses)
+	if err == nil && cmd.uses&config.Sandbox != 0 && len(cfg.ExecutorURLs) == 0 {
+		err = findPython(cfg.Executor.Python)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "runblock: %v\n", err)
 		return 2
@@ -107,4 +111,19 @@ func Run(ctx context.Context, version string, args []string, env config.Env, std
 		logger.Info(n)
 	}
 	return cmd.run(ctx, &invocation{version: version, cfg: cfg, logger: logger, stdin: stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+// findPython checks that a command that runs the sandbox has a python:
+// RUNBLOCK_PYTHON (which config has checked) or python3 on PATH, saying
+// what to install or set when there is neither, as config does for a bad
+// RUNBLOCK_PYTHON.
+func findPython(python string) error {
+	if python != "" {
+		return nil
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		return &config.Error{Var: "RUNBLOCK_PYTHON", Problem: "unset, and there is no python3 on PATH",
+			Fix: "install Python 3 (such as apt-get install python3) or set RUNBLOCK_PYTHON to an interpreter such as /usr/bin/python3"}
+	}
+	return nil
 }

@@ -186,3 +186,25 @@ func TestREADMECommands(t *testing.T) {
 		t.Errorf("README.md's Commands block is not the command table; make it:\n```\n%s```\ngot:\n```\n%s```", want, block)
 	}
 }
+
+// TestNoPythonOnPath: without python3 on PATH and without RUNBLOCK_PYTHON,
+// every command that runs the sandbox says in one line what to install or
+// set, as for a bad RUNBLOCK_PYTHON; a bot whose runs go to remote
+// executors needs no python.
+func TestNoPythonOnPath(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for _, args := range [][]string{{"serve"}, {"exec", "-"}, {"doctor"}, {"executor"}, {"bench"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, nil, strings.NewReader("print(1)\n"), &stdout, &stderr)
+		line := stderr.String()
+		if code != 2 || !strings.Contains(line, "RUNBLOCK_PYTHON") || !strings.Contains(line, "install Python 3") ||
+			strings.Count(strings.TrimRight(line, "\n"), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line on installing python3 or setting RUNBLOCK_PYTHON", args, code, line)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	env := config.Env{"RUNBLOCK_EXECUTOR_URL": "http://127.0.0.1:1"}
+	if code := run(context.Background(), []string{"serve"}, env, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Errorf("serve with remote executors: exit %d, stderr %q; want 0", code, stderr.String())
+	}
+}
