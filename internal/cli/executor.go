@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
@@ -114,7 +115,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 		Logger:    logger.With("component", "api"),
 	})
 	if err := svc.Open(ctx); err != nil {
-		return err
+		return listenError(err, executorAddr(cfg), cfg.HTTPAddr != "")
 	}
 	m.service = svc
 	return nil
@@ -159,4 +160,19 @@ func (m *ExecutorMain) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// listenError names RUNBLOCK_HTTP_ADDR in err when err is a failure to
+// listen on addr (a busy port, an address not of this machine); set says
+// whether the setting gave addr or it is the default.
+func listenError(err error, addr string, set bool) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "listen" {
+		return err
+	}
+	const fix = "stop what holds it or set RUNBLOCK_HTTP_ADDR to a free address"
+	if !set {
+		return fmt.Errorf("cannot listen on %s (the default without RUNBLOCK_HTTP_ADDR): %w; %s", addr, op.Err, fix)
+	}
+	return fmt.Errorf("RUNBLOCK_HTTP_ADDR=%s: cannot listen: %w; %s", addr, op.Err, fix)
 }

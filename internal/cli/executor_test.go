@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -477,5 +478,29 @@ func TestServeRefusesATokenTheExecutorsRefuse(t *testing.T) {
 		if stdout.Len() != 0 {
 			t.Errorf("with a refused token: stdout %q, want nothing", stdout.String())
 		}
+	}
+}
+
+// TestExecutorBusyPort: an executor whose port is taken fails to start
+// with an error naming RUNBLOCK_HTTP_ADDR, and closes the sandbox it
+// started.
+func TestExecutorBusyPort(t *testing.T) {
+	requirePython(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	m := &ExecutorMain{
+		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": ln.Addr().String(), "RUNBLOCK_POOL": "0"}),
+		Logger: testLogger(t),
+	}
+	err = m.Run(context.Background())
+	if err == nil {
+		m.Close(context.Background())
+		t.Fatal("Run on a busy port succeeded")
+	}
+	if !strings.Contains(err.Error(), "RUNBLOCK_HTTP_ADDR="+ln.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("Run = %v, want a listen error naming RUNBLOCK_HTTP_ADDR and the address", err)
 	}
 }

@@ -193,7 +193,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.http = httpserver.New(hc)
 		if err := m.http.Open(); err != nil {
 			m.http = nil
-			return err
+			return listenError(err, cfg.HTTPAddr, true)
 		}
 	}
 

@@ -208,9 +208,9 @@ func TestRunFailsFastOnABusyPort(t *testing.T) {
 		Runner: runnerFunc(func(context.Context, executor.Request) (executor.Result, error) { return executor.Result{}, nil }),
 	}
 	err = m.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
+	if err == nil || !strings.Contains(err.Error(), "RUNBLOCK_HTTP_ADDR="+ln.Addr().String()) {
 		m.Close(context.Background())
-		t.Fatalf("Run = %v, want a listen error naming the address", err)
+		t.Fatalf("Run = %v, want a listen error naming RUNBLOCK_HTTP_ADDR and the address", err)
 	}
 }
 
