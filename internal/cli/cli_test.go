@@ -27,6 +27,9 @@ const (
 
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	if os.Getenv(withoutLandlockEnv) == "1" {
+		os.Exit(doctorWithoutLandlock())
+	}
 	goleak.VerifyTestMain(m)
 }
 

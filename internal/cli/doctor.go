@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 
 	"github.com/runblock/runblock/executor/sandbox"
 )
@@ -34,7 +35,14 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 		}
 		return status
 	}
-	fmt.Fprintf(stdout, "python: %s\ntier:   %s\n", rep.Python, rep.Tier)
+	writeReport(stdout, rep, ec.DisableForkServer)
+	return status
+}
+
+// writeReport is doctor's report as text; forkServerOff is
+// RUNBLOCK_FORKSERVER=off.
+func writeReport(w io.Writer, rep sandbox.Report, forkServerOff bool) {
+	fmt.Fprintf(w, "python: %s\ntier:   %s\n", rep.Python, rep.Tier)
 	for _, l := range rep.Layers {
 		state := "off"
 		switch {
@@ -47,19 +55,24 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 		if l.Detail != "" {
 			line += " (" + l.Detail + ")"
 		}
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(w, line)
+	}
+	if len(rep.FailedTiers) > 0 {
+		fmt.Fprintln(w, "stronger tiers tried first, and why they do not work here:")
+		for _, f := range rep.FailedTiers {
+			fmt.Fprintf(w, "  %s: %s\n", f.Layers, f.Reason)
+		}
 	}
 	if len(rep.Packages) > 0 {
-		fmt.Fprintln(stdout, "packages:")
+		fmt.Fprintln(w, "packages:")
 		for _, p := range rep.Packages {
-			fmt.Fprintf(stdout, "  %-20s %s\n", p.Name, p.Version)
+			fmt.Fprintf(w, "  %-20s %s\n", p.Name, p.Version)
 		}
 	}
 	if rep.FontCache != "" {
-		fmt.Fprintf(stdout, "matplotlib font cache: %s\n", rep.FontCache)
+		fmt.Fprintf(w, "matplotlib font cache: %s\n", rep.FontCache)
 	}
-	fmt.Fprintln(stdout, forkServerLine(rep.ForkServer, ec.DisableForkServer))
-	return status
+	fmt.Fprintln(w, forkServerLine(rep.ForkServer, forkServerOff))
 }
 
 // forkServerLine is doctor's line on the fork server: on and how, or the
