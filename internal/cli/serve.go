@@ -146,6 +146,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
+	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() {
+		// The console is one local user, whose messages run one after
+		// another: the per-user rate is for chat users, and would answer
+		// the sixth message of a piped file "Slow down".
+		sc.UserRate = 0
+	}
 	sc.RunTimeout = cfg.Executor.Timeout
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics

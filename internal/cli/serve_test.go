@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -451,5 +452,48 @@ func TestSlackEventsAPIMountedUnderSlash(t *testing.T) {
 	}
 	if r := m.readiness(); !r.Adapters["slack"] {
 		t.Errorf("readiness %+v: slack (Events API) not ready", r)
+	}
+}
+
+// TestConsoleHasNoRateLimit: the console is one local user, exempt from
+// the per-user rate of chat users: every message of a piped file past the
+// burst (5 at the default 5/min) is answered, none with "Slow down".
+func TestConsoleHasNoRateLimit(t *testing.T) {
+	const n = 12
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "%spython\nprint(%d)\n%s\n\n", fence, i, fence)
+	}
+	out := &syncBuffer{}
+	m := &Main{
+		Config: defaultConfig(t, nil),
+		Logger: testLogger(t),
+		Stdin:  strings.NewReader(in.String()),
+		Stdout: out,
+		Runner: runnerFunc(func(_ context.Context, req executor.Request) (executor.Result, error) {
+			return executor.Result{Success: true, Stdout: "ran " + strings.TrimSpace(req.Code) + "\n"}, nil
+		}),
+	}
+	if m.Config.Scheduler.UserRate <= 0 || m.Config.Scheduler.UserBurst >= n {
+		t.Fatalf("the default rate %v/s, burst %d would not limit %d messages", m.Config.Scheduler.UserRate, m.Config.Scheduler.UserBurst, n)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Main not done at end of input")
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if want := fmt.Sprintf("ran print(%d)\n", i); !strings.Contains(out.String(), want) {
+			t.Errorf("message %d not run; output:\n%s", i, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "Slow down") {
+		t.Errorf("the console was rate-limited:\n%s", out.String())
 	}
 }
