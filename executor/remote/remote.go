@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -93,9 +94,11 @@ type endpoint struct {
 	downUntil time.Time
 }
 
-// New resolves the URLs, polls every executor once and starts refreshing
-// them in the background. It fails when no URL is valid; executors not yet
-// ready are not an error (Capacity tells).
+// New resolves the URLs, polls every executor once, checks that those
+// that answer take the token, and starts refreshing them in the
+// background. It fails when no URL is valid or an executor refuses the
+// token (a *TokenError); executors not yet ready are not an error
+// (Capacity tells).
 func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, errors.New("remote: no executor URL")
@@ -133,10 +136,71 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		r.bases = append(r.bases, u)
 	}
 	r.Refresh(ctx)
+	if err := r.checkToken(ctx); err != nil {
+		r.client.CloseIdleConnections()
+		return nil, err
+	}
 	loop, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	r.wg.Go(func() { r.refreshLoop(loop) })
 	return r, nil
+}
+
+// TokenError is an executor refusing the runner's token: every run would
+// fail, so New fails rather than let a bot start "ready".
+type TokenError struct {
+	URL    string // the executor's base URL
+	Status int    // its answer: 401 or 403
+	Unset  bool   // the runner has no token
+}
+
+func (e *TokenError) Error() string {
+	if e.Unset {
+		return fmt.Sprintf("executor %s wants a token (answered %d) and RUNBLOCK_API_TOKEN is not set: set it to one of the executors' tokens", e.URL, e.Status)
+	}
+	return fmt.Sprintf("executor %s refuses RUNBLOCK_API_TOKEN (answered %d): set it to one of the executors' tokens", e.URL, e.Status)
+}
+
+// checkToken asks every executor known for its runtimes (GET
+// /api/v2/runtimes, which takes the token like a run and runs nothing)
+// and returns a *TokenError for the first that refuses the token. An
+// executor that does not answer is not yet up: that is not an error.
+func (r *Runner) checkToken(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	bases := slices.Sorted(maps.Keys(r.endpoints))
+	r.mu.Unlock()
+	errs := make([]error, len(bases))
+	var wg sync.WaitGroup
+	for i, base := range bases {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v2/runtimes", nil)
+			if err != nil {
+				return
+			}
+			if r.cfg.Token != "" {
+				req.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+			}
+			resp, err := r.client.Do(req)
+			if err != nil {
+				r.log.Debug("token not checked: executor not answering", "url", base, "err", err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+				errs[i] = &TokenError{URL: base, Status: resp.StatusCode, Unset: r.cfg.Token == ""}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close stops the background refresh. Runs in flight go on until their

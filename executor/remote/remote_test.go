@@ -365,3 +365,69 @@ func TestCancelKeepsTheExecutor(t *testing.T) {
 		t.Fatalf("after a cancel: %+v, %v", res, err)
 	}
 }
+
+// tokenExecutor serves the real execute API, which takes only token, with
+// a ready /readyz: what New checks the token against.
+func tokenExecutor(t *testing.T, token string) string {
+	t.Helper()
+	srv := httpserver.New(httpserver.Config{
+		Addr: "127.0.0.1:0",
+		API:  api.New(api.Config{Tokens: []string{token}, PythonVersion: "3.11.2"}),
+		Readiness: func() httpserver.Readiness {
+			return httpserver.Readiness{Ready: true, Load: &httpserver.Load{Capacity: 1}}
+		},
+	})
+	if err := srv.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	return "http://" + srv.Addr()
+}
+
+// TestNewChecksTheToken: a runner whose token an executor refuses fails
+// New with an error naming RUNBLOCK_API_TOKEN (never the token), instead
+// of starting and failing every run; the right token, and an executor not
+// up yet, start as before.
+func TestNewChecksTheToken(t *testing.T) {
+	const right, wrong = "right-token-0123456789", "wrong-token-0123456789"
+	good, bad := tokenExecutor(t, right), tokenExecutor(t, wrong)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+
+	tests := []struct {
+		name  string
+		urls  []string
+		token string
+		want  string // in the error; "" for none
+	}{
+		{"right token", []string{good}, right, ""},
+		{"right token, one executor not up yet", []string{good, down}, right, ""},
+		{"wrong token", []string{bad}, right, "executor " + bad + " refuses RUNBLOCK_API_TOKEN (answered 401)"},
+		{"one of two refuses", []string{good, bad}, right, bad + " refuses RUNBLOCK_API_TOKEN"},
+		{"no token", []string{good}, "", "RUNBLOCK_API_TOKEN is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := remote.New(context.Background(), remote.Config{URLs: tt.urls, Token: tt.token, Refresh: time.Hour})
+			if err == nil {
+				defer r.Close()
+			}
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("New: %v, want an error with %q", err, tt.want)
+			case err != nil && (strings.Contains(err.Error(), right) || strings.Contains(err.Error(), wrong)):
+				t.Fatalf("the error shows a token: %v", err)
+			}
+			var te *remote.TokenError
+			if tt.want != "" && !errors.As(err, &te) {
+				t.Errorf("error %T, want a *remote.TokenError", err)
+			}
+		})
+	}
+}

@@ -284,6 +284,15 @@ type Report struct {
 	// ForkServer says whether runs are forks of the fork server, and why
 	// not when they are not.
 	ForkServer ForkServerReport `json:"fork_server"`
+	// FailedTiers are the stronger tiers tried first that do not work
+	// here, and why: what stands between this machine and the full tier.
+	FailedTiers []FailedTier `json:"failed_tiers,omitempty"`
+}
+
+// FailedTier is a tier the probe tried and could not use.
+type FailedTier struct {
+	Layers string `json:"layers"` // such as "landlock+namespaces+seccomp"
+	Reason string `json:"reason"`
 }
 
 // ForkServerReport describes the fork server: Active when runs are forks

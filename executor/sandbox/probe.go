@@ -4,12 +4,15 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/runblock/runblock/executor"
 	"golang.org/x/sys/unix"
 )
@@ -58,11 +61,15 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		if err == nil {
 			if bad := unverified(layers); len(bad) > 0 {
 				err = fmt.Errorf("not enforced: %s", strings.Join(bad, ", "))
+				if set.Landlock && slices.ContainsFunc(layers, func(l Layer) bool { return l.Name == "landlock" && !l.Verified }) {
+					err = fmt.Errorf("%w; %s", err, landlockStatus())
+				}
 			}
 		}
 		if err != nil {
 			cfg.Logger.Debug("isolation tier does not work here", "layers", set.String(), "err", err)
 			reasons = append(reasons, fmt.Sprintf("[%s] %v", set, err))
+			report.FailedTiers = append(report.FailedTiers, FailedTier{Layers: set.String(), Reason: err.Error()})
 			continue
 		}
 		report.Tier, report.Layers = TierReduced, layers
@@ -153,6 +160,21 @@ func (s layerSet) String() string {
 		return "guard only"
 	}
 	return strings.Join(on, "+")
+}
+
+// landlockStatus says why Landlock may not be enforced here: the
+// kernel's answer to Landlock's version query.
+func landlockStatus() string {
+	v, err := llsys.LandlockGetABIVersion()
+	switch {
+	case errors.Is(err, syscall.ENOSYS):
+		return "the kernel has no Landlock (its version query fails with ENOSYS): it needs Linux 5.13 or newer built with CONFIG_SECURITY_LANDLOCK, and a container's seccomp profile that allows the landlock_* calls"
+	case errors.Is(err, syscall.EOPNOTSUPP):
+		return "Landlock is built into the kernel but not enabled: add landlock to the lsm= boot parameter"
+	case err != nil:
+		return "the kernel's Landlock version query failed: " + err.Error()
+	}
+	return fmt.Sprintf("the kernel has Landlock ABI %d", v)
 }
 
 func unverified(layers []Layer) []string {

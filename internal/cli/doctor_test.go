@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/config"
+)
+
+func TestDoctorCommand(t *testing.T) {
+	requirePython(t)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"doctor", "--json"}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep sandbox.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%q: %v", stdout.String(), err)
+	}
+	if rep.Tier == "" || rep.Python == "" || len(rep.Layers) == 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if !strings.Contains(stdout.String(), `"fork_server":{"active":`) {
+		t.Errorf("the JSON report lacks the fork server: %s", stdout.String())
+	}
+
+	stdout.Reset()
+	off := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_FORKSERVER": "off"}
+	if code := run(context.Background(), []string{"doctor"}, off, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "\nfork server: off (RUNBLOCK_FORKSERVER=off)") {
+		t.Errorf("doctor with RUNBLOCK_FORKSERVER=off says:\n%s", stdout.String())
+	}
+}
+
+func TestForkServerLine(t *testing.T) {
+	tests := []struct {
+		name     string
+		rep      sandbox.ForkServerReport
+		disabled bool
+		want     string
+	}{
+		{"active", sandbox.ForkServerReport{Active: true}, false, "fork server: on (each run is a fork of it)"},
+		{"active with detail", sandbox.ForkServerReport{Active: true, Detail: "each run is a fork; preloaded: numpy"}, false, "fork server: on (each run is a fork; preloaded: numpy)"},
+		{"turned off", sandbox.ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}, true, "fork server: off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"},
+		{"failed", sandbox.ForkServerReport{Detail: "unavailable, each run starts python from scratch: no user namespaces"}, false, "fork server: unavailable, each run starts python from scratch: no user namespaces"},
+		{"turned off, unexplained", sandbox.ForkServerReport{}, true, "fork server: off (RUNBLOCK_FORKSERVER=off): each run starts a sandbox from scratch"},
+		{"unexplained", sandbox.ForkServerReport{}, false, "fork server: unavailable, each run starts a sandbox from scratch"},
+	}
+	for _, tt := range tests {
+		if got := forkServerLine(tt.rep, tt.disabled); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// withoutLandlockEnv makes this test binary run `runblock doctor` on a
+// kernel that seems to lack Landlock: see doctorWithoutLandlock.
+const withoutLandlockEnv = "GO_TEST_RUNBLOCK_DOCTOR_WITHOUT_LANDLOCK"
+
+// doctorWithoutLandlock runs `runblock doctor` under a seccomp filter that
+// answers Landlock's system calls with ENOSYS, as a kernel built without
+// Landlock (or a container runtime's profile that does not know them)
+// does, and returns its exit status.
+func doctorWithoutLandlock() int {
+	f := seccomp.Filter{
+		NoNewPrivs: true,
+		Flag:       seccomp.FilterFlagTSync,
+		Policy: seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls: []seccomp.SyscallGroup{{
+				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+				Names:  []string{"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"},
+			}},
+		},
+	}
+	if err := seccomp.LoadFilter(f); err != nil {
+		fmt.Fprintf(os.Stderr, "loading the seccomp filter: %v\n", err)
+		return 3
+	}
+	return Run(context.Background(), "dev", []string{"doctor"}, config.Env{}, nil, os.Stdout, os.Stderr)
+}
+
+// TestDoctorSaysWhyATierFailed: on a machine where the full tier does not
+// work, doctor says why it failed, not only which layer is off (the reason
+// used to be in the debug log only).
+func TestDoctorSaysWhyATierFailed(t *testing.T) {
+	requirePython(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Dir = t.TempDir() // no .env
+	cmd.Env = append(os.Environ(), withoutLandlockEnv+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("doctor without Landlock: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "\ntier:   reduced\n") || !strings.Contains(out, "\n  landlock             off") {
+		t.Errorf("doctor without Landlock, want the reduced tier with landlock off:\n%s", out)
+	}
+	_, why, ok := strings.Cut(out, "\nstronger tiers tried first, and why they do not work here:\n  landlock+namespaces+seccomp: ")
+	if why, _, _ = strings.Cut(why, "\n"); !ok || !strings.Contains(why, "the kernel has no Landlock (its version query fails with ENOSYS)") {
+		t.Errorf("doctor does not say why the full tier failed:\n%s", out)
+	}
+	t.Logf("doctor without Landlock:\n%s", out)
+}
+
+func TestWriteReportSaysWhyATierFailed(t *testing.T) {
+	rep := sandbox.Report{Python: "/usr/bin/python3 (Python 3.11.2)", Tier: sandbox.TierReduced,
+		Layers:      []sandbox.Layer{{Name: "landlock"}},
+		FailedTiers: []sandbox.FailedTier{{Layers: "landlock+namespaces+seccomp", Reason: "setup: operation not permitted"}}}
+	var b bytes.Buffer
+	writeReport(&b, rep, false)
+	want := "python: /usr/bin/python3 (Python 3.11.2)\ntier:   reduced\n  landlock             off\n" +
+		"stronger tiers tried first, and why they do not work here:\n  landlock+namespaces+seccomp: setup: operation not permitted\n" +
+		"fork server: unavailable, each run starts a sandbox from scratch\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

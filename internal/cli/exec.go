@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/config"
+)
+
+// runExec is `runblock exec`: one snippet, straight to the executor, its
+// whole output printed. With --json it prints exactly one JSON object
+// whatever happens: the result, or {"error", "code"} when the run was
+// refused or could not start.
+func runExec(ctx context.Context, c *invocation, args []string) int {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	jsonOut := fs.Bool("json", false, "print the outcome as one JSON object")
+	timeout := fs.Duration("timeout", 0, "time limit such as 5s (default RUNBLOCK_TIMEOUT)")
+	memory := fs.String("memory", "", "memory limit such as 256MiB; a bare number is MiB (default RUNBLOCK_MEMORY)")
+	stdinFile := fs.String("stdin", "", "file whose content is the snippet's standard input")
+	var inputs []string
+	fs.Func("file", "put this file into the snippet's work dir under its base name (repeatable)", func(p string) error {
+		inputs = append(inputs, p)
+		return nil
+	})
+	outDir := fs.String("out", "", "save the files the snippet made here (default: a fresh directory, named on output)")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	// fail reports an outcome that is not a run result, as JSON when asked.
+	fail := func(status int, code executor.Code, err error) int {
+		if *jsonOut {
+			writeJSON(c.stdout, map[string]string{"error": err.Error(), "code": string(code)})
+		} else {
+			fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+		}
+		return status
+	}
+	usageErr := func(msg string) int { return fail(2, "usage", errors.New(msg)) }
+	if len(files) != 1 {
+		return usageErr("give one FILE, or - for standard input")
+	}
+	if *timeout < 0 {
+		return usageErr("--timeout must be positive, such as 5s")
+	}
+	req := executor.Request{Timeout: *timeout}
+	if *memory != "" {
+		n, err := config.ParseSize(*memory, 1<<20)
+		if err != nil || n <= 0 {
+			return usageErr(fmt.Sprintf("--memory %q: use a size such as 256MiB", *memory))
+		}
+		req.MemoryBytes = n
+	}
+	if req.Code, err = readLimited(files[0], c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
+		return fail(1, "input", err)
+	}
+	if *stdinFile != "" {
+		if req.Stdin, err = readLimited(*stdinFile, c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
+			return fail(1, "input", err)
+		}
+	}
+	for _, p := range inputs {
+		content, err := readLimited(p, c.stdin, c.cfg.Executor.MaxFilesBytes)
+		if err != nil {
+			return fail(1, "input", err)
+		}
+		name, err := executor.CleanPath(filepath.Base(p))
+		if err != nil {
+			return fail(1, executor.ErrorCode(err), err)
+		}
+		req.Files = append(req.Files, executor.File{Path: name, Size: int64(len(content)), Content: []byte(content)})
+	}
+
+	ec := c.cfg.Executor
+	ec.Pool = 0
+	ec.Logger = c.logger
+	ex, err := sandbox.New(ctx, ec)
+	if err != nil {
+		return fail(1, executor.ErrorCode(err), err)
+	}
+	defer func() {
+		if err := ex.Close(); err != nil {
+			c.logger.Warn("closing executor", "err", err)
+		}
+	}()
+	res, err := ex.Run(ctx, req)
+	if err != nil {
+		return fail(1, executor.ErrorCode(err), err)
+	}
+	if *jsonOut {
+		if err := writeJSON(c.stdout, res); err != nil {
+			fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
+	fmt.Fprintln(c.stdout, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
+	if err := saveFiles(c.stdout, *outDir, res); err != nil {
+		fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// saveFiles writes the run's files under dir (a fresh directory when "")
+// and lists them, with those that did not come back.
+func saveFiles(w io.Writer, dir string, res executor.Result) error {
+	if len(res.Files) == 0 && len(res.FilesOmitted) == 0 {
+		return nil
+	}
+	if len(res.Files) > 0 {
+		var err error
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "runblock-files-")
+		} else {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return err
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		fmt.Fprintf(w, "files saved in %s:\n", dir)
+		for _, f := range res.Files {
+			if d := filepath.Dir(f.Path); d != "." {
+				if err := root.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := root.WriteFile(f.Path, f.Content, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  %s (%s, %d bytes)\n", f.Path, f.MIME, f.Size)
+		}
+	}
+	for _, f := range res.FilesOmitted {
+		fmt.Fprintf(w, "  not returned: %s (%s)\n", f.Path, f.Reason)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments, which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// readLimited reads path ("-": r), reading at most one byte past max so
+// that the executor can refuse an oversized snippet or input.
+func readLimited(path string, r io.Reader, max int64) (string, error) {
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return string(b), nil
+}

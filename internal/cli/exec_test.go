@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/config"
+)
+
+func TestExecCommand(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	write := func(name, code string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(code), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.py", "print('hello')\n")
+	fails := write("fails.py", "1/0\n")
+	slow := write("slow.py", "import time\nprint('before', flush=True)\ntime.sleep(30)\n")
+	env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+
+	t.Run("json", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", ok, "--json"}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var res map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("not one JSON object: %q: %v", stdout.String(), err)
+		}
+		for _, k := range []string{"success", "stdout", "stderr", "error", "timeout", "memory_exceeded", "output_truncated", "exit_code", "signal", "duration_ms"} {
+			if _, has := res[k]; !has {
+				t.Errorf("JSON lacks %q", k)
+			}
+		}
+		if res["success"] != true || res["stdout"] != "hello\n" {
+			t.Errorf("result %v", res)
+		}
+	})
+	t.Run("failing snippet exits 0", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", fails}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "ZeroDivisionError") {
+			t.Errorf("stdout %q lacks the error line", stdout.String())
+		}
+	})
+	t.Run("stdin and timeout flag", func(t *testing.T) {
+		code, err := os.ReadFile(slow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json", "--timeout", "300ms", "-"}, env, bytes.NewReader(code), &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var res executor.Result
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		if !res.Timeout || !strings.Contains(res.Stdout, "before") {
+			t.Errorf("result %+v: want a timeout with the partial output", res)
+		}
+	})
+	t.Run("json on refusal", func(t *testing.T) {
+		big := write("big.py", strings.Repeat("x = 1\n", 200))
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json", big}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_MAX_CODE_BYTES": "100"}, nil, &stdout, &stderr); code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		var res map[string]string
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("not one JSON object: %q: %v", stdout.String(), err)
+		}
+		if res["code"] != "too_large" || res["error"] == "" {
+			t.Errorf("refusal %v, want code too_large and an error", res)
+		}
+	})
+	t.Run("json on usage error", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--json"}, env, nil, &stdout, &stderr); code != 2 {
+			t.Errorf("exit %d, want 2", code)
+		}
+		var res map[string]string
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res["code"] != "usage" {
+			t.Errorf("stdout %q: want one JSON object with code usage (%v)", stdout.String(), err)
+		}
+	})
+	t.Run("stdin file", func(t *testing.T) {
+		in := write("in.txt", "41\n")
+		echo := write("echo.py", "print(int(input()) + 1)\n")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", "--stdin", in, echo}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.HasSuffix(stdout.String(), "\n42\n") {
+			t.Errorf("stdout %q, want 42", stdout.String())
+		}
+	})
+	t.Run("whole output", func(t *testing.T) {
+		many := write("many.py", "for i in range(100): print(i)\n")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", many}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "\n99") || !strings.Contains(stdout.String(), "\n50\n") {
+			t.Errorf("plain exec cut the output: %q", stdout.String())
+		}
+	})
+	t.Run("chat settings do not stop exec", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		chat := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "SLACK_SIGNING_SECRET": "8f14e45fceea167a5a36dedd4bea2543", "DISCORD_BOT_TOKEN": "garbage"}
+		if code := run(context.Background(), []string{"exec", ok}, chat, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"exec", filepath.Join(dir, "nope.py")}, env, nil, &stdout, &stderr); code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+	})
+}

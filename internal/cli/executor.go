@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/internal/config"
+	"github.com/runblock/runblock/internal/httpserver"
+	"github.com/runblock/runblock/internal/metrics"
+)
+
+// DefaultExecutorAddr is where `runblock executor` listens without
+// RUNBLOCK_HTTP_ADDR: loopback, where it needs no token.
+const DefaultExecutorAddr = "127.0.0.1:8080"
+
+// runExecutor is `runblock executor`: ExecutorMain until a signal; then it
+// drains (not ready, new runs refused with 503) and finishes the runs it
+// accepted.
+func runExecutor(ctx context.Context, c *invocation, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: executor takes no arguments\n\n%s", usage())
+		return 2
+	}
+	cfg, logger := c.cfg, c.logger
+	if err := api.CheckListener(executorAddr(cfg), cfg.APITokens); err != nil {
+		fmt.Fprintf(c.stderr, "runblock executor: %v\n", err)
+		return 2
+	}
+	m := &ExecutorMain{Version: c.version, Config: cfg, Logger: logger}
+	if err := m.Run(ctx); err != nil {
+		logger.Error("start-up failed", "err", err)
+		return 1
+	}
+	<-ctx.Done()
+	logger.Info("signal received: draining")
+	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := m.Close(drain); err != nil {
+		logger.Error("shutdown incomplete", "err", err)
+	}
+	return 0
+}
+
+func executorAddr(cfg config.Config) string {
+	if cfg.HTTPAddr == "" {
+		return DefaultExecutorAddr
+	}
+	return cfg.HTTPAddr
+}
+
+// ExecutorMain owns `runblock executor`'s parts: the sandbox, its
+// scheduler and the execute API's service.
+type ExecutorMain struct {
+	Version string // the build's, for the start-up log
+	Config  config.Config
+	Logger  *slog.Logger
+
+	exec      *sandbox.Executor
+	scheduler *executor.Scheduler
+	service   *api.Service
+}
+
+// Run starts every part and returns once the service serves; it fails fast
+// (and closes what it started) when one cannot start.
+func (m *ExecutorMain) Run(ctx context.Context) (err error) {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, logger := m.Config, m.Logger
+	logger.Info("starting runblock executor", "version", m.Version, "config", cfg)
+	ec := cfg.Executor
+	ec.Logger = logger.With("component", "executor")
+	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
+	// files and argv travel to the sandbox inside a launcher too, in base64.
+	ec.MaxCodeBytes = 3*cfg.Executor.MaxCodeBytes + 64<<10
+	if m.exec, err = sandbox.New(ctx, ec); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.closeAfterFailedStart()
+		}
+	}()
+	reg := metrics.New()
+	sc := cfg.Scheduler
+	// Clients are the users of the fairness order; a bot is one client
+	// sending many runs at once, and keeps its own per-user limits.
+	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
+	sc.UserRate = 0
+	sc.Logger = logger.With("component", "scheduler")
+	sc.Metrics = reg
+	m.scheduler = executor.NewScheduler(m.exec, sc)
+	svc := api.NewService(api.ServiceConfig{
+		Addr:      executorAddr(cfg),
+		Runner:    m.exec,
+		Scheduler: m.scheduler,
+		Load: func() httpserver.Load {
+			st := m.scheduler.Stats()
+			return httpserver.Load{Capacity: sc.Concurrency, Running: st.Running, Queued: st.Queued, QueueSize: sc.QueueSize}
+		},
+		API: api.Config{
+			Tokens:       cfg.APITokens,
+			Timeout:      cfg.Executor.Timeout,
+			MemoryBytes:  cfg.Executor.MemoryBytes,
+			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
+		},
+		Isolation: m.exec.Isolation().Tier,
+		Metrics:   reg.Handler(),
+		Logger:    logger.With("component", "api"),
+	})
+	if err := svc.Open(ctx); err != nil {
+		return listenError(err, executorAddr(cfg), cfg.HTTPAddr != "")
+	}
+	m.service = svc
+	return nil
+}
+
+// Addr is the address the service listens on, once it runs.
+func (m *ExecutorMain) Addr() string {
+	if m.service == nil {
+		return ""
+	}
+	return m.service.Addr()
+}
+
+// closeAfterFailedStart closes what Run opened before it failed.
+func (m *ExecutorMain) closeAfterFailedStart() {
+	if err := m.Close(context.Background()); err != nil {
+		m.Logger.Debug("closing after failed start", "err", err)
+	}
+}
+
+// Close drains (/readyz and new runs answer 503, so that balancers and
+// bots go elsewhere), lets the runs accepted finish until ctx ends, then
+// stops the service and the sandbox.
+func (m *ExecutorMain) Close(ctx context.Context) error {
+	var errs []error
+	if m.service != nil {
+		m.service.Drain()
+	}
+	if m.scheduler != nil {
+		if err := m.scheduler.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("scheduler: %w", err))
+		}
+	}
+	if m.service != nil {
+		if err := m.service.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.exec != nil {
+		if err := m.exec.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("executor: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// listenError names RUNBLOCK_HTTP_ADDR in err when err is a failure to
+// listen on addr (a busy port, an address not of this machine); set says
+// whether the setting gave addr or it is the default.
+func listenError(err error, addr string, set bool) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "listen" {
+		return err
+	}
+	const fix = "stop what holds it or set RUNBLOCK_HTTP_ADDR to a free address"
+	if !set {
+		return fmt.Errorf("cannot listen on %s (the default without RUNBLOCK_HTTP_ADDR): %w; %s", addr, op.Err, fix)
+	}
+	return fmt.Errorf("RUNBLOCK_HTTP_ADDR=%s: cannot listen: %w; %s", addr, op.Err, fix)
+}

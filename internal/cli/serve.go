@@ -1,0 +1,299 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runblock/runblock/bots/console"
+	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/bots/slack"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/remote"
+	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/config"
+	"github.com/runblock/runblock/internal/httpserver"
+	"github.com/runblock/runblock/internal/metrics"
+)
+
+// runServe runs Main until a signal or, for the console, the end of input.
+func runServe(ctx context.Context, c *invocation, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: serve takes no arguments\n\n%s", usage())
+		return 2
+	}
+	cfg, logger := c.cfg, c.logger
+	in := classify(c.stdin)
+	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() && in == inputNone {
+		// A container without tokens: the console would read nothing and
+		// exit 0, which a restart policy turns into a silent loop.
+		fmt.Fprintln(c.stderr, "runblock: no chat token is set (SLACK_BOT_TOKEN and SLACK_APP_TOKEN, or DISCORD_BOT_TOKEN) and standard input is neither a terminal nor a pipe, so the console would read nothing: set a token, or pipe messages in")
+		return 2
+	}
+	m := &Main{Version: c.version, Config: cfg, Logger: logger, Stdin: c.stdin, Stdout: c.stdout, Interactive: in == inputTerminal}
+	if err := m.Run(ctx); err != nil {
+		logger.Error("start-up failed", "err", err)
+		return 1
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("signal received")
+		// At a terminal, a first Ctrl-C cancels the snippet running and the
+		// console goes on; main restored the default action, so a second
+		// one exits.
+		if m.Interactive && m.console != nil && m.console.Interrupt() {
+			fmt.Fprintln(c.stderr, "runblock: run cancelled; Ctrl-C again quits, Ctrl-D ends the input")
+			<-m.Done()
+		}
+	case <-m.Done():
+	}
+	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := m.Close(drain); err != nil {
+		// Past the drain timeout runs are cancelled: that is the bound doing
+		// its job, so the exit status stays 0.
+		logger.Error("shutdown incomplete", "err", err)
+	}
+	return 0
+}
+
+// adapter is a chat connection Main owns.
+type adapter interface {
+	Open(ctx context.Context) error
+	Close(ctx context.Context) error
+	Ready() bool
+}
+
+type namedAdapter struct {
+	name string
+	adapter
+}
+
+// Main owns runblock's parts: the executor, the scheduler, the chat adapters
+// and the HTTP server.
+type Main struct {
+	Version     string // the build's, for the start-up log
+	Config      config.Config
+	Logger      *slog.Logger
+	Stdin       io.Reader // the console adapter's input
+	Stdout      io.Writer // the console adapter's output
+	Interactive bool      // Stdin is a terminal
+	// Runner, when set, runs snippets instead of a real executor (tests).
+	Runner executor.Runner
+
+	exec      *sandbox.Executor
+	remote    *remote.Runner
+	isolation string
+	metrics   *metrics.Registry
+	scheduler *executor.Scheduler
+	adapters  []namedAdapter
+	console   *console.Bot
+	http      *httpserver.Server
+	draining  atomic.Bool
+}
+
+// Run starts every part and returns once they are up; it fails fast (and
+// closes what it started) when one cannot start.
+func (m *Main) Run(ctx context.Context) (err error) {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg := m.Config
+	m.metrics = metrics.New()
+	m.Logger.Info("starting runblock", "version", m.Version, "config", cfg)
+
+	runner := m.Runner
+	m.isolation = "none (test runner)"
+	sc := cfg.Scheduler
+	switch {
+	case runner != nil:
+	case len(cfg.ExecutorURLs) > 0:
+		rc := remote.Config{URLs: cfg.ExecutorURLs, Logger: m.Logger.With("component", "remote")}
+		if len(cfg.APITokens) > 0 {
+			rc.Token = cfg.APITokens[0]
+		}
+		rr, err := remote.New(ctx, rc)
+		if err != nil {
+			return err
+		}
+		m.remote, runner = rr, rr
+		m.isolation = "remote"
+		// The executors queue and run; the bot keeps its users' order and
+		// limits, and runs as many at once as the executors take.
+		if n := rr.Capacity(); n > 0 {
+			sc.Concurrency = n
+		} else {
+			m.Logger.Warn("no remote executor ready yet; runs wait for one", "concurrency", sc.Concurrency, "urls", cfg.ExecutorURLs)
+		}
+	default:
+		ec := cfg.Executor
+		ec.Logger = m.Logger.With("component", "executor")
+		ex, err := sandbox.New(ctx, ec)
+		if err != nil {
+			return fmt.Errorf("executor: %w", err)
+		}
+		m.exec, runner = ex, ex
+		m.isolation = ex.Isolation().Tier
+	}
+	defer func() {
+		if err != nil {
+			m.closeAfterFailedStart()
+		}
+	}()
+
+	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() {
+		// The console is one local user, whose messages run one after
+		// another: the per-user rate is for chat users, and would answer
+		// the sixth message of a piped file "Slow down".
+		sc.UserRate = 0
+	}
+	sc.RunTimeout = cfg.Executor.Timeout
+	sc.Logger = m.Logger.With("component", "scheduler")
+	sc.Metrics = m.metrics
+	m.scheduler = executor.NewScheduler(runner, sc)
+	if m.remote != nil {
+		m.remote.OnCapacity(m.scheduler.SetConcurrency)
+	}
+
+	var slackBot *slack.Bot
+	if cfg.SlackEnabled() {
+		c := cfg.Slack
+		c.Metrics = m.metrics
+		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
+		slackBot = slack.New(c, m.scheduler, m.Logger.With("adapter", "slack"))
+		m.adapters = append(m.adapters, namedAdapter{"slack", slackBot})
+	}
+	if cfg.DiscordEnabled() {
+		c := cfg.Discord
+		c.Metrics = m.metrics
+		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
+		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, m.scheduler, m.Logger.With("adapter", "discord"))})
+	}
+	if len(m.adapters) == 0 {
+		m.console = console.New(console.Config{
+			In:              m.Stdin,
+			Out:             m.Stdout,
+			Interactive:     m.Interactive,
+			MaxMessageBytes: int(2*cfg.Executor.MaxCodeBytes + 64<<10),
+			Render:          cfg.Render,
+			Metrics:         m.metrics,
+		}, m.scheduler, m.Logger)
+		m.adapters = append(m.adapters, namedAdapter{"console", m.console})
+	}
+
+	if cfg.HTTPAddr != "" {
+		hc := httpserver.Config{
+			Addr:      cfg.HTTPAddr,
+			Metrics:   m.metrics.Handler(),
+			Readiness: m.readiness,
+			Logger:    m.Logger.With("component", "http"),
+		}
+		if slackBot != nil && cfg.Slack.SigningSecret != "" {
+			hc.Slack = slackBot.Handler()
+		}
+		m.http = httpserver.New(hc)
+		if err := m.http.Open(); err != nil {
+			m.http = nil
+			return listenError(err, cfg.HTTPAddr, true)
+		}
+	}
+
+	for i, a := range m.adapters {
+		if err := a.Open(ctx); err != nil {
+			m.adapters = m.adapters[:i]
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		m.Logger.Info("adapter open", "adapter", a.name)
+	}
+	return nil
+}
+
+// closeAfterFailedStart closes what Run opened before it failed.
+func (m *Main) closeAfterFailedStart() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		m.Logger.Debug("closing after failed start", "err", err)
+	}
+}
+
+// Done is closed when the console's input has ended and every message of it
+// has been answered; it is nil (never ready) for the chat adapters, which
+// run until a signal.
+func (m *Main) Done() <-chan struct{} {
+	if m.console == nil {
+		return nil
+	}
+	return m.console.Done()
+}
+
+func (m *Main) readiness() httpserver.Readiness {
+	r := httpserver.Readiness{
+		Ready:     !m.draining.Load(),
+		Isolation: m.isolation,
+		Adapters:  map[string]bool{},
+		Draining:  m.draining.Load(),
+	}
+	for _, a := range m.adapters {
+		ok := a.Ready()
+		r.Adapters[a.name] = ok
+		r.Ready = r.Ready && ok
+	}
+	if m.remote != nil {
+		// What the remote executors take, and the bot's own queue.
+		st := m.scheduler.Stats()
+		r.Load = &httpserver.Load{Capacity: m.remote.Capacity(), Running: st.Running, Queued: st.Queued, QueueSize: m.Config.Scheduler.QueueSize}
+	}
+	return r
+}
+
+// Close stops taking messages, lets the runs in flight finish and be
+// answered until ctx ends, then stops the scheduler, the executor and the
+// HTTP server.
+func (m *Main) Close(ctx context.Context) error {
+	m.draining.Store(true)
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		m.Logger.Info("shutting down: finishing runs in flight", "within", time.Until(dl).Round(time.Second))
+	} else {
+		m.Logger.Info("shutting down: finishing runs in flight")
+	}
+	errs := make([]error, len(m.adapters))
+	var wg sync.WaitGroup
+	for i, a := range m.adapters {
+		wg.Go(func() {
+			if err := a.Close(ctx); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", a.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if m.scheduler != nil {
+		if err := m.scheduler.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("scheduler: %w", err))
+		}
+	}
+	if m.exec != nil {
+		if err := m.exec.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("executor: %w", err))
+		}
+	}
+	if m.remote != nil {
+		if err := m.remote.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("remote executors: %w", err))
+		}
+	}
+	if m.http != nil {
+		if err := m.http.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
