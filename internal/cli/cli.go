@@ -15,27 +15,27 @@ import (
 	"github.com/runblock/runblock/internal/config"
 )
 
-// command is one of runblock's commands: its line of the usage text, the
-// settings it reads (only those are validated) and its body.
+// command is one of runblock's commands: its line of the usage text and
+// its body. The settings it reads (only those are validated) are its
+// config.Commands entry.
 type command struct {
 	name    string
 	args    string // what follows the name in the usage line
 	summary string
-	uses    config.Part
 	run     func(ctx context.Context, c *invocation, args []string) int
 }
 
 // commands is runblock's command table; the first is the default.
 func commands() []command {
 	return []command{
-		{"serve", "", "the default: run every configured chat adapter (the console when no token is set)", config.All, runServe},
-		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] [--file PATH]... [--out DIR] FILE|-", "run one snippet, print its whole output and save the files it made", config.Sandbox, runExec},
-		{"doctor", "[--json]", "report the isolation layers and the python found", config.Sandbox, runDoctor},
-		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", config.Sandbox | config.Scheduler | config.HTTP | config.Remote, runExecutor},
-		{"bench", "[--json]", "measure bare python, the original and the executor side by side", config.Sandbox, runBench},
-		{"health", "[--url URL]", "exit 0 when the service on RUNBLOCK_HTTP_ADDR answers /readyz with 200 (a container's health check)", config.HTTP, runHealth},
-		{"manifest", "slack", "print the Slack app manifest, ready to paste", 0, runManifest},
-		{"version", "", "print the version", 0, runVersion},
+		{"serve", "", "the default: run every configured chat adapter (the console when no token is set)", runServe},
+		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] [--file PATH]... [--out DIR] FILE|-", "run one snippet, print its whole output and save the files it made", runExec},
+		{"doctor", "[--json]", "report the isolation layers and the python found", runDoctor},
+		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", runExecutor},
+		{"bench", "[--json]", "measure bare python, the original and the executor side by side", runBench},
+		{"health", "[--url URL]", "exit 0 when the service on RUNBLOCK_HTTP_ADDR answers /readyz with 200 (a container's health check)", runHealth},
+		{"manifest", "slack", "print the Slack app manifest, ready to paste", runManifest},
+		{"version", "", "print the version", runVersion},
 	}
 }
 
@@ -91,8 +91,9 @@ func Run(ctx context.Context, version string, args []string, env config.Env, std
 		return 2
 	}
 	cmd := commands()[i]
-	cfg, err := config.Parse(env, cmd.uses)
-	if err == nil && cmd.uses&config.Sandbox != 0 && len(cfg.ExecutorURLs) == 0 {
+	uses := config.PartsOf(cmd.name)
+	cfg, err := config.Parse(env, uses)
+	if err == nil && uses&config.Sandbox != 0 && len(cfg.ExecutorURLs) == 0 {
 		err = findPython(cfg.Executor.Python)
 	}
 	if err != nil {

@@ -92,13 +92,26 @@ type Command struct {
 }
 
 // Commands are the commands that read settings beyond logging, in the
-// order the settings table names them.
+// order the settings table names them; the command table of internal/cli
+// takes each command's parts from here.
 var Commands = []Command{
 	{"serve", All},
 	{"exec", Sandbox},
 	{"doctor", Sandbox},
 	{"executor", Sandbox | Scheduler | HTTP | Remote},
 	{"bench", Sandbox},
+	{"health", HTTP},
+}
+
+// PartsOf returns the parts of the configuration the command name reads
+// (0 for a command that reads only logging).
+func PartsOf(name string) Part {
+	for _, c := range Commands {
+		if c.Name == name {
+			return c.Parts
+		}
+	}
+	return 0
 }
 
 // Sections is every setting runblock reads, in .env.example order.
@@ -214,7 +227,7 @@ var Sections = []Section{
 		{Name: "RUNBLOCK_HTTP_ADDR", Kind: addr, DefaultDoc: "serve: none; executor: `127.0.0.1:8080`",
 			Doc:   "Listen address such as :8080 (the executor's execute API needs RUNBLOCK_API_TOKEN off loopback).",
 			field: func(c *Config) any { return &c.HTTPAddr }},
-		{Name: "RUNBLOCK_DRAIN_TIMEOUT", Kind: duration, Default: formatDuration(DefaultDrainTimeout),
+		{Name: "RUNBLOCK_DRAIN_TIMEOUT", Kind: duration, Default: formatDuration(DefaultDrainTimeout), UsedBy: []string{"serve", "executor"},
 			Doc:   "On SIGINT/SIGTERM, how long runs in flight may take to finish and be answered.",
 			field: func(c *Config) any { return &c.DrainTimeout }},
 	}},
