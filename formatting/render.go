@@ -238,6 +238,10 @@ func (v view) moreNote() string {
 	return ""
 }
 
+// Status renders the first line of a run's reply on p: "OK · 7 ms",
+// "Timed out after 5 s", "Error · NameError: name 'x' is not defined".
+func Status(p Platform, res executor.Result) string { return result{p: p, res: res}.status() }
+
 // status returns the first line of the reply.
 func (r result) status() string {
 	res := r.res

@@ -1,0 +1,296 @@
+// Package mcp serves runblock to LLM assistants over the Model Context
+// Protocol, through the official Go SDK: `runblock mcp` on standard input
+// and output, and `runblock executor` at /mcp (streamable HTTP, behind the
+// execute API's bearer token). Its tool run_python runs code through the
+// same Scheduler as every other client, one MCP client one user of its
+// fair queue, and answers with the output as text, the plots as images
+// and the other files as embedded resources.
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Submitter is what the server needs of the executor's Scheduler.
+type Submitter interface {
+	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+// Config configures a Server. Scheduler, Timeout and MemoryBytes are
+// required; the zero value of the rest is usable.
+type Config struct {
+	Scheduler Submitter
+	// Timeout and MemoryBytes are the server's limits: a call's default and
+	// the most it may ask for.
+	Timeout     time.Duration
+	MemoryBytes int64
+	// MaxCodeBytes caps code, stdin and files of a call together (0: no cap
+	// of this server's own; the Scheduler still applies its limits).
+	MaxCodeBytes int64
+	// MaxFiles and MaxFilesBytes are what comes back, for the description.
+	MaxFiles      int
+	MaxFilesBytes int64
+	// PythonVersion ("3.13.5") and Packages ("numpy 2.2.4") tell the model
+	// what it is writing for.
+	PythonVersion string
+	Packages      []string
+	// Version is runblock's, reported to clients.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Tool names.
+const (
+	ToolRun = "run_python"
+)
+
+// NewServer returns an MCP server whose runs are jobs of user in the
+// Scheduler's fair queue.
+func NewServer(cfg Config, user string) *sdk.Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{cfg: cfg, user: user}
+	s := sdk.NewServer(&sdk.Implementation{Name: "runblock", Title: "runblock", Version: cfg.Version}, &sdk.ServerOptions{
+		Instructions: "runblock runs Python in a fresh, kernel-isolated sandbox with no network. " +
+			"Use run_python to check code before you answer with it.",
+		Logger:       cfg.Logger,
+		Capabilities: &sdk.ServerCapabilities{},
+	})
+	sdk.AddTool(s, &sdk.Tool{
+		Name:        ToolRun,
+		Title:       "Run Python",
+		Description: h.describe(),
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false), IdempotentHint: false},
+	}, h.run)
+	return s
+}
+
+// HTTPHandler serves MCP's streamable HTTP transport; userOf names the
+// client of a request (the API's token id), each client one user of the
+// fair queue. Authentication is the caller's: wrap it.
+func HTTPHandler(cfg Config, userOf func(*http.Request) string) http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		return NewServer(cfg, userOf(r))
+	}, &sdk.StreamableHTTPOptions{Logger: cfg.Logger, MaxRequestBodyBytes: cfg.requestBytes()})
+}
+
+// requestBytes bounds an HTTP request body: the code cap with room for
+// base64 and JSON, or the SDK's default.
+func (cfg Config) requestBytes() int64 {
+	if cfg.MaxCodeBytes <= 0 {
+		return 0
+	}
+	return cfg.MaxCodeBytes*4/3 + 64<<10
+}
+
+// RunInput is run_python's arguments.
+type RunInput struct {
+	Code    string      `json:"code" jsonschema:"the Python source to run, as a script"`
+	Stdin   string      `json:"stdin,omitempty" jsonschema:"the program's standard input; empty means EOF at once"`
+	Files   []FileInput `json:"files,omitempty" jsonschema:"files placed in the work dir before the code runs"`
+	Timeout float64     `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds; capped by the server's limit, which is also the default"`
+}
+
+// FileInput is a file given to run_python.
+type FileInput struct {
+	Name     string `json:"name" jsonschema:"path relative to the work dir, such as data.csv"`
+	Content  string `json:"content" jsonschema:"the file's content"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"text (the default) or base64"`
+}
+
+// RunOutput is run_python's structured result: the fields of /v1/run's
+// answer that say how the run ended.
+type RunOutput struct {
+	Success        bool   `json:"success"`
+	ExitCode       int    `json:"exit_code"`
+	Timeout        bool   `json:"timeout"`
+	MemoryExceeded bool   `json:"memory_exceeded"`
+	OutputLimit    bool   `json:"output_limit"`
+	DurationMS     int64  `json:"duration_ms"`
+	Error          string `json:"error,omitempty"`
+	Stdout         string `json:"stdout"`
+	Stderr         string `json:"stderr"`
+}
+
+type handler struct {
+	cfg  Config
+	user string
+}
+
+// describe is run_python's description: what the model needs to write code
+// that fits.
+func (h *handler) describe() string {
+	var b strings.Builder
+	b.WriteString("Run a Python program in a fresh, isolated sandbox and get its output (stdout, then stderr, then the error line), ")
+	b.WriteString("the figures it draws (matplotlib's plt.show() or open figures at the end) as PNG images, and the files it writes in its work dir. ")
+	b.WriteString("Each call starts from nothing. No network; no pip install. ")
+	fmt.Fprintf(&b, "Limits: %s wall clock per call (the timeout argument may lower it), %s of memory for the whole run",
+		seconds(h.cfg.Timeout), sizeText(h.cfg.MemoryBytes))
+	if h.cfg.MaxFiles > 0 {
+		fmt.Fprintf(&b, ", at most %d files and %s back", h.cfg.MaxFiles, sizeText(h.cfg.MaxFilesBytes))
+	}
+	b.WriteString(".")
+	if h.cfg.PythonVersion != "" {
+		fmt.Fprintf(&b, " Python %s", h.cfg.PythonVersion)
+		if len(h.cfg.Packages) > 0 {
+			fmt.Fprintf(&b, " with the standard library and %s", strings.Join(h.cfg.Packages, ", "))
+		}
+		b.WriteString(".")
+	}
+	return b.String()
+}
+
+// run is run_python.
+func (h *handler) run(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) (*sdk.CallToolResult, RunOutput, error) {
+	req, err := h.request(in)
+	if err != nil {
+		return nil, RunOutput{}, err
+	}
+	res, err := h.cfg.Scheduler.Submit(ctx, executor.Job{User: h.user, Request: req})
+	if err != nil {
+		if executor.ErrorCode(err) == executor.ErrInternal {
+			h.cfg.Logger.Error("run failed", "user", h.user, "err", err)
+		}
+		return nil, RunOutput{}, errors.New(plain(formatting.RenderError(formatting.Console, err)))
+	}
+	out := RunOutput{
+		Success: res.Success, ExitCode: res.ExitCode, Timeout: res.Timeout,
+		MemoryExceeded: res.MemoryExceeded, OutputLimit: res.OutputLimit,
+		DurationMS: res.Duration.Milliseconds(), Error: res.Error,
+		Stdout: res.Stdout, Stderr: res.Stderr,
+	}
+	if out.DurationMS == 0 {
+		out.DurationMS = res.DurationMS
+	}
+	return &sdk.CallToolResult{Content: content(res), IsError: res.Outcome() != "ok"}, out, nil
+}
+
+// request checks in against the server's limits and turns it into a Request.
+func (h *handler) request(in RunInput) (executor.Request, error) {
+	if strings.TrimSpace(in.Code) == "" {
+		return executor.Request{}, errors.New("code is empty: give the Python source to run")
+	}
+	req := executor.Request{Code: in.Code, Stdin: in.Stdin, Timeout: h.cfg.Timeout, MemoryBytes: h.cfg.MemoryBytes}
+	switch {
+	case math.IsNaN(in.Timeout) || in.Timeout < 0:
+		return req, errors.New("timeout must be a positive number of seconds")
+	case in.Timeout > 0:
+		req.Timeout = min(h.cfg.Timeout, time.Duration(in.Timeout*float64(time.Second)))
+	}
+	size := int64(len(in.Code) + len(in.Stdin))
+	seen := map[string]bool{}
+	for i, f := range in.Files {
+		p, err := executor.CleanPath(f.Name)
+		if err != nil {
+			return req, fmt.Errorf("files[%d].name: %w", i, err)
+		}
+		if seen[p] {
+			return req, fmt.Errorf("files[%d].name: %q is given twice", i, p)
+		}
+		seen[p] = true
+		var data []byte
+		switch f.Encoding {
+		case "", "text", "utf-8", "utf8":
+			data = []byte(f.Content)
+		case "base64":
+			if data, err = base64.StdEncoding.DecodeString(f.Content); err != nil {
+				return req, fmt.Errorf("files[%d].content: not valid base64", i)
+			}
+		default:
+			return req, fmt.Errorf("files[%d].encoding: %q is neither text nor base64", i, f.Encoding)
+		}
+		size += int64(len(data))
+		req.Files = append(req.Files, executor.File{Path: p, Size: int64(len(data)), Content: data})
+	}
+	if h.cfg.MaxCodeBytes > 0 && size > h.cfg.MaxCodeBytes {
+		return req, fmt.Errorf("code, stdin and files come to %s, over this server's limit of %s", sizeText(size), sizeText(h.cfg.MaxCodeBytes))
+	}
+	return req, nil
+}
+
+// content is a run's answer for the model: one text block (stdout, stderr,
+// then the status line, as the console renders it), every PNG as an image
+// and every other file as an embedded resource.
+func content(res executor.Result) []sdk.Content {
+	var text strings.Builder
+	for _, s := range []string{res.Stdout, res.Stderr} {
+		if s == "" {
+			continue
+		}
+		text.WriteString(s)
+		if !strings.HasSuffix(s, "\n") {
+			text.WriteByte('\n')
+		}
+	}
+	text.WriteString(plain(formatting.Status(formatting.Console, res)))
+	if note := formatting.FilesNote(formatting.Console, nil, res.FilesOmitted); note != "" {
+		text.WriteString("\n" + plain(note))
+	}
+	out := []sdk.Content{&sdk.TextContent{Text: text.String()}}
+	for _, f := range res.Files {
+		mt := f.MIME
+		if mt == "" {
+			mt = mime.TypeByExtension(path.Ext(f.Path))
+		}
+		base, _, _ := mime.ParseMediaType(mt)
+		if strings.HasPrefix(base, "image/") && slices.Contains([]string{"image/png", "image/jpeg", "image/gif", "image/webp"}, base) {
+			out = append(out, &sdk.ImageContent{Data: f.Content, MIMEType: base})
+			continue
+		}
+		rc := &sdk.ResourceContents{URI: "file:///" + escapePath(f.Path), MIMEType: mt}
+		if utf8.Valid(f.Content) && (strings.HasPrefix(base, "text/") || base == "application/json" || base == "") {
+			rc.Text = string(f.Content)
+		} else {
+			rc.Blob = f.Content
+		}
+		out = append(out, &sdk.EmbeddedResource{Resource: rc})
+	}
+	return out
+}
+
+// plain drops the console rendering's trailing newline.
+func plain(s string) string { return strings.TrimRight(s, "\n") }
+
+// escapePath makes a work-dir path a URI path.
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+func seconds(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".") + " s"
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
