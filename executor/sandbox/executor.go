@@ -264,6 +264,12 @@ func (e *Executor) Close() error {
 // Isolation reports the active tier and layers.
 func (e *Executor) Isolation() Report { return e.report }
 
+// Packages lists the notable packages a snippet can import, with their
+// versions, as doctor does.
+func (e *Executor) Packages(ctx context.Context) ([]Package, error) {
+	return packages(ctx, e.cfg, e.plan)
+}
+
 // Isolation tiers.
 const (
 	TierFull       = "full"       // every layer active and verified

@@ -101,6 +101,7 @@ var Commands = []Command{
 	{"executor", Sandbox | Scheduler | HTTP | Remote},
 	{"bench", Sandbox},
 	{"health", HTTP},
+	{"mcp", Sandbox | Scheduler},
 }
 
 // PartsOf returns the parts of the configuration the command name reads

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/mcp"
+)
+
+// mcpUser is the stdio client's place in the fair queue: one assistant.
+const mcpUser = "mcp:stdio"
+
+// runMCP is `runblock mcp`: the tool run_python for an LLM assistant that
+// launches runblock, over MCP on standard input and output
+// (newline-delimited JSON-RPC); logs go to standard error. It ends when
+// the assistant closes standard input.
+func runMCP(ctx context.Context, c *invocation, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: mcp takes no arguments\n\n%s", usage())
+		return 2
+	}
+	cfg, logger := c.cfg, c.logger
+	ec := cfg.Executor
+	ec.Logger = logger.With("component", "executor")
+	ex, err := sandbox.New(ctx, ec)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := ex.Close(); err != nil {
+			logger.Warn("closing executor", "err", err)
+		}
+	}()
+	sc := cfg.Scheduler
+	// The assistant is the one client: its runs wait their turn in the
+	// queue rather than being refused by a chat user's rate.
+	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
+	sc.UserRate = 0
+	sc.Logger = logger.With("component", "scheduler")
+	sched := executor.NewScheduler(ex, sc)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+		defer cancel()
+		if err := sched.Close(ctx); err != nil {
+			logger.Warn("closing scheduler", "err", err)
+		}
+	}()
+	mc := mcpConfig(ctx, c, ex, sched)
+	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", ex.Isolation().Tier)
+	t := &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}}
+	if err := mcp.NewServer(mc, mcpUser).Run(ctx, t); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// mcpConfig is the MCP server's configuration: the run limits of cfg, and
+// the interpreter's version and packages for the tool's description.
+func mcpConfig(ctx context.Context, c *invocation, ex *sandbox.Executor, sched *executor.Scheduler) mcp.Config {
+	cfg := c.cfg
+	mc := mcp.Config{
+		Scheduler: sched, Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
+		MaxCodeBytes: cfg.Executor.MaxCodeBytes, MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes,
+		PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: c.version,
+		Logger: c.logger.With("component", "mcp"),
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pkgs, err := ex.Packages(ctx)
+	if err != nil {
+		c.logger.Warn("the tool's description names no packages", "err", err)
+	}
+	for _, p := range pkgs {
+		mc.Packages = append(mc.Packages, p.Name+" "+p.Version)
+	}
+	return mc
+}
+
+// pythonVersion finds "3.13.5" in the sandbox report's python line.
+var pythonVersion = regexp.MustCompile(`3\.[0-9]+\.[0-9]+`)
+
+// nopWriteCloser leaves standard output open when the transport closes.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
