@@ -128,7 +128,7 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		Post:   func(ctx context.Context, text string) (string, error) { return "@original", edit(ctx, text) },
 		Edit:   func(ctx context.Context, _, text string) error { return edit(ctx, text) },
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
-	}, true)
+	}, "")
 	defer prog.Stop()
 	out := b.execute(ctx, nil, userKey(i.GuildID, interactionUser(i)), ex, atts, prog.Update)
 	prog.Stop()

@@ -190,7 +190,7 @@ func (b *Bot) answerMessage(ctx context.Context, s *discordgo.Session, src sourc
 			return b.edit(ctx, s, src.channelID, id, outcome{text: text})
 		},
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
-	}, true)
+	}, "")
 	defer prog.Stop()
 	out := b.execute(ctx, src.turn, src.user, ex, src.attachments, prog.Update)
 	replyID := prog.Stop()
