@@ -119,7 +119,6 @@ var badToken = map[string]bool{
 // Bot owns the Slack connection.
 type Bot struct {
 	cfg      Config
-	runner   Runner
 	log      *slog.Logger
 	api      *slack.Client
 	channels map[string]bool
@@ -177,7 +176,6 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	}
 	b := &Bot{
 		cfg:      cfg,
-		runner:   runner,
 		log:      logger,
 		api:      slack.New(cfg.BotToken, opts...),
 		channels: channels,

@@ -114,13 +114,16 @@ type Request[S any] struct {
 	// Once: an earlier reply means the message is answered already (a
 	// redelivered event). Look: that reply may be from a process before
 	// this one, to Find when the message is old enough. Rerun: only a
-	// message answered before is answered (an edit).
+	// message answered before is answered (an edit), and, with Window,
+	// only within Window of its first answer.
 	Once, Look, Rerun bool
+	Window            time.Duration
 	// Notice, when set, is sent instead of running.
 	Notice *formatting.Notice
 
 	turn   *turns.Turn
 	ticket *ticket[S]
+	taken  time.Time // when it came: a new record's Created
 }
 
 // Config configures a Flow.
@@ -189,6 +192,7 @@ func (f *Flow[S]) Opened(at time.Time) { f.openedAt.Store(at.UnixNano()) }
 // its turn among the asker's runs, and its message's newest event. A taken
 // Request goes to Answer or Delete, or to Drop.
 func (f *Flow[S]) Take(req *Request[S]) {
+	req.taken = f.cfg.Now()
 	if req.User != "" {
 		req.turn = f.turns.Take(req.User)
 	}
@@ -222,6 +226,9 @@ func (f *Flow[S]) Last(key string) (S, bool) {
 // reaction.
 func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	log := f.logger(req)
+	if req.taken.IsZero() {
+		req.taken = f.cfg.Now()
+	}
 	// The turn comes before anything that may block, and passes on once
 	// the scheduler has the job (or once there is none to give it).
 	turn := req.turn
@@ -259,6 +266,9 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 			log.Info("already answered; a redelivered event is not answered again", "reply", rec.Reply)
 			return
 		case rec == nil && req.Rerun:
+			return
+		case req.Rerun && req.Window > 0 && f.cfg.Now().Sub(rec.Created) > req.Window:
+			log.Debug("edited past the edit window; not re-run")
 			return
 		}
 	}
@@ -301,7 +311,7 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 		f.remember(req, f.notify(ctx, log, req.Src, out.Text))
 		return
 	}
-	prev := Record[S]{Src: req.Src, Reply: replyID, Created: f.cfg.Now()}
+	prev := Record[S]{Src: req.Src, Reply: replyID, Created: req.taken}
 	if rec != nil {
 		prev = *rec
 	}
@@ -354,7 +364,7 @@ func (f *Flow[S]) noCode(ctx context.Context, log *slog.Logger, req Request[S], 
 // fixing the message runs it into that reply.
 func (f *Flow[S]) remember(req Request[S], id string) {
 	if id != "" && req.Key != "" {
-		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: id, Created: f.cfg.Now()})
+		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: id, Created: req.taken})
 	}
 }
 
@@ -394,7 +404,7 @@ func (f *Flow[S]) recall(ctx context.Context, log *slog.Logger, req Request[S]) 
 	if rec, ok := f.replies.Get(req.Key); ok {
 		return &rec
 	}
-	if !req.Look || !f.mayHaveAnswered(req.At) {
+	if !req.Look || !f.MayHaveAnswered(req.At) {
 		return nil
 	}
 	rec, err := f.p.Find(ctx, req.Src)
@@ -409,11 +419,11 @@ func (f *Flow[S]) recall(ctx context.Context, log *slog.Logger, req Request[S]) 
 	return rec
 }
 
-// mayHaveAnswered reports whether a message posted at (zero: unknown) that
+// MayHaveAnswered reports whether a message posted at (zero: unknown) that
 // the memory does not hold may still have a reply: it was posted before
 // this process started (a restart), or so long ago that its entry may have
 // expired, or the memory is full and may have dropped it.
-func (f *Flow[S]) mayHaveAnswered(at time.Time) bool {
+func (f *Flow[S]) MayHaveAnswered(at time.Time) bool {
 	if at.IsZero() {
 		return false
 	}
