@@ -156,20 +156,34 @@ func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
 	return err
 }
 
+// React adds or removes the reaction name on src's message; one that is
+// there already, or gone already, is no failure.
 func (p platform) React(ctx context.Context, src source, name string, add bool) {
+	if src.ts == "" || name == "" {
+		return
+	}
+	item := slack.ItemRef{Channel: src.channel, Timestamp: src.ts}
+	var err error
 	if add {
-		p.b.react(ctx, src, name)
+		if err = p.b.api.AddReactionContext(ctx, name, item); err != nil && err.Error() == "already_reacted" {
+			err = nil
+		}
 	} else {
-		p.b.unreact(ctx, src, name)
+		if err = p.b.api.RemoveReactionContext(ctx, name, item); err != nil && err.Error() == "no_reaction" {
+			err = nil
+		}
+	}
+	if err != nil {
+		p.b.log.Warn("reacting", "channel", src.channel, "ts", src.ts, "reaction", name, "add", add, "err", err)
 	}
 }
 
 // Indicate puts ⏳ on the message until the result is ready.
 func (p platform) Indicate(ctx context.Context, src source) func() func() {
 	running := formatting.RunningReaction(formatting.Slack)
-	p.b.react(ctx, src, running)
+	p.React(ctx, src, running, true)
 	return func() func() {
-		p.b.unreact(ctx, src, running)
+		p.React(ctx, src, running, false)
 		return func() {}
 	}
 }
@@ -344,24 +358,4 @@ func (b *Bot) notify(ctx context.Context, src source, text string) error {
 		return err
 	}
 	return nil
-}
-
-func (b *Bot) react(ctx context.Context, src source, name string) {
-	if src.ts == "" || name == "" {
-		return
-	}
-	err := b.api.AddReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
-	if err != nil && err.Error() != "already_reacted" {
-		b.log.Warn("adding a reaction", "channel", src.channel, "ts", src.ts, "reaction", name, "err", err)
-	}
-}
-
-func (b *Bot) unreact(ctx context.Context, src source, name string) {
-	if src.ts == "" || name == "" {
-		return
-	}
-	err := b.api.RemoveReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
-	if err != nil && err.Error() != "no_reaction" {
-		b.log.Warn("removing a reaction", "channel", src.channel, "ts", src.ts, "reaction", name, "err", err)
-	}
 }
