@@ -144,12 +144,13 @@ func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate)
 		m.GuildID = src.guildID
 	case err != nil || m.Author == nil || b.now().Sub(at) > b.cfg.EditWindow || !b.flow.MayHaveAnswered(at):
 		return // not answered by this process, nor by an earlier one
-	default:
-		tr, _ := b.trigger(s, m)
+	}
+	tr, triggered := b.trigger(s, m)
+	if !known {
 		src = source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content}
 	}
 	text := m.Content
-	if tr, ok := b.trigger(s, m); ok {
+	if triggered {
 		text = tr.text
 	}
 	b.start(answer.Request[source]{
