@@ -233,6 +233,7 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	// the scheduler has the job (or once there is none to give it).
 	turn := req.turn
 	defer func() { turn.Done() }()
+	defer func() { req.ticket.release() }()
 	turn.Wait(ctx)
 	if req.Notice != nil {
 		turn.Done()
@@ -244,7 +245,6 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 		if req.ticket == nil {
 			req.ticket = f.keys.take(req.Key, req.Src)
 		}
-		defer req.ticket.release()
 		if !req.ticket.tryLock() {
 			// The message's earlier event is being answered: wait for
 			// it without holding up the asker's later messages, then

@@ -314,7 +314,14 @@ func TestNoCode(t *testing.T) {
 	<-answer(f, Request[msg]{Src: "m1", Key: "m1", User: "u", Text: "hello", Extract: formatting.ExtractOptions{Triggered: true}})
 	<-answer(f, fix)
 	<-answer(f, Request[msg]{Src: "m2", Key: "m2", User: "u", Text: "hello", Quiet: true})
-	want(t, p, "notify m1: "+noCode)
+	notAllowed := formatting.NoticeChannelNotAllowed
+	<-answer(f, Request[msg]{Src: "m3", Key: "m3", User: "u", Text: "```py\nprint(1)\n```", Notice: &notAllowed})
+	want(t, p, "notify m1: "+noCode, "notify m3: "+formatting.RenderNotice(formatting.Discord, notAllowed))
+	for _, m := range []string{"m1", "m2", "m3"} {
+		if _, ok := f.Last(m); ok {
+			t.Errorf("%s is still held or remembered", m)
+		}
+	}
 }
 
 // TestFoundReplyIsEditedAndBothReactionsGo: a reply found on the platform
