@@ -44,10 +44,10 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
+	"github.com/runblock/runblock/bots/internal/answer"
+	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
-	"github.com/runblock/runblock/bots/internal/replycache"
-	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -143,15 +143,13 @@ var ErrBadToken = errors.New("discord did not accept DISCORD_BOT_TOKEN: copy it 
 
 // Bot owns the Discord connection.
 type Bot struct {
-	cfg     Config
-	runner  Runner
-	log     *slog.Logger
-	now     func() time.Time
-	answers *replycache.Cache[answer] // by message id: what the Bot answered, for edits and deletes
-	files   *http.Client              // downloads attachments (Discord's CDN, not the API)
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
 
 	mu       sync.Mutex
-	session  *discordgo.Session
+	sess     *discordgo.Session
 	opened   bool
 	closing  bool
 	started  bool // the supervisor runs
@@ -160,9 +158,7 @@ type Bot struct {
 	sessions int // READY and RESUMED seen
 
 	ready      atomic.Bool
-	openedAt   atomic.Int64    // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
-	turns      *turns.Turns    // each user's runs in the order of their messages
 	reconnect  chan struct{}
 	stop       chan struct{}
 	supervised chan struct{}
@@ -195,19 +191,32 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	return &Bot{
+	b := &Bot{
 		cfg:        cfg,
-		runner:     runner,
 		log:        logger,
 		now:        now,
-		answers:    replycache.New[answer](cfg.MaxAnswers, remember, now),
-		files:      &http.Client{Timeout: 30 * time.Second},
 		handlers:   handlers.New(maxInFlight, logger),
-		turns:      turns.New(),
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
 	}
+	b.flow = answer.New[source](answer.Config{
+		Platform: formatting.Discord,
+		Runner:   runner,
+		Render:   cfg.Render,
+		// Attachments come from Discord's CDN, not the API.
+		Fetch: attach.Fetcher{
+			Client: &http.Client{Timeout: 30 * time.Second},
+			Limits: attach.Limits{Files: cfg.MaxFiles, Bytes: cfg.MaxFilesBytes},
+		},
+		MaxFiles: maxAttachments, OverMaxFiles: omitOverAttachments, TooLarge: omitUploadSize,
+		MaxReplies: cfg.MaxAnswers,
+		ReplyTTL:   remember,
+		Now:        now,
+		Replied:    b.metricReplied,
+		Log:        logger,
+	}, platform{b})
+	return b
 }
 
 // Open checks the token, connects the gateway, registers the commands and
@@ -223,7 +232,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
-	b.openedAt.Store(b.now().UnixNano())
+	b.flow.Opened(b.now())
 	if strings.TrimSpace(b.cfg.Token) == "" {
 		return errors.New("discord: no bot token")
 	}
@@ -259,7 +268,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	s.AddHandler(b.onReactionAdd)
 	s.AddHandler(b.onInteraction)
 	b.mu.Lock()
-	b.session = s
+	b.sess = s
 	b.mu.Unlock()
 
 	var me *discordgo.User
@@ -349,7 +358,7 @@ func (b *Bot) Close(ctx context.Context) error {
 	}
 	b.closing = true
 	started := b.started
-	s := b.session
+	s := b.sess
 	b.mu.Unlock()
 	b.handlers.Stop()
 	b.ready.Store(false)
@@ -381,7 +390,7 @@ func (b *Bot) supervise() {
 		case <-b.reconnect:
 		}
 		for attempt := 0; ; attempt++ {
-			err := b.session.Open()
+			err := b.session().Open()
 			if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 				break
 			}
@@ -466,6 +475,13 @@ type noMetrics struct{}
 func (noMetrics) MessageReceived(string) {}
 func (noMetrics) MessageReplied(string)  {}
 func (noMetrics) Reconnected(string)     {}
+
+// session is the gateway session Open made.
+func (b *Bot) session() *discordgo.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sess
+}
 
 func (b *Bot) botUserID() string {
 	b.mu.Lock()

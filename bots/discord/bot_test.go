@@ -776,3 +776,70 @@ func TestQueuedRunShowsItsPlaceThenTheResultInTheSameReply(t *testing.T) {
 		t.Fatalf("replied counted %d times, want 1", replied)
 	}
 }
+
+// TestEditKeepsItsPlaceInTheQueueAndShowsIt: an edit re-runs in its
+// author's turn, as a new message does: the message the author posts right
+// after the edit waits until the scheduler has taken the re-run; and while
+// the re-run waits in the queue, its reply shows its place there.
+func TestEditKeepsItsPlaceInTheQueueAndShowsIt(t *testing.T) {
+	t.Parallel()
+	const edit = "print('edited')"
+	arrived := make(chan string, 8)
+	admit, release := make(chan struct{}), make(chan struct{})
+	runner := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		arrived <- job.Request.Code
+		if job.Request.Code == edit {
+			<-admit // the scheduler is slow to take the re-run
+			if job.Progress != nil {
+				job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 1})
+				<-release
+			}
+		}
+		if job.Progress != nil {
+			job.Progress(executor.Progress{State: executor.StateRunning})
+		}
+		return fakerunner.Echo("ran: ")(ctx, job)
+	})
+	e := start(t, runner, func(c *discord.Config) { c.EditWindow = time.Minute })
+	openAdmit, openRelease := sync.OnceFunc(func() { close(admit) }), sync.OnceFunc(func() { close(release) })
+	t.Cleanup(func() { openAdmit(); openRelease() }) // before the bot closes, when the test fails
+	m := e.say("!run " + block)
+	reply := replyID(t, e.replyTo(e.channel, m.ID))
+	<-arrived
+
+	edited := *m
+	edited.Content = "!run `" + edit + "`"
+	e.fbot.MessageUpdate(edited)
+	if code := <-arrived; code != edit {
+		t.Fatalf("ran %q, want the edit's %q", code, edit)
+	}
+	after := e.say("!run `print('after')`")
+	// Another user's message, answered in full, gives the author's next
+	// message every chance to overtake the re-run.
+	other := e.sayIn(e.channel, e.guild, &discordgo.User{ID: fake.NewID(), Username: "bob"}, "!run `print('other')`")
+	e.replyTo(e.channel, other.ID)
+	for len(arrived) > 0 {
+		if code := <-arrived; code != "print('other')" {
+			t.Fatalf("%q reached the scheduler before the edit's re-run was taken", code)
+		}
+	}
+
+	openAdmit()
+	onReply := fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply)
+	first, err := fake.WaitRequest(e.ctx, onReply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := formatting.RenderProgress(formatting.Discord, executor.Progress{State: executor.StateQueued, Ahead: 1}); first.Content() != want {
+		t.Fatalf("the reply was first edited to %q, want the queue position %q", first.Content(), want)
+	}
+	openRelease()
+	if _, err := fake.WaitRequest(e.ctx, func(r fakediscord.Request) bool {
+		return onReply(r) && strings.Contains(r.Content(), "ran: "+edit)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.replyTo(e.channel, after.ID); !strings.Contains(r.Content(), "ran: print('after')") {
+		t.Fatalf("the next message's reply %q", r.Content())
+	}
+}

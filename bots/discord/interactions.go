@@ -111,7 +111,7 @@ func interactionUser(i *discordgo.Interaction) string {
 func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, ex formatting.Extraction, atts []*discordgo.MessageAttachment) {
 	b.metricReceived()
 	if !ex.Found {
-		b.ephemeral(ctx, s, i, notice(ex))
+		b.ephemeral(ctx, s, i, formatting.RenderNotice(formatting.Discord, ex.Notice()))
 		return
 	}
 	if err := s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}, discordgo.WithContext(ctx)); err != nil {
@@ -128,16 +128,16 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		Post:   func(ctx context.Context, text string) (string, error) { return "@original", edit(ctx, text) },
 		Edit:   func(ctx context.Context, _, text string) error { return edit(ctx, text) },
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
-	}, true)
+	}, "")
 	defer prog.Stop()
-	out := b.execute(ctx, nil, userKey(i.GuildID, interactionUser(i)), ex, atts, prog.Update)
+	out := b.flow.Run(ctx, b.log, nil, userKey(i.GuildID, interactionUser(i)), ex, attachments(atts), prog.Update)
 	prog.Stop()
-	if !out.ran {
+	if out.Reaction == "" {
 		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {
 			b.log.Debug("deleting the deferred response", "err", err)
 		}
 		if _, err := s.FollowupMessageCreate(i, true, &discordgo.WebhookParams{
-			Content: out.text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions(),
+			Content: out.Text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions(),
 		}, discordgo.WithContext(ctx)); err != nil {
 			b.log.Error("sending an interaction follow-up", "err", err)
 			return
@@ -145,14 +145,14 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		b.metricReplied()
 		return
 	}
-	content := out.text
+	content := out.Text
 	_, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
 		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out),
 	}, discordgo.WithContext(ctx))
-	if err != nil && out.noFiles != nil && tooLarge(err) {
-		content = out.noFiles.text
+	if err != nil && out.Fallback != nil && tooLarge(err) {
+		content = out.Fallback.Text
 		_, err = s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
-			Content: &content, AllowedMentions: noMentions(), Files: outputFiles(*out.noFiles),
+			Content: &content, AllowedMentions: noMentions(), Files: outputFiles(*out.Fallback),
 		}, discordgo.WithContext(ctx))
 	}
 	if err != nil {

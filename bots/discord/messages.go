@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -109,77 +110,66 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if !ok {
 		return
 	}
+	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content}
 	if tr.notAllowed {
-		b.spawn("message", func(ctx context.Context) {
-			b.metricReceived()
-			b.reply(ctx, s, m.ChannelID, m.ID, m.GuildID, outcome{text: formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed)})
-		})
+		n := formatting.NoticeChannelNotAllowed
+		b.start(answer.Request[source]{Src: src, What: "message", Notice: &n})
 		return
 	}
-	ex := formatting.Extract(tr.text, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: tr.explicit})
-	if !ex.Found && tr.quiet {
-		return
+	opts := formatting.ExtractOptions{Triggered: tr.explicit}
+	if tr.quiet && !formatting.Extract(tr.text, formatting.ExtractOptions{Platform: formatting.Discord}).Found {
+		return // chat in a listed channel
 	}
-	src := source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content, attachments: m.Attachments}
-	if !b.reserve(src) {
-		return
-	}
-	if ex.Found {
-		src.turn = b.turns.Take(src.user)
-	}
-	if !b.spawn("message", func(ctx context.Context) {
-		b.metricReceived()
-		if !ex.Found {
-			b.answerNotice(ctx, s, src, notice(ex))
-			return
-		}
-		b.answerMessage(ctx, s, src, ex)
-	}) {
-		src.turn.Done()
-		b.answers.Remove(src.messageID)
-	}
+	b.start(answer.Request[source]{
+		Src: src, What: "message", Key: m.ID, User: src.user, Text: tr.text, Extract: opts,
+		Files: attachments(m.Attachments), Quiet: tr.quiet, Once: true,
+	})
 }
 
+// onMessageUpdate re-runs an edit of an answered message into its reply,
+// within the edit window; an edit of a message the flow does not know is
+// re-run when an earlier process answered it.
 func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate) {
 	m := mu.Message
 	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) || b.cfg.EditWindow <= 0 {
 		return
 	}
-	queued, same := false, false
-	if _, ok := b.answers.Update(m.ID, func(a *answer) {
-		switch {
-		case a.content == m.Content:
-			same = true // an embed or a pin changed, not the code
-		case a.replyID == "":
-			a.edited, queued = m, true
-		}
-	}); !ok {
-		b.recallEdit(s, m)
-		return
-	} else if queued || same {
-		return
+	src, known := b.flow.Last(m.ID)
+	at, err := discordgo.SnowflakeTimestamp(m.ID)
+	switch {
+	case known && src.content == m.Content:
+		return // an embed or a pin changed, not the code
+	case known:
+		src.content = m.Content
+		m.GuildID = src.guildID
+	case err != nil || m.Author == nil || b.now().Sub(at) > b.cfg.EditWindow || !b.flow.MayHaveAnswered(at):
+		return // not answered by this process, nor by an earlier one
 	}
-	b.spawn("edit", func(ctx context.Context) { b.rerun(ctx, s, m) })
+	tr, triggered := b.trigger(s, m)
+	if !known {
+		src = source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content}
+	}
+	text := m.Content
+	if triggered {
+		text = tr.text
+	}
+	b.start(answer.Request[source]{
+		Src: src, What: "edit", Key: m.ID, User: src.user, Text: text, Extract: formatting.ExtractOptions{Triggered: src.explicit},
+		Files: attachments(m.Attachments), At: at, Look: true, Rerun: true, Window: b.cfg.EditWindow,
+	})
 }
 
-func (b *Bot) onMessageDelete(s *discordgo.Session, md *discordgo.MessageDelete) {
+// onMessageDelete deletes the reply of a deleted message, once it is there.
+func (b *Bot) onMessageDelete(_ *discordgo.Session, md *discordgo.MessageDelete) {
 	if md.Message == nil {
 		return
 	}
-	a, ok := b.answers.Update(md.ID, func(a *answer) { a.deleted = true })
-	if !ok {
-		b.recallDelete(s, md.ChannelID, md.ID)
-		return
+	at, _ := discordgo.SnowflakeTimestamp(md.ID)
+	req := answer.Request[source]{Src: source{channelID: md.ChannelID, messageID: md.ID}, What: "delete", Key: md.ID, At: at, Look: true}
+	b.flow.Take(&req)
+	if !b.spawn("delete", func(ctx context.Context) { b.flow.Delete(ctx, req) }) {
+		b.flow.Drop(req)
 	}
-	if a.replyID == "" {
-		return // the first run is in flight; its reply is deleted when it lands
-	}
-	b.answers.Remove(md.ID)
-	b.spawn("delete", func(ctx context.Context) {
-		if err := s.ChannelMessageDelete(a.channelID, a.replyID, discordgo.WithContext(ctx)); err != nil {
-			b.log.Warn("deleting the reply of a deleted message", "channel", a.channelID, "reply", a.replyID, "err", err)
-		}
-	})
 }
 
 func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAdd) {
@@ -192,33 +182,28 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 	if !b.channelAllowed(s, r.GuildID, r.ChannelID) {
 		return
 	}
-	src := source{channelID: r.ChannelID, messageID: r.MessageID, guildID: r.GuildID, user: userKey(r.GuildID, r.UserID)}
-	if !b.reserve(src) {
+	if _, known := b.flow.Last(r.MessageID); known {
 		return // answered or being answered: an edit re-runs it
 	}
-	ok := b.spawn("reaction", func(ctx context.Context) {
+	b.spawn("reaction", func(ctx context.Context) {
 		m, err := s.ChannelMessage(r.ChannelID, r.MessageID, discordgo.WithContext(ctx))
 		if err != nil {
-			b.answers.Remove(r.MessageID)
 			b.log.Warn("fetching the message of a run reaction", "channel", r.ChannelID, "message", r.MessageID, "err", err)
 			return
 		}
-		ex := formatting.Extract(m.Content, formatting.ExtractOptions{Platform: formatting.Discord})
-		if !ex.Found {
-			b.answers.Remove(r.MessageID)
+		if !formatting.Extract(m.Content, formatting.ExtractOptions{Platform: formatting.Discord}).Found {
 			return
 		}
-		b.answers.Update(r.MessageID, func(a *answer) { a.content = m.Content })
-		src.attachments = m.Attachments
-		if b.recalled(ctx, s, src) {
-			return // answered before a restart: an edit re-runs it
-		}
+		at, _ := discordgo.SnowflakeTimestamp(r.MessageID)
 		b.metricReceived()
-		b.answerMessage(ctx, s, src, ex)
+		// Answered before a restart, it is not answered again: an edit
+		// re-runs it.
+		b.flow.Answer(ctx, answer.Request[source]{
+			Src:  source{channelID: r.ChannelID, messageID: r.MessageID, guildID: r.GuildID, user: userKey(r.GuildID, r.UserID), content: m.Content},
+			What: "reaction", Key: r.MessageID, User: userKey(r.GuildID, r.UserID), Text: m.Content,
+			Files: attachments(m.Attachments), At: at, Quiet: true, Once: true, Look: true,
+		})
 	})
-	if !ok {
-		b.answers.Remove(src.messageID)
-	}
 }
 
 // sameEmoji compares emoji names ignoring the variation selector, which
@@ -234,14 +219,6 @@ func userKey(guildID, userID string) string {
 		guildID = "dm"
 	}
 	return "discord:" + guildID + ":" + userID
-}
-
-// notice is the hint for an explicit trigger without runnable code.
-func notice(ex formatting.Extraction) string {
-	if len(ex.OtherLanguages) > 0 {
-		return formatting.RenderNotice(formatting.Discord, formatting.NoticeNotPython)
-	}
-	return formatting.RenderNotice(formatting.Discord, formatting.NoticeNoCode)
 }
 
 func (b *Bot) metricReceived() {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,11 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/runblock/runblock/bots/internal/answer"
+	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
-	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -117,19 +119,15 @@ var badToken = map[string]bool{
 // Bot owns the Slack connection.
 type Bot struct {
 	cfg      Config
-	runner   Runner
 	log      *slog.Logger
 	api      *slack.Client
 	channels map[string]bool
 	now      func() time.Time
 
-	replies  *replycache.Cache[*record]  // by source key (channel/ts)
+	flow     *answer.Flow[source]        // answers the messages, remembers the replies (by channel/ts)
 	seen     *replycache.Cache[struct{}] // event ids handled
-	sources  *keyLock                    // one run per source message at a time
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
-	turns    *turns.Turns                // each user's runs in the order of their events
 	self     atomic.Pointer[who]         // set by Open
-	openedAt atomic.Int64                // b.now() at Open, in Unix ns: older messages may have been answered by an earlier process
 
 	mu       sync.Mutex
 	opened   bool
@@ -178,16 +176,29 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	}
 	b := &Bot{
 		cfg:      cfg,
-		runner:   runner,
 		log:      logger,
 		api:      slack.New(cfg.BotToken, opts...),
 		channels: channels,
 		now:      time.Now,
-		sources:  newKeyLock(),
 		handlers: handlers.New(maxInFlight, logger),
-		turns:    turns.New(),
 	}
-	b.replies = replycache.New[*record](maxReplies, replyTTL, func() time.Time { return b.now() })
+	b.flow = answer.New[source](answer.Config{
+		Platform: formatting.Slack,
+		Runner:   runner,
+		Render:   cfg.Render,
+		// The bot token goes with the downloads of the message's files,
+		// on Slack's hosts only; files:read in the manifest allows it.
+		Fetch: attach.Fetcher{
+			Header:  http.Header{"Authorization": {"Bearer " + cfg.BotToken}},
+			Trusted: b.slackHost,
+			Limits:  attach.Limits{Files: cfg.MaxFiles, Bytes: cfg.MaxFilesBytes},
+		},
+		MaxReplies: maxReplies,
+		ReplyTTL:   replyTTL,
+		Now:        func() time.Time { return b.now() },
+		Replied:    b.replied,
+		Log:        logger,
+	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
 	return b
 }
@@ -203,7 +214,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.opened = true
 	b.mu.Unlock()
-	b.openedAt.Store(b.now().UnixNano())
+	b.flow.Opened(b.now())
 
 	var auth *slack.AuthTestResponse
 	err := b.cfg.Retry.Do(ctx, b.log, "Slack", func(ctx context.Context) error {

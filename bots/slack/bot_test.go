@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,6 +286,43 @@ func TestQueuedRunKeepsOneReply(t *testing.T) {
 	}
 	if r.Edits < 1 {
 		t.Fatalf("reply edited %d times, want the queued reply replaced by the result", r.Edits)
+	}
+}
+
+// TestEditShowsItsPlaceInTheQueue: an edit's re-run that waits in the
+// queue shows its place in the reply it will replace, as a new message's
+// run does.
+func TestEditShowsItsPlaceInTheQueue(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	runner := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		if job.Request.Code == "print(2)" {
+			job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 1})
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return executor.Result{}, ctx.Err()
+			}
+			job.Progress(executor.Progress{State: executor.StateRunning})
+		}
+		return echo(ctx, job)
+	})
+	h := start(t, Config{EditWindow: time.Minute}, runner, true)
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before the bot closes, when the test fails
+	m := h.mention(h.channel(), h.user(), "```print(1)```")
+	first := h.reply(m, "ran print(1)")
+	h.reaction(m, "white_check_mark")
+	m = h.edit(m, "<@"+fakeslack.BotUserID+"> ```print(2)```")
+	if queued := h.reply(m, "1 ahead"); queued.TS != first.TS {
+		t.Fatalf("the queue position went to %s, want the reply %s", queued.TS, first.TS)
+	}
+	open()
+	h.reply(m, "ran print(2)")
+	h.reaction(m, "white_check_mark")
+	h.settle()
+	if n := len(h.fake.BotReplies(m.Channel, m.TS)); n != 1 {
+		t.Fatalf("%d replies, want the one reply updated: %+v", n, h.fake.BotReplies(m.Channel, m.TS))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -168,8 +169,15 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 // deleted deletes the reply to the message ts (in thread) in channel, if
 // any.
 func (b *Bot) deleted(channel, ts, thread string) {
-	if ts != "" {
-		b.spawn("delete", func(ctx context.Context) { b.deleteReply(ctx, channel, ts, thread) })
+	if ts == "" {
+		return
+	}
+	src := source{what: "delete", channel: channel, ts: ts, thread: thread}
+	at, _ := tsTime(ts)
+	req := answer.Request[source]{Src: src, What: src.what, Log: b.log.With("channel", channel, "ts", ts), Key: src.key(), At: at, Look: true}
+	b.flow.Take(&req)
+	if !b.spawn("delete", func(ctx context.Context) { b.flow.Delete(ctx, req) }) {
+		b.flow.Drop(req)
 	}
 }
 
@@ -211,8 +219,8 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 	if mention {
 		src.text = stripMention(self, msg.Text)
 	}
-	if rec, ok := b.replies.Get(src.key()); ok {
-		if b.now().Sub(rec.created) > b.cfg.EditWindow {
+	if rec, ok := b.flow.Recall(src.key()); ok {
+		if b.now().Sub(rec.Created) > b.cfg.EditWindow {
 			return
 		}
 	} else if age, ok := tsAge(msg.Timestamp, b.now()); !ok || age > b.cfg.EditWindow {
@@ -264,7 +272,7 @@ func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEv
 		if !b.allowed(channel) {
 			src = src.notice(formatting.NoticeChannelNotAllowed)
 		}
-		b.handle(ctx, src)
+		b.flow.Answer(ctx, b.request(src))
 	})
 }
 

@@ -2,14 +2,14 @@ package slack
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/runblock/runblock/bots/internal/answer"
 )
 
 // Every reply carries message metadata naming the message it answers, so
-// that Slack itself remembers what the in-memory map (Bot.replies) forgets
+// that Slack itself remembers what the answer flow's memory forgets
 // on a restart or a deploy: an edit of an earlier-answered message updates
 // its reply, a delete removes it, and a redelivered event is not answered
 // twice. The metadata is read back from the thread with
@@ -29,22 +29,12 @@ const (
 const (
 	lookupPageSize = 200
 	lookupPages    = 5
-	// clockSkew widens "posted before this process started" for a local
-	// clock behind Slack's.
-	clockSkew = 2 * time.Minute
 )
 
 // tag is what a reply's metadata carries besides its source.
 type tag struct {
 	reaction string
 	files    []string
-}
-
-func (t tag) of(rec *record) tag {
-	if rec == nil {
-		return t
-	}
-	return tag{reaction: t.reaction, files: rec.files}
 }
 
 // metadata is the reply metadata for src with t.
@@ -64,46 +54,9 @@ func metadata(src source, t tag) slack.MsgOption {
 	})
 }
 
-// recall returns the record of the reply to the message ts in channel
-// (whose replies go to thread): from memory, else, when look is set and the
-// message may have been answered before this process knew of it, from
-// Slack. Nil means not answered, or not found (which is logged).
-func (b *Bot) recall(ctx context.Context, log *slog.Logger, channel, ts, thread string, look bool) *record {
-	key := channel + "/" + ts
-	if rec, ok := b.replies.Get(key); ok {
-		return rec
-	}
-	if !look || !b.mayHaveAnswered(ts) {
-		return nil
-	}
-	rec, err := b.lookup(ctx, channel, ts, thread)
-	if err != nil {
-		log.Warn("looking for an earlier reply in the thread", "thread", thread, "err", err)
-		return nil
-	}
-	if rec != nil {
-		log.Debug("earlier reply found in the thread", "reply", rec.ts)
-		b.replies.Put(key, rec)
-	}
-	return rec
-}
-
-// mayHaveAnswered reports whether a message the map does not know may still
-// have a reply: it was posted before this process started (a restart), or
-// so long ago that its entry may have expired, or the map is full and may
-// have dropped it.
-func (b *Bot) mayHaveAnswered(ts string) bool {
-	at, ok := tsTime(ts)
-	if !ok {
-		return false
-	}
-	return at.Before(time.Unix(0, b.openedAt.Load()).Add(clockSkew)) || b.now().Sub(at) > replyTTL ||
-		b.replies.Len() >= maxReplies
-}
-
-// lookup finds the bot's reply to the message ts in channel in thread, by
-// its metadata.
-func (b *Bot) lookup(ctx context.Context, channel, ts, thread string) (*record, error) {
+// lookup finds the bot's reply to src in its thread, by its metadata.
+func (b *Bot) lookup(ctx context.Context, src source) (*answer.Record[source], error) {
+	channel, ts, thread := src.channel, src.ts, src.thread
 	self := b.self.Load()
 	if self == nil || thread == "" {
 		return nil, nil
@@ -121,6 +74,7 @@ func (b *Bot) lookup(ctx context.Context, channel, ts, thread string) (*record, 
 		}
 		for _, m := range msgs {
 			if rec := replyTo(self, channel, ts, m); rec != nil {
+				rec.Src = src
 				return rec, nil
 			}
 		}
@@ -134,23 +88,23 @@ func (b *Bot) lookup(ctx context.Context, channel, ts, thread string) (*record, 
 
 // replyTo returns the record of m when m is the bot's reply to the message
 // ts in channel.
-func replyTo(self *who, channel, ts string, m slack.Message) *record {
+func replyTo(self *who, channel, ts string, m slack.Message) *answer.Record[source] {
 	md := m.Metadata
 	if (m.BotID != self.botID && m.User != self.userID) || md.EventType != metadataType ||
 		md.EventPayload[metaSourceTS] != ts || md.EventPayload[metaSourceChannel] != channel {
 		return nil
 	}
-	rec := &record{channel: channel, ts: m.Timestamp}
-	rec.reaction, _ = md.EventPayload[metaReaction].(string)
+	rec := &answer.Record[source]{Reply: m.Timestamp}
+	rec.Reaction, _ = md.EventPayload[metaReaction].(string)
 	if files, ok := md.EventPayload[metaFiles].([]any); ok {
 		for _, f := range files {
 			if id, ok := f.(string); ok && id != "" {
-				rec.files = append(rec.files, id)
+				rec.Files = append(rec.Files, id)
 			}
 		}
 	}
 	if at, ok := tsTime(m.Timestamp); ok {
-		rec.created = at
+		rec.Created = at
 	}
 	return rec
 }

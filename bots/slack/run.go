@@ -16,10 +16,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/attach"
-	"github.com/runblock/runblock/bots/internal/progress"
-	"github.com/runblock/runblock/bots/internal/runerror"
-	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -52,10 +50,6 @@ type source struct {
 	responseURL string
 	// only, when set, is the notice to send instead of running.
 	only *formatting.Notice
-	// turn keeps the user's runs in the order their events came; nil
-	// for a source not taken from the event loop in order (a reaction,
-	// after fetching the message).
-	turn *turns.Turn
 }
 
 // userKey is the scheduler's key for the user.
@@ -73,142 +67,135 @@ func (s source) notice(n formatting.Notice) source {
 	return s
 }
 
-// record is what the adapter remembers of a reply, for edits and deletes.
-type record struct {
-	channel, ts string // the reply
-	reaction    string // the final reaction on the source, "" if none
-	files       []string
-	created     time.Time
+// request is the flow's view of src.
+func (b *Bot) request(src source) answer.Request[source] {
+	at, _ := tsTime(src.ts)
+	files := make([]attach.Source, len(src.files))
+	for i, f := range src.files {
+		files[i] = attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload}
+		if f.Name == "" {
+			files[i].Name = f.Title
+		}
+	}
+	return answer.Request[source]{
+		Src: src, What: src.what, Log: b.log.With("channel", src.channel, "ts", src.ts, "user", src.user),
+		Key: src.key(), User: src.userKey(), Text: src.text,
+		Extract: formatting.ExtractOptions{Triggered: src.triggered, Raw: src.raw},
+		Files:   files, At: at, Quiet: src.quiet,
+		// A first delivery that has a reply is a redelivery; only a
+		// retried one (or any other trigger) may have been answered by
+		// an earlier process.
+		Once: src.first, Look: !src.first || src.retry,
+		Notice: src.only,
+	}
 }
 
 // start answers src in a handler, in its turn among the user's events.
 func (b *Bot) start(src source) {
-	src.turn = b.turns.Take(src.userKey())
-	if !b.spawn(src.what, func(ctx context.Context) { b.handle(ctx, src) }) {
-		src.turn.Done()
+	req := b.request(src)
+	b.flow.Take(&req)
+	if !b.spawn(src.what, func(ctx context.Context) { b.flow.Answer(ctx, req) }) {
+		b.flow.Drop(req)
 	}
 }
 
-// handle runs src's code and answers: one reply per source message, updated
-// in place on re-runs; ⏳ on the message while it waits, then ✅ or ❌.
-func (b *Bot) handle(ctx context.Context, src source) {
-	log := b.log.With("trigger", src.what, "channel", src.channel, "ts", src.ts, "user", src.user)
-	// The turn comes before anything that may block (the message's lock,
-	// Slack calls), and passes on once the scheduler has the job.
-	defer src.turn.Done()
-	src.turn.Wait(ctx)
-	if src.only != nil {
-		b.notify(ctx, log, src, formatting.RenderNotice(formatting.Slack, *src.only))
-		return
-	}
-	key := src.key()
-	var rec *record
-	if key != "" {
-		unlock := b.sources.lock(key)
-		defer unlock()
-		rec = b.recall(ctx, log, src.channel, src.ts, src.thread, !src.first || src.retry)
-		if rec != nil && src.first {
-			log.Info("already answered; a redelivered event is not run again", "reply", rec.ts)
-			return
-		}
-	}
-	ext := formatting.Extract(src.text, formatting.ExtractOptions{Platform: formatting.Slack, Triggered: src.triggered, Raw: src.raw})
-	if !ext.Found {
-		text := formatting.RenderNotice(formatting.Slack, ext.Notice())
-		switch {
-		case rec != nil: // edited into something that does not run: say so in place
-			b.deleteFiles(ctx, log, rec)
-			if _, err := b.reply(ctx, src, rec.ts, text, tag{}.of(rec)); err != nil {
-				log.Error("updating the reply", "err", err)
-			}
-			b.unreact(ctx, log, src, rec.reaction)
-			rec.reaction = ""
-			b.replies.Put(key, rec)
-		case !src.quiet:
-			b.notify(ctx, log, src, text)
-		}
-		return
-	}
+// platform is how the answer flow writes to Slack: one reply per source
+// message in its thread, updated in place by re-runs, with the run's files
+// uploaded beside it; ⏳ on the message while it waits, then ✅ or ❌.
+type platform struct{ b *Bot }
 
-	running := formatting.RunningReaction(formatting.Slack)
-	if rec != nil {
-		b.unreact(ctx, log, src, rec.reaction)
-	}
-	b.react(ctx, log, src, running)
-	replyTS := ""
-	if rec != nil {
-		replyTS = rec.ts
-	}
-	prog := progress.Watch(ctx, log, progress.Chat{
-		Post: func(ctx context.Context, text string) (string, error) { return b.reply(ctx, src, "", text, tag{}) },
-		Edit: func(ctx context.Context, ts, text string) error {
-			_, err := b.reply(ctx, src, ts, text, tag{})
-			return err
-		},
-		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Slack, pr) },
-	}, replyTS == "")
-	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
-	in, skipped := b.inputs(ctx, log, src.files)
-	res, err := src.turn.Submit(ctx, b.runner, executor.Job{
-		User:     src.userKey(),
-		Request:  executor.Request{Code: ext.Code, Stdin: ext.Stdin, Files: in},
-		Progress: prog.Update,
-	})
-	if ts := prog.Stop(); ts != "" {
-		replyTS = ts
-	}
-	b.unreact(ctx, log, src, running)
-	if err != nil {
-		b.rejected(ctx, log, src, key, rec, replyTS, err)
-		return
-	}
+func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.Sent, error) {
+	return p.send(ctx, src, "", nil, r)
+}
 
-	opts := b.cfg.Render
-	opts.Skipped = skipped
-	rep := formatting.RenderRun(formatting.Slack, ext, res, opts)
-	done := tag{reaction: rep.Reaction(formatting.Slack)}
-	ts, err := b.reply(ctx, src, replyTS, rep.Text, done) // the earlier files go below
-	if err != nil && src.responseURL != "" && replyTS == "" {
+func (p platform) Edit(ctx context.Context, src source, rec answer.Record[source], r answer.Reply) (answer.Sent, error) {
+	return p.send(ctx, src, rec.Reply, rec.Files, r)
+}
+
+// send posts r in src's thread, or updates the reply ts with it; the
+// earlier files go and r's are uploaded in the thread.
+func (p platform) send(ctx context.Context, src source, ts string, earlier []string, r answer.Reply) (answer.Sent, error) {
+	b := p.b
+	log := b.log.With("channel", src.channel, "ts", src.ts)
+	post := ts == ""
+	t := tag{reaction: r.Reaction} // the files go below
+	ts, err := b.reply(ctx, src, ts, r.Text, t)
+	if err != nil && src.responseURL != "" && post && r.Reaction != "" {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
 		log.Info("posting the reply through the response_url", "err", err)
-		err = postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, rep.Text)
-		if err == nil {
-			b.replied()
-			return
-		}
+		return answer.Sent{}, postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, r.Text)
 	}
 	if err != nil {
-		log.Error("posting the reply", "err", err)
-		return
+		return answer.Sent{}, err
 	}
-	b.replied()
-	log.Info("answered", "outcome", res.Outcome(), "duration", res.Duration)
-	if rec == nil {
-		rec = &record{channel: src.channel, ts: ts, created: b.now()}
-	}
-	hadFiles := len(rec.files) > 0
-	b.deleteFiles(ctx, log, rec)
+	b.deleteFiles(ctx, log, earlier)
 	thread := src.thread
 	if thread == "" {
 		thread = ts
 	}
-	failed := b.upload(ctx, log, rec, src.channel, thread, outputs(rep.Full, res.Files))
-	text := rep.Text
+	files, failed := b.upload(ctx, log, src.channel, thread, outputs(r.Full, r.Files))
+	text := r.Text
 	if len(failed) > 0 {
 		text += "\n" + formatting.FilesNote(formatting.Slack, nil, failed)
 	}
-	if len(failed) > 0 || (hadFiles || len(rec.files) > 0) && key != "" {
+	if len(failed) > 0 || (len(earlier) > 0 || len(files) > 0) && src.ts != "" {
 		// The reply's metadata names the files too, for a later process.
-		if _, err := b.reply(ctx, src, ts, text, done.of(rec)); err != nil {
+		t.files = files
+		if _, err := b.reply(ctx, src, ts, text, t); err != nil {
 			log.Warn("tagging the reply with its output file", "err", err)
 		}
 	}
-	rec.reaction = done.reaction
-	b.react(ctx, log, src, rec.reaction)
-	if key != "" {
-		b.replies.Put(key, rec)
+	return answer.Sent{ID: ts, Files: files}, nil
+}
+
+// Delete deletes the reply of rec and its files.
+func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
+	_, _, err := p.b.api.DeleteMessageContext(ctx, rec.Src.channel, rec.Reply)
+	p.b.deleteFiles(ctx, p.b.log.With("channel", rec.Src.channel, "ts", rec.Src.ts), rec.Files)
+	return err
+}
+
+// React adds or removes the reaction name on src's message; one that is
+// there already, or gone already, is no failure.
+func (p platform) React(ctx context.Context, src source, name string, add bool) {
+	if src.ts == "" || name == "" {
+		return
 	}
+	item := slack.ItemRef{Channel: src.channel, Timestamp: src.ts}
+	var err error
+	if add {
+		if err = p.b.api.AddReactionContext(ctx, name, item); err != nil && err.Error() == "already_reacted" {
+			err = nil
+		}
+	} else {
+		if err = p.b.api.RemoveReactionContext(ctx, name, item); err != nil && err.Error() == "no_reaction" {
+			err = nil
+		}
+	}
+	if err != nil {
+		p.b.log.Warn("reacting", "channel", src.channel, "ts", src.ts, "reaction", name, "add", add, "err", err)
+	}
+}
+
+// Indicate puts ⏳ on the message until the result is ready.
+func (p platform) Indicate(ctx context.Context, src source) func() func() {
+	running := formatting.RunningReaction(formatting.Slack)
+	p.React(ctx, src, running, true)
+	return func() func() {
+		p.React(ctx, src, running, false)
+		return func() {}
+	}
+}
+
+// Notify sends text only to the user who asked.
+func (p platform) Notify(ctx context.Context, src source, text string) (string, error) {
+	return "", p.b.notify(ctx, src, text)
+}
+
+// Find finds the reply to src in its thread by its metadata.
+func (p platform) Find(ctx context.Context, src source) (*answer.Record[source], error) {
+	return p.b.lookup(ctx, src)
 }
 
 // output is a file of a reply, with its title in Slack.
@@ -237,9 +224,10 @@ const (
 )
 
 // upload shares files in the thread (files upload v2), images with alt
-// text so that they show inline, and records their ids in rec. It returns
-// the files that could not be shared, to name in the reply.
-func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel, thread string, files []output) []executor.OmittedFile {
+// text so that they show inline. It returns the ids of the files shared
+// and the files that could not be, to name in the reply.
+func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread string, files []output) ([]string, []executor.OmittedFile) {
+	var ids []string
 	var failed []executor.OmittedFile
 	for _, f := range files {
 		if len(f.Content) == 0 {
@@ -259,40 +247,18 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, rec *record, channel
 			failed = append(failed, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: omitUpload})
 			continue
 		}
-		rec.files = append(rec.files, up.ID)
+		ids = append(ids, up.ID)
 	}
-	return failed
+	return ids, failed
 }
 
-// deleteFiles deletes the files uploaded for rec's earlier run.
-func (b *Bot) deleteFiles(ctx context.Context, log *slog.Logger, rec *record) {
-	for _, id := range rec.files {
+// deleteFiles deletes the files uploaded for an earlier run.
+func (b *Bot) deleteFiles(ctx context.Context, log *slog.Logger, ids []string) {
+	for _, id := range ids {
 		if err := b.api.DeleteFileContext(ctx, id); err != nil && err.Error() != "file_not_found" {
 			log.Warn("deleting an earlier output file", "file", id, "err", err)
 		}
 	}
-	rec.files = nil
-}
-
-// inputs downloads the files attached to the message, with the bot token,
-// for the run; files:read in the manifest allows it.
-func (b *Bot) inputs(ctx context.Context, log *slog.Logger, files []slack.File) ([]executor.File, []executor.OmittedFile) {
-	if len(files) == 0 {
-		return nil, nil
-	}
-	srcs := make([]attach.Source, len(files))
-	for i, f := range files {
-		srcs[i] = attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload}
-		if f.Name == "" {
-			srcs[i].Name = f.Title
-		}
-	}
-	return attach.Fetcher{
-		Header:  http.Header{"Authorization": {"Bearer " + b.cfg.BotToken}},
-		Trusted: b.slackHost,
-		Limits:  attach.Limits{Files: b.cfg.MaxFiles, Bytes: b.cfg.MaxFilesBytes},
-		Log:     log,
-	}.Fetch(ctx, srcs)
 }
 
 // slackHost reports whether u is on the Web API's host or beneath it
@@ -307,37 +273,6 @@ func (b *Bot) slackHost(u *url.URL) bool {
 		return false
 	}
 	return u.Scheme == a.Scheme && (u.Host == a.Host || strings.HasSuffix(u.Hostname(), "."+a.Hostname()))
-}
-
-// rejected answers a run the scheduler did not take or could not finish:
-// runerror decides what is logged and what the user sees. Busy,
-// rate-limited and too-large are the user's business: an ephemeral line.
-// Other failures answer in the thread.
-func (b *Bot) rejected(ctx context.Context, log *slog.Logger, src source, key string, rec *record, replyTS string, err error) {
-	text, private := runerror.Report(ctx, log, formatting.Slack, err)
-	if ctx.Err() != nil {
-		return
-	}
-	if replyTS == "" && private {
-		b.notify(ctx, log, src, text)
-		return
-	}
-	if rec != nil {
-		b.deleteFiles(ctx, log, rec) // the earlier run's: the reply no longer shows it
-	}
-	ts, perr := b.reply(ctx, src, replyTS, text, tag{}.of(rec))
-	if perr != nil {
-		log.Error("posting the reply", "err", perr)
-		return
-	}
-	b.replied()
-	if rec == nil {
-		rec = &record{channel: src.channel, ts: ts, created: b.now()}
-	}
-	rec.reaction = ""
-	if key != "" {
-		b.replies.Put(key, rec)
-	}
 }
 
 func (b *Bot) replied() {
@@ -410,61 +345,17 @@ func (b *Bot) reply(ctx context.Context, src source, ts, text string, t tag) (st
 
 // notify sends text only to the user who asked: through the response_url
 // of /run and the shortcut, else as an ephemeral message in the thread.
-func (b *Bot) notify(ctx context.Context, log *slog.Logger, src source, text string) {
-	var err error
+func (b *Bot) notify(ctx context.Context, src source, text string) error {
 	switch {
 	case src.responseURL != "":
-		err = postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, text)
+		return postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, text)
 	case src.user != "":
 		opts := msgOptions(text)
 		if src.thread != "" {
 			opts = append(opts, slack.MsgOptionTS(src.thread))
 		}
-		_, err = b.api.PostEphemeralContext(ctx, src.channel, src.user, opts...)
-	default:
-		return
+		_, err := b.api.PostEphemeralContext(ctx, src.channel, src.user, opts...)
+		return err
 	}
-	if err != nil {
-		log.Warn("sending a notice", "err", err)
-		return
-	}
-	b.replied()
-}
-
-func (b *Bot) react(ctx context.Context, log *slog.Logger, src source, name string) {
-	if src.ts == "" || name == "" {
-		return
-	}
-	err := b.api.AddReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
-	if err != nil && err.Error() != "already_reacted" {
-		log.Warn("adding a reaction", "reaction", name, "err", err)
-	}
-}
-
-func (b *Bot) unreact(ctx context.Context, log *slog.Logger, src source, name string) {
-	if src.ts == "" || name == "" {
-		return
-	}
-	err := b.api.RemoveReactionContext(ctx, name, slack.ItemRef{Channel: src.channel, Timestamp: src.ts})
-	if err != nil && err.Error() != "no_reaction" {
-		log.Warn("removing a reaction", "reaction", name, "err", err)
-	}
-}
-
-// deleteReply deletes the reply (and its output file) to a deleted message.
-// thread is where its reply would be.
-func (b *Bot) deleteReply(ctx context.Context, channel, ts, thread string) {
-	key := channel + "/" + ts
-	unlock := b.sources.lock(key)
-	defer unlock()
-	log := b.log.With("channel", channel, "ts", ts)
-	rec := b.recall(ctx, log, channel, ts, thread, true)
-	if rec == nil {
-		return
-	}
-	b.replies.Remove(key)
-	if _, _, err := b.api.DeleteMessageContext(ctx, rec.channel, rec.ts); err != nil {
-		log.Warn("deleting the reply to a deleted message", "err", err)
-	}
-	b.deleteFiles(ctx, log, rec)
+	return nil
 }

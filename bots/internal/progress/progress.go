@@ -1,6 +1,7 @@
 // Package progress shows a queued run's place in the chat: the first time
 // the run waits behind others it posts a "queued, N ahead" reply (the one
-// the result later replaces) and marks it "running" when it starts.
+// the result later replaces), or shows it in the run's earlier reply (an
+// edited message's), and marks it "running" when it starts.
 package progress
 
 import (
@@ -27,17 +28,14 @@ type Watcher struct {
 	id   string
 }
 
-// Watch starts a Watcher; a disabled one (the run already has a reply)
-// shows nothing. Stop must be called.
-func Watch(ctx context.Context, log *slog.Logger, chat Chat, enabled bool) *Watcher {
-	w := &Watcher{ch: make(chan executor.Progress, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	if !enabled {
-		close(w.done)
-		return w
-	}
+// Watch starts a Watcher for a run whose reply is id ("" while it has
+// none: the queue position is then posted as a new reply). Stop must be
+// called.
+func Watch(ctx context.Context, log *slog.Logger, chat Chat, id string) *Watcher {
+	w := &Watcher{ch: make(chan executor.Progress, 1), quit: make(chan struct{}), done: make(chan struct{}), id: id}
 	go func() {
 		defer close(w.done)
-		running := false
+		shown, running := false, false
 		for {
 			var pr executor.Progress
 			select {
@@ -46,14 +44,20 @@ func Watch(ctx context.Context, log *slog.Logger, chat Chat, enabled bool) *Watc
 			case pr = <-w.ch:
 			}
 			switch {
-			case w.id == "" && pr.State == executor.StateQueued && pr.Ahead > 0:
+			case !shown && w.id == "" && pr.State == executor.StateQueued && pr.Ahead > 0:
 				id, err := chat.Post(ctx, chat.Render(pr))
 				if err != nil {
 					log.Warn("posting the queue position", "err", err)
 					continue
 				}
-				w.id = id
-			case w.id != "" && pr.State == executor.StateRunning && !running:
+				w.id, shown = id, true
+			case !shown && pr.State == executor.StateQueued && pr.Ahead > 0:
+				if err := chat.Edit(ctx, w.id, chat.Render(pr)); err != nil {
+					log.Warn("showing the queue position in the reply", "err", err)
+					continue
+				}
+				shown = true
+			case shown && pr.State == executor.StateRunning && !running:
 				running = true
 				if err := chat.Edit(ctx, w.id, chat.Render(pr)); err != nil {
 					log.Warn("updating the queue position", "err", err)
@@ -79,8 +83,9 @@ func (w *Watcher) Update(pr executor.Progress) {
 	}
 }
 
-// Stop ends the Watcher and returns the id of the reply it posted, if any.
-// It may be called more than once.
+// Stop ends the Watcher and returns the id of the run's reply: the one it
+// was given or the one it posted, "" for none. It may be called more than
+// once.
 func (w *Watcher) Stop() string {
 	select {
 	case <-w.done:

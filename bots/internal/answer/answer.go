@@ -1,0 +1,480 @@
+// Package answer is the one way a chat adapter answers a message, whatever
+// the platform: extract the code, queue it in the asker's turn (showing its
+// place in the queue), run it, render the result, post the reply or edit
+// the earlier one, remember it, and react on the message. An adapter turns
+// its events into Requests and implements Platform, the few calls that
+// differ between platforms; everything else is decided here once, so the
+// platforms behave the same by construction.
+//
+// One message is answered by one handler at a time (its key's lock): an
+// edit or a delete that comes while the message's run is in flight waits
+// for that run's reply, without holding up the asker's later messages, and
+// of several events that wait for the same message only the newest is
+// carried out.
+package answer
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/runblock/runblock/bots/internal/attach"
+	"github.com/runblock/runblock/bots/internal/progress"
+	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/turns"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Platform is what the flow needs of a chat platform; S is the platform's
+// own description of where a message is and how to answer it.
+type Platform[S any] interface {
+	// Post sends r as a new reply to src.
+	Post(ctx context.Context, src S, r Reply) (Sent, error)
+	// Edit replaces the reply of rec with r; rec's files go.
+	Edit(ctx context.Context, src S, rec Record[S], r Reply) (Sent, error)
+	// Delete deletes the reply of rec and its files.
+	Delete(ctx context.Context, rec Record[S]) error
+	// React adds (or removes) a reaction on src's message, if it has one;
+	// a failure costs only the decoration and is the platform's to log.
+	React(ctx context.Context, src S, emoji string, add bool)
+	// Indicate shows that src's run is queued or running until the flow
+	// calls the returned stop, once the result is ready and before it is
+	// sent; stop returns clear, which the flow calls once it is sent.
+	Indicate(ctx context.Context, src S) (stop func() (clear func()))
+	// Notify sends a line meant for the asker alone: where only they see
+	// it when the platform can (then id is ""), else as a reply to src,
+	// whose id it returns.
+	Notify(ctx context.Context, src S, text string) (id string, err error)
+	// Find looks on the platform for the reply to src that a process
+	// before this one sent; nil when there is none.
+	Find(ctx context.Context, src S) (*Record[S], error)
+}
+
+// Reply is an answer ready to send.
+type Reply struct {
+	Text string
+	// Full is the whole output when Text had to be cut, for a file.
+	Full  string
+	Files []executor.File // the run's files, after Full
+	// Reaction is the reaction the message gets once the reply is sent:
+	// a run's result (✅ or ❌); "" for a notice or a refusal.
+	Reaction string
+	// Private: a refusal that is the asker's business alone (busy,
+	// rate-limited, too large).
+	Private bool
+	// Fallback is the reply without Files, which it names instead, for
+	// when the platform refuses them as too large; nil without files, or
+	// when Config.TooLarge is "".
+	Fallback *Reply
+
+	outcome string        // the run's, for the log
+	took    time.Duration // the run's
+}
+
+// Sent is a reply the platform sent.
+type Sent struct {
+	ID    string   // the reply; "" when it went where it cannot be edited
+	Files []string // files the platform sent apart from the reply, to delete with it
+}
+
+// Record is what the flow remembers of a message it answered, so that an
+// edit re-runs it into the same reply and a delete removes the reply.
+type Record[S any] struct {
+	Src   S        // the message as last answered
+	Reply string   // the reply's id
+	Files []string // the reply's separate files (Sent.Files)
+	// Reaction is the result reaction on the message, "" for none;
+	// ReactionUnknown: the reply was found on the platform (Find), which
+	// does not say which result reaction the message shows.
+	Reaction        string
+	ReactionUnknown bool
+	Created         time.Time // when the message was first answered
+}
+
+// Request is one event to answer.
+type Request[S any] struct {
+	Src  S
+	What string       // the trigger, for logs: mention, edit, reaction, …
+	Log  *slog.Logger // nil: the flow's
+	// Key names the message (its channel and id); "" when there is none
+	// (a command): nothing is remembered.
+	Key  string
+	User string // the asker's key in the scheduler; "" for a delete
+	Text string // what to extract the code from
+	// Extract are the extraction's options; the flow sets the platform.
+	Extract formatting.ExtractOptions
+	Files   []attach.Source // the message's files, which go into the run
+	// At is when the message was posted; zero when unknown.
+	At time.Time
+	// Quiet: the message was not addressed to the bot, so no code is no
+	// reason to answer.
+	Quiet bool
+	// Once: an earlier reply means the message is answered already (a
+	// redelivered event). Look: that reply may be from a process before
+	// this one, to Find when the message is old enough. Rerun: only a
+	// message answered before is answered (an edit), and, with Window,
+	// only within Window of its first answer.
+	Once, Look, Rerun bool
+	Window            time.Duration
+	// Notice, when set, is sent instead of running.
+	Notice *formatting.Notice
+
+	turn   *turns.Turn
+	ticket *ticket[S]
+	taken  time.Time // when it came: a new record's Created
+}
+
+// Config configures a Flow.
+type Config struct {
+	Platform formatting.Platform
+	Runner   turns.Runner
+	Render   formatting.RenderOptions
+	// Fetch downloads a message's files into its run; its Log is set per
+	// request.
+	Fetch attach.Fetcher
+	// MaxFiles is the most files one reply carries, the whole output's
+	// included; the rest are named with the reason OverMaxFiles. 0: no
+	// bound.
+	MaxFiles     int
+	OverMaxFiles string
+	// TooLarge, when set, is why a reply's files are named in its
+	// Fallback, for a platform that may refuse them as too large.
+	TooLarge string
+	// MaxReplies and ReplyTTL bound the memory of answered messages.
+	MaxReplies int
+	ReplyTTL   time.Duration
+	Now        func() time.Time // nil: time.Now
+	Replied    func()           // counts a reply or notice sent; nil: none
+	Log        *slog.Logger
+}
+
+// clockSkew widens "posted before this process started" for a local clock
+// behind the platform's.
+const clockSkew = 2 * time.Minute
+
+// Flow answers a platform's messages.
+type Flow[S any] struct {
+	cfg      Config
+	p        Platform[S]
+	log      *slog.Logger
+	replies  *replycache.Cache[Record[S]] // by Request.Key
+	keys     *keys[S]
+	turns    *turns.Turns
+	openedAt atomic.Int64 // Unix ns: older messages may have been answered by an earlier process
+}
+
+// New returns a Flow that answers through p.
+func New[S any](cfg Config, p Platform[S]) *Flow[S] {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Replied == nil {
+		cfg.Replied = func() {}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Flow[S]{
+		cfg: cfg, p: p, log: cfg.Log,
+		replies: replycache.New[Record[S]](cfg.MaxReplies, cfg.ReplyTTL, cfg.Now),
+		keys:    newKeys[S](),
+		turns:   turns.New(),
+	}
+}
+
+// Opened marks the start of this process's connection: a message posted
+// before it may have been answered by an earlier process.
+func (f *Flow[S]) Opened(at time.Time) { f.openedAt.Store(at.UnixNano()) }
+
+// Take gives req its place, where the adapter's events arrive in order:
+// its turn among the asker's runs, and its message's newest event. A taken
+// Request goes to Answer or Delete, or to Drop.
+func (f *Flow[S]) Take(req *Request[S]) {
+	req.taken = f.cfg.Now()
+	if req.User != "" {
+		req.turn = f.turns.Take(req.User)
+	}
+	if req.Key != "" {
+		req.ticket = f.keys.take(req.Key, req.Src)
+	}
+}
+
+// Drop gives up a taken Request that will not be answered.
+func (f *Flow[S]) Drop(req Request[S]) {
+	req.turn.Done()
+	req.ticket.release()
+}
+
+// Recall returns what is remembered of the message key.
+func (f *Flow[S]) Recall(key string) (Record[S], bool) { return f.replies.Get(key) }
+
+// Last returns the message key as last taken (while it is being answered)
+// or else as last answered, and whether there is one: an edit is told
+// from an update that changed nothing by it.
+func (f *Flow[S]) Last(key string) (S, bool) {
+	if src, ok := f.keys.last(key); ok {
+		return src, true
+	}
+	rec, ok := f.replies.Get(key)
+	return rec.Src, ok
+}
+
+// Answer answers req: one reply per message, edited in place by re-runs;
+// the platform's indication while it waits and runs, then the result's
+// reaction.
+func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
+	log := f.logger(req)
+	if req.taken.IsZero() {
+		req.taken = f.cfg.Now()
+	}
+	// The turn comes before anything that may block, and passes on once
+	// the scheduler has the job (or once there is none to give it).
+	turn := req.turn
+	defer func() { turn.Done() }()
+	defer func() { req.ticket.release() }()
+	turn.Wait(ctx)
+	if req.Notice != nil {
+		turn.Done()
+		f.notify(ctx, log, req.Src, formatting.RenderNotice(f.cfg.Platform, *req.Notice))
+		return
+	}
+	var rec *Record[S]
+	if req.Key != "" {
+		if req.ticket == nil {
+			req.ticket = f.keys.take(req.Key, req.Src)
+		}
+		if !req.ticket.tryLock() {
+			// The message's earlier event is being answered: wait for
+			// it without holding up the asker's later messages, then
+			// queue again.
+			turn.Done()
+			req.ticket.lock()
+			if req.User != "" {
+				turn = f.turns.Take(req.User)
+				turn.Wait(ctx)
+			}
+		}
+		if req.ticket.stale() {
+			log.Debug("a newer event for the message came meanwhile; it is answered instead")
+			return
+		}
+		rec = f.recall(ctx, log, req)
+		switch {
+		case rec != nil && req.Once:
+			log.Info("already answered; a redelivered event is not answered again", "reply", rec.Reply)
+			return
+		case rec == nil && req.Rerun:
+			return
+		case req.Rerun && req.Window > 0 && f.cfg.Now().Sub(rec.Created) > req.Window:
+			log.Debug("edited past the edit window; not re-run")
+			return
+		}
+	}
+	opts := req.Extract
+	opts.Platform = f.cfg.Platform
+	ex := formatting.Extract(req.Text, opts)
+	if !ex.Found {
+		turn.Done()
+		f.noCode(ctx, log, req, rec, ex)
+		return
+	}
+
+	ind := indication{stop: f.p.Indicate(ctx, req.Src)}
+	defer ind.end() // also when the run panics
+	replyID := ""
+	if rec != nil {
+		f.unreact(ctx, req.Src, *rec)
+		replyID = rec.Reply
+	}
+	prog := progress.Watch(ctx, log, progress.Chat{
+		Post: func(ctx context.Context, text string) (string, error) {
+			s, err := f.p.Post(ctx, req.Src, Reply{Text: text})
+			return s.ID, err
+		},
+		Edit: func(ctx context.Context, id, text string) error {
+			_, err := f.p.Edit(ctx, req.Src, Record[S]{Src: req.Src, Reply: id}, Reply{Text: text})
+			return err
+		},
+		Render: func(pr executor.Progress) string { return formatting.RenderProgress(f.cfg.Platform, pr) },
+	}, replyID)
+	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
+	out := f.Run(ctx, log, turn, req.User, ex, req.Files, prog.Update)
+	replyID = prog.Stop()
+	ind.stopIt()
+	if out.Reaction == "" && ctx.Err() != nil {
+		return // abandoned at shutdown: runerror logged it
+	}
+	if out.Private && replyID == "" {
+		ind.end()
+		f.remember(req, f.notify(ctx, log, req.Src, out.Text))
+		return
+	}
+	prev := Record[S]{Src: req.Src, Reply: replyID, Created: req.taken}
+	if rec != nil {
+		prev = *rec
+	}
+	var sent Sent
+	var err error
+	if prev.Reply == "" {
+		sent, err = f.p.Post(ctx, req.Src, out)
+	} else {
+		sent, err = f.p.Edit(ctx, req.Src, prev, out)
+	}
+	ind.end()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		log.Info("reply abandoned at shutdown", "err", err)
+		return
+	case err != nil:
+		log.Error("sending the reply", "err", err)
+		return
+	}
+	f.cfg.Replied()
+	if out.Reaction != "" {
+		log.Info("answered", "outcome", out.outcome, "duration", out.took)
+		f.p.React(ctx, req.Src, out.Reaction, true)
+	}
+	if req.Key != "" && sent.ID != "" {
+		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: sent.ID, Files: sent.Files, Reaction: out.Reaction, Created: prev.Created})
+	}
+}
+
+// noCode answers a message without code: an answered one says so in its
+// reply, a new one addressed to the bot gets a notice.
+func (f *Flow[S]) noCode(ctx context.Context, log *slog.Logger, req Request[S], rec *Record[S], ex formatting.Extraction) {
+	text := formatting.RenderNotice(f.cfg.Platform, ex.Notice())
+	switch {
+	case rec != nil: // edited into something that does not run: say so in place
+		sent, err := f.p.Edit(ctx, req.Src, *rec, Reply{Text: text})
+		if err != nil {
+			log.Error("updating the reply", "err", err)
+			return
+		}
+		f.cfg.Replied()
+		f.unreact(ctx, req.Src, *rec)
+		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: rec.Reply, Files: sent.Files, Created: rec.Created})
+	case !req.Quiet:
+		f.remember(req, f.notify(ctx, log, req.Src, text))
+	}
+}
+
+// remember records a notice the platform sent as a reply (id), so that
+// fixing the message runs it into that reply.
+func (f *Flow[S]) remember(req Request[S], id string) {
+	if id != "" && req.Key != "" {
+		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: id, Created: req.taken})
+	}
+}
+
+// Delete deletes the reply of req's message, which was deleted; a delete
+// that comes while the message is answered waits for that reply.
+func (f *Flow[S]) Delete(ctx context.Context, req Request[S]) {
+	req.turn.Done()
+	log := f.logger(req)
+	if req.ticket == nil {
+		req.ticket = f.keys.take(req.Key, req.Src)
+	}
+	defer req.ticket.release()
+	req.ticket.lock()
+	rec := f.recall(ctx, log, req)
+	if rec == nil {
+		return
+	}
+	f.replies.Remove(req.Key)
+	if err := f.p.Delete(ctx, *rec); err != nil {
+		log.Warn("deleting the reply of a deleted message", "reply", rec.Reply, "err", err)
+	}
+}
+
+func (f *Flow[S]) logger(req Request[S]) *slog.Logger {
+	log := req.Log
+	if log == nil {
+		log = f.log
+	}
+	return log.With("trigger", req.What)
+}
+
+// recall returns the record of req's message: from memory, else, when
+// req.Look is set and the message may have been answered before this
+// process knew of it, from the platform. Nil means not answered, or not
+// found (which is logged).
+func (f *Flow[S]) recall(ctx context.Context, log *slog.Logger, req Request[S]) *Record[S] {
+	if rec, ok := f.replies.Get(req.Key); ok {
+		return &rec
+	}
+	if !req.Look || !f.MayHaveAnswered(req.At) {
+		return nil
+	}
+	rec, err := f.p.Find(ctx, req.Src)
+	if err != nil {
+		log.Warn("looking for an earlier reply", "err", err)
+		return nil
+	}
+	if rec != nil {
+		log.Debug("earlier reply found", "reply", rec.Reply)
+		f.replies.Put(req.Key, *rec)
+	}
+	return rec
+}
+
+// MayHaveAnswered reports whether a message posted at (zero: unknown) that
+// the memory does not hold may still have a reply: it was posted before
+// this process started (a restart), or so long ago that its entry may have
+// expired, or the memory is full and may have dropped it.
+func (f *Flow[S]) MayHaveAnswered(at time.Time) bool {
+	if at.IsZero() {
+		return false
+	}
+	return at.Before(time.Unix(0, f.openedAt.Load()).Add(clockSkew)) || f.cfg.Now().Sub(at) > f.cfg.ReplyTTL ||
+		f.replies.Len() >= f.cfg.MaxReplies
+}
+
+// unreact takes the result reaction of rec off its message: both possible
+// ones when which is unknown.
+func (f *Flow[S]) unreact(ctx context.Context, src S, rec Record[S]) {
+	if rec.ReactionUnknown {
+		for _, ok := range []bool{true, false} {
+			f.p.React(ctx, src, formatting.Reply{OK: ok}.Reaction(f.cfg.Platform), false)
+		}
+		return
+	}
+	if rec.Reaction != "" {
+		f.p.React(ctx, src, rec.Reaction, false)
+	}
+}
+
+// notify sends text to the asker and returns the id of the reply it became,
+// if it did.
+func (f *Flow[S]) notify(ctx context.Context, log *slog.Logger, src S, text string) string {
+	id, err := f.p.Notify(ctx, src, text)
+	if err != nil {
+		log.Warn("sending a notice", "err", err)
+		return ""
+	}
+	f.cfg.Replied()
+	return id
+}
+
+// indication is a Platform.Indicate in progress; stopIt and end may each
+// be called more than once.
+type indication struct {
+	stop  func() func()
+	clear func()
+	ended bool
+}
+
+func (in *indication) stopIt() {
+	if in.clear == nil {
+		in.clear = in.stop()
+	}
+}
+
+func (in *indication) end() {
+	in.stopIt()
+	if !in.ended {
+		in.ended = true
+		in.clear()
+	}
+}

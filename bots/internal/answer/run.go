@@ -1,0 +1,74 @@
+package answer
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/runblock/runblock/bots/internal/attach"
+	"github.com/runblock/runblock/bots/internal/runerror"
+	"github.com/runblock/runblock/bots/internal/turns"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/formatting"
+)
+
+// Run runs ex's code with the files of its message for user, in turn
+// (nil: no place to keep), and renders the result; progress, when not nil,
+// gets the run's place in the queue. A run the scheduler refused or could
+// not finish comes back as its friendly line with no Reaction (runerror
+// decides what is logged).
+func (f *Flow[S]) Run(ctx context.Context, log *slog.Logger, turn *turns.Turn, user string, ex formatting.Extraction, files []attach.Source, progress func(executor.Progress)) Reply {
+	in, skipped := f.fetch(ctx, log, files)
+	res, err := turn.Submit(ctx, f.cfg.Runner, executor.Job{
+		User:     user,
+		Request:  executor.Request{Code: ex.Code, Stdin: ex.Stdin, Files: in},
+		Progress: progress,
+	})
+	if err != nil {
+		text, private := runerror.Report(ctx, log.With("user", user), f.cfg.Platform, err)
+		return Reply{Text: text, Private: private}
+	}
+	return f.render(ex, res, skipped)
+}
+
+// render renders res within the platform's files a reply; the files over
+// MaxFiles are named instead, the last ones first.
+func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped []executor.OmittedFile) Reply {
+	p := f.cfg.Platform
+	opts := f.cfg.Render
+	opts.Skipped = skipped
+	r := formatting.RenderRun(p, ex, res, opts)
+	if room := f.cfg.MaxFiles - len(res.Files); f.cfg.MaxFiles > 0 && (r.Full != "" && room < 1 || room < 0) {
+		keep := min(len(res.Files), f.cfg.MaxFiles)
+		if r.Full != "" {
+			keep--
+		}
+		res.Files, res.FilesOmitted = res.Files[:keep], append(omit(res.Files[keep:], f.cfg.OverMaxFiles), res.FilesOmitted...)
+		r = formatting.RenderRun(p, ex, res, opts)
+	}
+	out := Reply{Text: r.Text, Full: r.Full, Files: res.Files, Reaction: r.Reaction(p), outcome: res.Outcome(), took: res.Duration}
+	if len(res.Files) > 0 && f.cfg.TooLarge != "" {
+		res.Files, res.FilesOmitted = nil, append(omit(res.Files, f.cfg.TooLarge), res.FilesOmitted...)
+		r = formatting.RenderRun(p, ex, res, opts)
+		out.Fallback = &Reply{Text: r.Text, Full: r.Full, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
+	}
+	return out
+}
+
+// omit names files as left out for reason.
+func omit(files []executor.File, reason string) []executor.OmittedFile {
+	out := make([]executor.OmittedFile, 0, len(files))
+	for _, f := range files {
+		out = append(out, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: reason})
+	}
+	return out
+}
+
+// fetch downloads the message's files for the run, within the caps.
+func (f *Flow[S]) fetch(ctx context.Context, log *slog.Logger, files []attach.Source) ([]executor.File, []executor.OmittedFile) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	fetch := f.cfg.Fetch
+	fetch.Log = log
+	return fetch.Fetch(ctx, files)
+}
