@@ -11,6 +11,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/mcp"
 )
 
@@ -47,7 +48,7 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 	sc.Logger = logger.With("component", "scheduler")
 	sched := executor.NewScheduler(ex, sc)
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
 		defer cancel()
 		if err := sched.Close(ctx); err != nil {
 			logger.Warn("closing scheduler", "err", err)

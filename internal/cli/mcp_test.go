@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// debianPython is the interpreter with Debian's scientific stack (.ci/run
+// installs python3-matplotlib).
+const debianPython = "/usr/bin/python3"
+
+// TestMCPOverStdio drives `runblock mcp`, a subprocess of the built
+// binary, with the SDK's own client over standard input and output: the
+// tools, a print, a plot as an image, a timeout as a tool error, bad
+// arguments refused while the server keeps serving, and a clean exit when
+// the client closes standard input.
+func TestMCPOverStdio(t *testing.T) {
+	bin := runblockBinary(t)
+	cmd := exec.Command(bin, "mcp")
+	cmd.Dir = t.TempDir() // no .env
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "RUNBLOCK_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	plot := exec.Command(debianPython, "-c", "import matplotlib").Run() == nil
+	if plot {
+		cmd.Env = append(cmd.Env, "RUNBLOCK_PYTHON="+debianPython)
+	}
+	cmd.Env = append(cmd.Env, "RUNBLOCK_ALLOW_UNISOLATED=1", "RUNBLOCK_TIMEOUT=20s", "RUNBLOCK_MEMORY=512MiB")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() {
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
+			t.Errorf("runblock mcp ended with %v; stderr:\n%s", cmd.ProcessState, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "level=ERROR") {
+			t.Errorf("errors logged:\n%s", stderr.String())
+		}
+	}()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "run_python" {
+		t.Fatalf("tools %+v, %v", tools, err)
+	}
+	if d := tools.Tools[0].Description; !strings.Contains(d, "20 s") || !strings.Contains(d, "512 MiB") || !strings.Contains(d, "Python 3.") {
+		t.Errorf("description %q lacks the limits or the python", d)
+	}
+	callText := func(args map[string]any) (*sdk.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_python", Arguments: args})
+		if err != nil {
+			t.Fatalf("call %v: %v", args, err)
+		}
+		return res, res.Content[0].(*sdk.TextContent).Text
+	}
+	if res, text := callText(map[string]any{"code": "print(sum(range(10)))"}); res.IsError || !strings.HasPrefix(text, "45\nOK · ") {
+		t.Errorf("print: isError %v, %q", res.IsError, text)
+	}
+	if res, text := callText(map[string]any{"code": "while True: pass", "timeout": 1}); !res.IsError || !strings.Contains(text, "Timed out after 1 s") {
+		t.Errorf("timeout: isError %v, %q", res.IsError, text)
+	}
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": []int{1}}}); err == nil && !res.IsError {
+		t.Errorf("code as a list was accepted: %+v", res)
+	}
+	if res, text := callText(map[string]any{"code": "print('still here')"}); res.IsError || !strings.HasPrefix(text, "still here\n") {
+		t.Errorf("after a bad call: isError %v, %q", res.IsError, text)
+	}
+	if !plot {
+		t.Skipf("no plot: needs %s with matplotlib (apt-get install python3-matplotlib)", debianPython)
+	}
+	res, _ := callText(map[string]any{"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()"})
+	var png bool
+	for _, c := range res.Content {
+		if img, ok := c.(*sdk.ImageContent); ok {
+			png = img.MIMEType == "image/png" && bytes.HasPrefix(img.Data, []byte("\x89PNG"))
+		}
+	}
+	if res.IsError || !png {
+		t.Errorf("plot: isError %v, no PNG image in %d contents", res.IsError, len(res.Content))
+	}
+}
