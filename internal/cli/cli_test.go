@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,23 +40,6 @@ func run(ctx context.Context, args []string, env config.Env, stdin io.Reader, st
 const fence = "```"
 
 const pipedExample = "please run\n" + fence + "python\nprint(1+1)\n" + fence + "\n"
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // runnerFunc is a fake executor.
 type runnerFunc func(ctx context.Context, req executor.Request) (executor.Result, error)

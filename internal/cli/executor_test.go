@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/internal/syncbuf"
+
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/internal/config"
@@ -43,7 +45,7 @@ func runblockBinary(t *testing.T) string {
 type executorProcess struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 }
 
 // startExecutor starts `runblock executor` from bin on a free port of
@@ -67,7 +69,7 @@ func startExecutor(t *testing.T, ctx context.Context, bin string, env ...string)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &executorProcess{cmd: cmd, logs: &syncBuffer{}}
+	p := &executorProcess{cmd: cmd, logs: &syncbuf.Buffer{}}
 	exited := make(chan struct{})
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -153,7 +155,7 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 
 	// Main wires RUNBLOCK_EXECUTOR_URL: runs go to the executors, and as
 	// many at once as they take together.
-	console := &Main{Config: defaultConfig(t, env), Logger: testLogger(t), Stdin: strings.NewReader("```python\nprint(6*7)\n```\n"), Stdout: &syncBuffer{}}
+	console := &Main{Config: defaultConfig(t, env), Logger: testLogger(t), Stdin: strings.NewReader("```python\nprint(6*7)\n```\n"), Stdout: &syncbuf.Buffer{}}
 	if err := console.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 	if err := console.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if out := console.Stdout.(*syncBuffer).String(); !strings.Contains(out, "42") || console.isolation != "remote" || console.remote.Capacity() != 6 {
+	if out := console.Stdout.(*syncbuf.Buffer).String(); !strings.Contains(out, "42") || console.isolation != "remote" || console.remote.Capacity() != 6 {
 		t.Fatalf("console through the executors: output %q, isolation %q, capacity %d", out, console.isolation, console.remote.Capacity())
 	}
 
@@ -174,7 +176,7 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 	cfg := defaultConfig(t, env)
 	cfg.Slack.APIURL = fake.APIURL()
 	cfg.Scheduler.Concurrency = 6
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	rr, err := remote.New(ctx, remote.Config{URLs: urls, Token: token, Refresh: 500 * time.Millisecond, Logger: config.NewLogger(logs, cfg)})
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +280,7 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 }
 
 func TestExecutorRefusesAPublicAddressWithoutToken(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	code := run(context.Background(), []string{"executor"}, config.Env{"RUNBLOCK_HTTP_ADDR": ":0"}, strings.NewReader(""), &stdout, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "RUNBLOCK_API_TOKEN") {
 		t.Fatalf("exit %d, stderr %q: want 2 and a word on RUNBLOCK_API_TOKEN", code, stderr.String())

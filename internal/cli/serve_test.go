@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runblock/runblock/internal/syncbuf"
+
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/runblock/runblock/executor"
@@ -35,7 +37,7 @@ func TestShutdownLetsTheRunInFlightFinish(t *testing.T) {
 	g := newGate()
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	m := &Main{
 		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
 		Logger: testLogger(t),
@@ -88,7 +90,7 @@ func TestShutdownLetsTheRunInFlightFinish(t *testing.T) {
 // TestServeExitsAtEndOfInput is the console path of `go run .` with a fake
 // runner: exit 0 once the piped message has been answered.
 func TestServeExitsAtEndOfInput(t *testing.T) {
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	m := &Main{
 		Config: defaultConfig(t, nil),
 		Logger: testLogger(t),
@@ -119,7 +121,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	close(g.release)
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	m := &Main{
 		Config: defaultConfig(t, config.Env{"RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"}),
 		Logger: testLogger(t),
@@ -251,7 +253,7 @@ func TestBothAdaptersThroughMain(t *testing.T) {
 	cfg.Slack.APIURL = slackFake.APIURL()
 	g := newGate()
 	close(g.release)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	m := &Main{Config: cfg, Logger: config.NewLogger(logs, cfg), Runner: runnerFunc(g.run)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -464,7 +466,7 @@ func TestConsoleHasNoRateLimit(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&in, "%spython\nprint(%d)\n%s\n\n", fence, i, fence)
 	}
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	m := &Main{
 		Config: defaultConfig(t, nil),
 		Logger: testLogger(t),
