@@ -771,7 +771,7 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 	sum := func(file string, keys [][]byte) (int64, bool) {
 		total, complete := work, true
 		for _, pid := range pids {
-			n, ok := processMemory("/proc/"+pid+"/"+file, keys, buf)
+			n, ok := groupMemory("/proc/"+pid, file, keys, buf)
 			total += n
 			complete = complete && ok
 		}

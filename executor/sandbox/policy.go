@@ -129,7 +129,8 @@ var policy = struct {
 	AllowedSocketFamilies []string
 
 	// Memory of a run without a cgroup: the init sums RssAnon and RssShmem
-	// of every process in the sandbox's PID namespace plus the work dir's
+	// of every thread group in the sandbox's PID namespace (read through a
+	// live thread where the group's leader has exited) plus the work dir's
 	// use, and kills the whole run past its memory limit. It checks again
 	// before the run could have allocated what is left at
 	// MemoryRate bytes a second (faster than a snippet faults pages in on

@@ -247,8 +247,8 @@ func memoryWait(limit, used int64) int {
 }
 
 // runMemory is what the run holds: the resident anonymous and shared
-// memory of every process in the PID namespace but the init, and the work
-// dir's use.
+// memory of every thread group in the PID namespace but the init's, and
+// the work dir's use.
 func runMemory() int64 {
 	var total int64
 	var fs unix.Statfs_t
@@ -266,7 +266,7 @@ func runMemory() int64 {
 		if name == "1" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		n, _ := processMemory("/proc/"+name+"/status", rssKeys, buf)
+		n, _ := groupMemory("/proc/"+name, "status", rssKeys, buf)
 		total += n
 	}
 	return total
@@ -275,22 +275,47 @@ func runMemory() int64 {
 // rssKeys are the lines of /proc/PID/status that runMemory sums.
 var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:")}
 
-// processMemory sums the lines of keys (in kB) in a /proc/PID file; !ok
-// when it exists but cannot be read.
-func processMemory(path string, keys [][]byte, buf []byte) (int64, bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+// groupMemory sums the lines of keys (in kB) in file of the thread group
+// at dir (/proc/PID); !ok when it exists but cannot be read. A leader that
+// exited while its other threads run is a zombie whose own files show no
+// memory (its mm is gone from it, not from the group): then the first live
+// thread's file under dir/task counts, as threads share one mm.
+func groupMemory(dir, file string, keys [][]byte, buf []byte) (int64, bool) {
+	n, found, ok := memoryLines(dir+"/"+file, keys, buf)
+	if found || !ok {
+		return n, ok
+	}
+	d, err := os.Open(dir + "/task")
+	if err != nil {
 		return 0, true // gone
 	}
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, tid := range tids {
+		if n, found, ok = memoryLines(dir+"/task/"+tid+"/"+file, keys, buf); found || !ok {
+			return n, ok
+		}
+	}
+	return 0, true // a zombie, or gone
+}
+
+// memoryLines sums the lines of keys (in kB) in a /proc file; found: any
+// of them is there (not in a zombie's file); !ok when it exists but cannot
+// be read.
+func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return 0, false, true // gone
+	}
 	if err != nil {
-		return 0, false
+		return 0, false, false
 	}
 	n, _ := unix.Read(fd, buf)
 	unix.Close(fd)
-	var kB int64
 	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
 		for _, key := range keys {
 			if bytes.HasPrefix(line, key) {
+				found = true
 				f := bytes.Fields(line)
 				if len(f) >= 2 {
 					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
@@ -299,7 +324,7 @@ func processMemory(path string, keys [][]byte, buf []byte) (int64, bool) {
 			}
 		}
 	}
-	return kB << 10, true
+	return kB << 10, found, true
 }
 
 // buildRoot mounts a tmpfs root holding read-only binds of what python

@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The memory tests of issue 20: what a run holds is charged to it, however
+// it holds it.
+
+// leaderExits makes n children (as many as the process cap allows) that
+// each hold mib MiB in a thread after their main thread left with a bare
+// SYS_exit: the thread group lives on, its leader a zombie whose own
+// /proc/PID/status shows no memory. The parent prints how much the
+// children say they hold, then "survived" unless the run is stopped.
+func leaderExits(n, mib int) string {
+	return fmt.Sprintf(`import os, sys
+child = """
+import ctypes, os, threading, time
+def hold():
+    # Once the leader is a zombie: what the thread then holds, the
+    # leader's own status file does not show.
+    while open("/proc/self/task/%%d/stat" %% os.getpid()).read().rpartition(")")[2].split()[0] != "Z":
+        time.sleep(0.001)
+    b = b"x" * (%d << 20)
+    rss = [l.split()[1] for l in open("/proc/thread-self/status") if l.startswith("VmRSS")][0]
+    os.write(1, (rss + "\\n").encode())
+    time.sleep(60)
+try:
+    threading.Thread(target=hold).start()
+except RuntimeError:  # the process cap
+    os.write(1, b"0\\n")
+    raise SystemExit
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread only
+"""
+r, w = os.pipe()
+kids = 0
+for _ in range(%d):
+    try:
+        os.posix_spawn(sys.executable, [sys.executable, "-c", child], {}, file_actions=[(os.POSIX_SPAWN_DUP2, w, 1)])
+        kids += 1
+    except OSError:
+        break
+os.close(w)
+held = 0
+with os.fdopen(r) as f:
+    for _ in range(kids):
+        held += int(f.readline() or 0)
+print("children", kids, "held", held >> 10, "MiB", flush=True)
+import time
+time.sleep(1)
+print("survived")`, mib, n)
+}
+
+// TestMemoryOfExitedLeadersCounted: threads that outlive their thread
+// group's leader are charged to the run (issue 20, item 1: four children
+// held ~660 MiB under a 256 MiB limit, and the run succeeded).
+func TestMemoryOfExitedLeadersCounted(t *testing.T) {
+	bothPaths(t, testMemoryOfExitedLeadersCounted)
+}
+
+func testMemoryOfExitedLeadersCounted(t *testing.T, cfg Config) {
+	e := newHardened(t, cfg)
+	for _, tt := range []struct {
+		name     string
+		n, mib   int
+		duration time.Duration
+	}{
+		{"four children of 160 MiB", 4, 160, 5 * time.Second},
+		{"31 children of 32 MiB, the process cap of 64 tasks", 31, 32, 10 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := startRun(e, limits{Timeout: tt.duration, Memory: 256 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.run(context.Background(), executor.Request{Code: leaderExits(tt.n, tt.mib)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.MemoryExceeded || res.Success || res.Timeout || strings.Contains(res.Stdout, "survived") {
+				t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
+			}
+			t.Logf("%s after %v; the last count was %d KiB (limit 256 MiB); stdout %q", res.Error, res.Duration, p.memoryPeak>>10, res.Stdout)
+		})
+	}
+}
