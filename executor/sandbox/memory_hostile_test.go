@@ -90,3 +90,21 @@ func testMemoryOfExitedLeadersCounted(t *testing.T, cfg Config) {
 		})
 	}
 }
+
+// TestOrphansReaped: the run's PID 1 reaps the orphans the snippet leaves
+// (issue 20, item 5: on the fork path seventy `true &` left 62 zombies,
+// and the last shells could not fork).
+func TestOrphansReaped(t *testing.T) {
+	bothPaths(t, testOrphansReaped)
+}
+
+func testOrphansReaped(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	res := runCode(t, e, executor.Request{Code: `import subprocess
+for i in range(70):
+    subprocess.run("true &", shell=True, check=True)
+print("ran", i + 1)`, Timeout: 20 * time.Second})
+	if !res.Success || res.Stdout != "ran 70\n" {
+		t.Errorf("success=%v stdout=%q error=%q stderr=%.500s", res.Success, res.Stdout, res.Error, res.Stderr)
+	}
+}
