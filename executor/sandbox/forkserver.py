@@ -216,7 +216,8 @@ def _runblock_run_python(conf, run, fds, kit):
         check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
         shm = f"{work}/{conf['shm_dir']}"
         posix.mkdir(shm, 0o700)
-        posix.chown(shm, uid, uid)
+        opts = f"size={run['memory']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
+        check(libc.mount(b"tmpfs", shm.encode(), b"tmpfs", flags, opts.encode()), f"mount shared memory ({opts})")
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
         back = socket.socket(fileno=fds[5])
         socket.send_fds(back, [b"{}"], [workfd])

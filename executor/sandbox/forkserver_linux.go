@@ -393,7 +393,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	if uid := fs.plan.runUID(); uid >= 0 {
 		slot = uid - fs.plan.hostUID
 	}
-	lim.Accounted = true
+	lim.Accounted, lim.Tmpfs = true, true
 	var rls []forkRlimit
 	for _, rl := range rlimits(lim) {
 		rls = append(rls, forkRlimit{rl.resource, rl.value})
@@ -602,7 +602,14 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		fail(err)
 		return
 	}
-	r := &forkedRun{python: int(cred.Pid), work: work}
+	// Opened before the snippet exists: the mount python made.
+	shm, err := unix.Openat(work, policy.ShmDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fail(fmt.Errorf("open the shared memory tmpfs: %w", err))
+		return
+	}
+	defer unix.Close(shm)
+	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm}
 	st, err := r.supervise(run.Memory, lifeline)
 	if errors.Is(err, errLifeline) {
 		return
@@ -662,11 +669,12 @@ var errLifeline = errors.New("killed by the service")
 
 // forkedRun is a run as its supervisor sees it: python's pid (in the fork
 // server's PID namespace), the run's init (python's parent, PID 1 of the
-// run's namespace: killing it ends the run) and the work dir.
+// run's namespace: killing it ends the run), the work dir and its shared
+// memory tmpfs.
 type forkedRun struct {
 	python, init int
 	pidNS        string // readlink of python's /proc/PID/ns/pid
-	work         int
+	work, shm    int
 }
 
 // supervise waits for python to end, accounting the run's memory, then
@@ -741,15 +749,17 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 
 // memory is what the run holds: its processes' proportional share of
 // anonymous and shared memory (pages still shared with the fork server
-// count by their share) and the work dir's use; and whether every process
-// could be read. Their resident memory bounds that share from above and
+// count by their share) and the use of the work dir and its shared memory
+// tmpfs; and whether every process could be read. Their resident memory bounds that share from above and
 // is cheaper to read (smaps_rollup walks the page tables), so the share
 // is read only when the bound passes limit.
 func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 	var work int64
-	var fs unix.Statfs_t
-	if unix.Fstatfs(r.work, &fs) == nil {
-		work = int64(fs.Blocks-fs.Bfree) * fs.Bsize
+	for _, fd := range []int{r.work, r.shm} {
+		var fs unix.Statfs_t
+		if unix.Fstatfs(fd, &fs) == nil {
+			work += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		}
 	}
 	d, err := os.Open("/proc")
 	if err != nil {

@@ -108,3 +108,29 @@ print("ran", i + 1)`, Timeout: 20 * time.Second})
 		t.Errorf("success=%v stdout=%q error=%q stderr=%.500s", res.Success, res.Stdout, res.Error, res.Stderr)
 	}
 }
+
+// TestSharedMemoryBoundedByTheRun: POSIX shared memory may take what the
+// run's memory allows, not the work dir's size or RLIMIT_FSIZE (issue 20,
+// item 10: 40 MiB failed with "File too large"), and is charged to the run.
+func TestSharedMemoryBoundedByTheRun(t *testing.T) {
+	bothPaths(t, testSharedMemoryBoundedByTheRun)
+}
+
+func testSharedMemoryBoundedByTheRun(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	const fill = `from multiprocessing import shared_memory
+shm = shared_memory.SharedMemory(create=True, size=%d << 20)
+for i in range(0, shm.size, 1 << 20):
+    shm.buf[i:i + (1 << 20)] = b"x" * (1 << 20)
+print("filled", shm.size >> 20, flush=True)
+shm.close()
+shm.unlink()`
+	res := runCode(t, e, executor.Request{Code: fmt.Sprintf(fill, 40)})
+	if !res.Success || res.Stdout != "filled 40\n" {
+		t.Errorf("40 MiB: success=%v stdout=%q error=%q stderr=%.500s", res.Success, res.Stdout, res.Error, res.Stderr)
+	}
+	res = runCode(t, e, executor.Request{Code: fmt.Sprintf(fill, 300)})
+	if !res.MemoryExceeded || res.Success || res.Stdout != "" {
+		t.Errorf("300 MiB: memory=%v success=%v stdout=%q error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Stdout, res.Error, res.Stderr)
+	}
+}

@@ -96,14 +96,17 @@ var policy = struct {
 	// WorkDir is a tmpfs of WorkBytes (at most the run's memory limit; and
 	// WorkInodes inodes) owned by the snippet, noexec when WorkNoExec; /tmp
 	// links to it. Without a mount namespace it is a fresh host directory
-	// instead. RLIMIT_FSIZE is WorkBytes too.
+	// instead, and RLIMIT_FSIZE is WorkBytes.
 	WorkDir    string
 	WorkBytes  int64
 	WorkInodes int
 	WorkNoExec bool
-	// ShmDir, in the work dir, is made by the init and linked from
-	// /dev/shm (POSIX semaphores of multiprocessing), so it counts in the
-	// work dir's size.
+	// ShmDir, in the work dir, is a tmpfs of its own of the run's memory
+	// limit (and WorkInodes inodes), mounted by the init (on the fork path
+	// by the run's python before it drops its privileges) and linked from
+	// /dev/shm: POSIX shared memory and semaphores (multiprocessing) are
+	// bounded by the run's memory, which counts their use with the work
+	// dir's, not by the work dir's size or RLIMIT_FSIZE.
 	ShmDir string
 	// ScratchPrefixes mark work dir names that never come back as files.
 	ScratchPrefixes []string
@@ -210,17 +213,19 @@ var policy = struct {
 	Cgroup: map[string]string{"memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "64"},
 
 	Rlimits: []rlimitRule{
-		// Where the OS has it (see addressSpaceLimit). A backstop only where
-		// the run's memory is accounted: threads and libraries such as
-		// OpenBLAS reserve far more address space than they use.
-		{"AS", unix.RLIMIT_AS, func(lim limits) uint64 {
-			if lim.Accounted {
-				return uint64(max(4*lim.Memory, 1<<30))
-			}
-			return uint64(lim.Memory)
-		}},
+		// Where the OS has it (see addressSpaceLimit).
+		{"AS", unix.RLIMIT_AS, addressSpace},
 		{"CPU", unix.RLIMIT_CPU, func(lim limits) uint64 { return uint64(math.Ceil(lim.Timeout.Seconds())) + 1 }},
-		{"FSIZE", unix.RLIMIT_FSIZE, func(limits) uint64 { return workBytes }},
+		// With a mount namespace every writable file system is a tmpfs of
+		// bounded size whose use is the run's memory; a file (the shared
+		// memory of multiprocessing) may then be as large as a process may
+		// map. Without one, the work dir is a host directory.
+		{"FSIZE", unix.RLIMIT_FSIZE, func(lim limits) uint64 {
+			if lim.Tmpfs {
+				return addressSpace(lim)
+			}
+			return workBytes
+		}},
 		{"NOFILE", unix.RLIMIT_NOFILE, func(limits) uint64 { return 256 }},
 		{"NPROC", unix.RLIMIT_NPROC, func(limits) uint64 { return 64 }}, // threads included
 		{"CORE", unix.RLIMIT_CORE, func(limits) uint64 { return 0 }},
@@ -232,8 +237,19 @@ var policy = struct {
 	WorkDirEnv: map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"},
 }
 
-// workBytes bounds the snippet's writable work dir and RLIMIT_FSIZE.
+// workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE
+// without a mount namespace).
 const workBytes = 32 << 20
+
+// addressSpace is RLIMIT_AS for lim: a loose backstop where the run's
+// memory is accounted (threads and libraries such as OpenBLAS reserve far
+// more address space than they use), the memory limit where it is not.
+func addressSpace(lim limits) uint64 {
+	if lim.Accounted {
+		return uint64(max(4*lim.Memory, 1<<30))
+	}
+	return uint64(lim.Memory)
+}
 
 // rlimitRule is one resource limit of the policy; value gives it for a
 // run's limits.

@@ -271,7 +271,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits, memoryPeak int64) []Layer {
 		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
 	)
 	rlOK := true
-	lim.Accounted = pl.accounted()
+	lim.Accounted, lim.Tmpfs = pl.accounted(), pl.layers.Namespaces
 	for _, rl := range rlimits(lim) {
 		got, ok := c.Rlimits[rl.name]
 		rlOK = rlOK && ok && got == rl.value

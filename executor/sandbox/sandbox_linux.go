@@ -248,12 +248,14 @@ func memoryWait(limit, used int64) int {
 
 // runMemory is what the run holds: the resident anonymous and shared
 // memory of every thread group in the PID namespace but the init's, and
-// the work dir's use.
+// the use of the work dir and its shared memory tmpfs.
 func runMemory() int64 {
 	var total int64
-	var fs unix.Statfs_t
-	if unix.Statfs(policy.WorkDir, &fs) == nil {
-		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+	for _, dir := range []string{policy.WorkDir, policy.WorkDir + "/" + policy.ShmDir} {
+		var fs unix.Statfs_t
+		if unix.Statfs(dir, &fs) == nil {
+			total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		}
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -400,8 +402,9 @@ func buildRoot(spec stageSpec) error {
 	if err := os.Mkdir(shm, 0o700); err != nil {
 		return err
 	}
-	if err := os.Chown(shm, spec.UID, spec.GID); err != nil {
-		return err
+	shmOpts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=700,uid=%d,gid=%d", spec.ShmBytes, policy.WorkInodes, spec.UID, spec.GID)
+	if err := unix.Mount("tmpfs", shm, "tmpfs", workFlags, shmOpts); err != nil {
+		return fmt.Errorf("mount shared memory: %w", err)
 	}
 	if err := os.Symlink(policy.WorkDir, r+"/tmp"); err != nil {
 		return err
