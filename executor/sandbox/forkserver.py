@@ -22,8 +22,9 @@
 #       the service closes the run's lifeline; its end ends every process
 #       of the run;
 #   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
-#       to the fork server's init on the back channel (with its credentials
-#       and the work dir; the init sets its rlimits, answers with its
+#       to the fork server's init on the back channel (with its credentials,
+#       the work dir and a sock_diag socket of the run's network namespace;
+#       the init sets its rlimits, answers with its
 #       Landlock ruleset, and from then on accounts its memory, reads how it
 #       ended and its files, and reports); then keeps descriptors 0 to 4
 #       only, drops to the sandbox uid with no capabilities, sets
@@ -219,9 +220,13 @@ def _runblock_run_python(conf, run, fds, kit):
         opts = f"size={run['memory']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
         check(libc.mount(b"tmpfs", shm.encode(), b"tmpfs", flags, opts.encode()), f"mount shared memory ({opts})")
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
+        # sock_diag of the run's network namespace: its socket buffers are
+        # the run's memory too.
+        diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 4)  # NETLINK_SOCK_DIAG
         back = socket.socket(fileno=fds[5])
-        socket.send_fds(back, [b"{}"], [workfd])
+        socket.send_fds(back, [b"{}"], [workfd, diag.fileno()])
         posix.close(workfd)
+        diag.close()
         answer, got, _, _ = socket.recv_fds(back, 4096, 1)
         back.detach()
         if answer != b"{}":

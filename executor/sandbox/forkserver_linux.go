@@ -568,7 +568,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		}
 	}
 	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4)+unix.CmsgSpace(unix.SizeofUcred))
+	oob := make([]byte, unix.CmsgSpace(2*4)+unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
 		fail(fmt.Errorf("the fork failed before python said hello: %v", err))
@@ -580,22 +580,24 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		return
 	}
 	var cred *unix.Ucred
-	work := -1
+	work, diag := -1, -1
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 		for _, m := range msgs {
 			if c, err := unix.ParseUnixCredentials(&m); err == nil {
 				cred = c
 			}
-			if got, err := unix.ParseUnixRights(&m); err == nil && len(got) == 1 {
-				work = got[0]
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				for _, fd := range got {
+					defer unix.Close(fd)
+				}
+				if len(got) == 2 {
+					work, diag = got[0], got[1]
+				}
 			}
 		}
 	}
-	if work >= 0 {
-		defer unix.Close(work)
-	}
 	if cred == nil || work < 0 {
-		fail(errors.New("python's hello came without its credentials or work dir"))
+		fail(errors.New("python's hello came without its credentials, work dir or sock_diag socket"))
 		return
 	}
 	if err := lockForkedRun(back[0], int(cred.Pid), run.Rlimits, landlock); err != nil {
@@ -609,7 +611,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		return
 	}
 	defer unix.Close(shm)
-	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm}
+	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm, diag: newSocketDiag(diag)}
 	st, err := r.supervise(run.Memory, lifeline)
 	if errors.Is(err, errLifeline) {
 		return
@@ -670,11 +672,12 @@ var errLifeline = errors.New("killed by the service")
 // forkedRun is a run as its supervisor sees it: python's pid (in the fork
 // server's PID namespace), the run's init (python's parent, PID 1 of the
 // run's namespace: killing it ends the run), the work dir and its shared
-// memory tmpfs.
+// memory tmpfs, and the sock_diag of its network namespace.
 type forkedRun struct {
 	python, init int
 	pidNS        string // readlink of python's /proc/PID/ns/pid
 	work, shm    int
+	diag         *socketDiag // of the run's network namespace
 }
 
 // supervise waits for python to end, accounting the run's memory, then
@@ -749,21 +752,22 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 
 // memory is what the run holds: its processes' proportional share of
 // anonymous and shared memory (pages still shared with the fork server
-// count by their share) and the use of the work dir and its shared memory
-// tmpfs; and whether every process could be read. Their resident memory bounds that share from above and
+// count by their share), the use of the work dir and its shared memory
+// tmpfs and the buffers of its sockets; and whether every process could be
+// read. Their resident memory bounds that share from above and
 // is cheaper to read (smaps_rollup walks the page tables), so the share
 // is read only when the bound passes limit.
 func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
-	var work int64
+	held, _ := r.diag.memory() // 0 where the kernel has no unix_diag
 	for _, fd := range []int{r.work, r.shm} {
 		var fs unix.Statfs_t
 		if unix.Fstatfs(fd, &fs) == nil {
-			work += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return work, false
+		return held, false
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -779,7 +783,7 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 	}
 	buf := make([]byte, 4096)
 	sum := func(file string, keys [][]byte) (int64, bool) {
-		total, complete := work, true
+		total, complete := held, true
 		for _, pid := range pids {
 			n, ok := groupMemory("/proc/"+pid, file, keys, buf)
 			total += n

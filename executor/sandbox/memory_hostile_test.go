@@ -134,3 +134,42 @@ shm.unlink()`
 		t.Errorf("300 MiB: memory=%v success=%v stdout=%q error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Stdout, res.Error, res.Stderr)
 	}
 }
+
+// TestSocketBuffersCounted: what a run queues in Unix sockets is its
+// memory (issue 20, item 3: one process queued ~640 MiB in socket pairs
+// with a raised SO_SNDBUF while its resident memory was 14 MiB).
+func TestSocketBuffersCounted(t *testing.T) {
+	bothPaths(t, testSocketBuffersCounted)
+}
+
+func testSocketBuffersCounted(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	p, err := startRun(e, limits{Timeout: 10 * time.Second, Memory: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.run(context.Background(), executor.Request{Code: `import socket
+pairs, queued = [], 0
+for _ in range(64):
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+    a.setblocking(False)
+    try:
+        while True:
+            queued += a.send(b"x" * (1 << 16))
+    except BlockingIOError:
+        pass
+    pairs.append((a, b))
+rss = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmRSS")][0]
+print("queued", queued >> 20, "MiB in", len(pairs), "pairs; resident", int(rss) >> 10, "MiB", flush=True)
+import time
+time.sleep(0.5)
+print("survived")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.MemoryExceeded || res.Success || strings.Contains(res.Stdout, "survived") {
+		t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
+	}
+	t.Logf("%s after %v; the last count was %d KiB (limit 256 MiB); stdout %q", res.Error, res.Duration, p.memoryPeak>>10, res.Stdout)
+}

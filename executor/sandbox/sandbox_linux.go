@@ -81,6 +81,12 @@ func sandboxInit() {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
 		die(fdInitStatus, fmt.Errorf("securebits: %w", err))
 	}
+	// Before seccomp, which denies netlink sockets: the run's own network
+	// namespace's sock_diag, for its socket buffers (see socketDiag).
+	diag, err := openSocketDiag()
+	if err != nil {
+		die(fdInitStatus, err)
+	}
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
@@ -103,7 +109,7 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	st, err := superviseRun(pid, spec.MemoryBytes)
+	st, err := superviseRun(pid, spec.MemoryBytes, newSocketDiag(diag))
 	if err != nil {
 		die(fdInitStatus, err)
 	}
@@ -181,9 +187,9 @@ func closeOnExecFrom(fd int) error {
 }
 
 // superviseRun reaps every process of the sandbox until python (pid) ends,
-// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll)
-// and kills every process past it.
-func superviseRun(pid int, limit int64) (initStatus, error) {
+// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll),
+// its socket buffers through diag, and kills every process past it.
+func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 	var st initStatus
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -219,7 +225,7 @@ func superviseRun(pid int, limit int64) (initStatus, error) {
 		if n != 0 || limit == 0 || st.Memory {
 			continue
 		}
-		used := runMemory()
+		used := runMemory(diag)
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -247,10 +253,11 @@ func memoryWait(limit, used int64) int {
 }
 
 // runMemory is what the run holds: the resident anonymous and shared
-// memory of every thread group in the PID namespace but the init's, and
-// the use of the work dir and its shared memory tmpfs.
-func runMemory() int64 {
-	var total int64
+// memory of every thread group in the PID namespace but the init's, the
+// use of the work dir and its shared memory tmpfs, and the buffers of the
+// network namespace's sockets (diag).
+func runMemory(diag *socketDiag) int64 {
+	total, _ := diag.memory() // 0 where the kernel has no unix_diag
 	for _, dir := range []string{policy.WorkDir, policy.WorkDir + "/" + policy.ShmDir} {
 		var fs unix.Statfs_t
 		if unix.Statfs(dir, &fs) == nil {
