@@ -128,6 +128,7 @@ type plan struct {
 	uidSeq   *atomic.Uint64 // shared by copies of the plan (the pool's)
 	mapRoot  bool
 	cgroup   *cgroupTree // delegated cgroup v2 subtree, nil: none
+	noCgroup string      // why cgroup is nil
 	binds    []string
 	files    []string
 	symlinks map[string]string
