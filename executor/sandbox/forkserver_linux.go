@@ -46,11 +46,15 @@ import (
 //   - a run's verdict comes from its exit status, read by the init, never
 //     from anything python writes.
 //
-// What does not: python's str hash secret is the fork server's, the same
-// in every run. CPython caches each string's hash under it (every dict of
-// the interpreter is built on those hashes), so a fork cannot draw a new
-// one; each fork server draws its own when it starts, and a new one takes
-// over after forkServerRuns runs.
+// What does not: what a process draws once, at execve, is the fork
+// server's, the same in every run: its memory layout, the kernel's
+// AT_RANDOM bytes (glibc's stack canary and pointer guard) and python's
+// str hash secret (CPython caches each string's hash under it, and every
+// dict of the interpreter is built on those hashes). A fork cannot draw
+// them anew; no run can give another input that would make them matter
+// (README.md, "What the forks of one fork server share"). Each fork server
+// draws its own when it starts, and a new one takes over after
+// forkServerRuns runs.
 type forkServer struct {
 	plan    *plan
 	preload string

@@ -173,3 +173,43 @@ print("survived")`})
 	}
 	t.Logf("%s after %v; the last count was %d KiB (limit 256 MiB); stdout %q", res.Error, res.Duration, p.memoryPeak>>10, res.Stdout)
 }
+
+// TestWhatForksShare pins what the forks of one fork server share (see
+// README.md, "What the forks of one fork server share"): the kernel's
+// AT_RANDOM bytes (glibc's stack canary and pointer guard), the memory
+// layout and the str hash secret; never the random generators nor the
+// kernel's randomness. Cold runs share none of it.
+func TestWhatForksShare(t *testing.T) {
+	bothPaths(t, testWhatForksShare)
+}
+
+func testWhatForksShare(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	const probe = `import ctypes, os, random
+libc = ctypes.CDLL(None)
+libc.getauxval.restype = ctypes.c_ulong
+libc.getauxval.argtypes = [ctypes.c_ulong]
+print(ctypes.string_at(libc.getauxval(25), 16).hex())  # AT_RANDOM
+print(hex(ctypes.cast(libc.getauxval, ctypes.c_void_p).value), hex(id(None)))  # libc's and the heap's layout
+print(hash("runblock"))
+print(random.random())
+print(os.urandom(16).hex())`
+	var runs [2][]string
+	for i := range runs {
+		res := runCode(t, e, executor.Request{Code: probe})
+		if !res.Success {
+			t.Fatalf("probe: %s\n%s", res.Error, res.Stderr)
+		}
+		runs[i] = strings.Split(strings.TrimSpace(res.Stdout), "\n")
+		if len(runs[i]) != 5 {
+			t.Fatalf("probe printed %q", res.Stdout)
+		}
+	}
+	forked := !path.DisableForkServer
+	for i, what := range []string{"AT_RANDOM", "memory layout", "str hash secret", "random", "os.urandom"} {
+		shared := runs[0][i] == runs[1][i]
+		if want := forked && i < 3; shared != want {
+			t.Errorf("%s shared by two runs: %v, want %v (%q, %q)", what, shared, want, runs[0][i], runs[1][i])
+		}
+	}
+}
