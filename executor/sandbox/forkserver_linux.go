@@ -803,7 +803,7 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 
 // pssKeys are the lines of /proc/PID/smaps_rollup a forked run's memory
 // sums.
-var pssKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:")}
+var pssKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:"), []byte("Shared_Hugetlb:"), []byte("Private_Hugetlb:")}
 
 // parentOf is pid's parent, from its stat file.
 func parentOf(pid int) (int, error) {

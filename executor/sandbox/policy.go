@@ -43,15 +43,12 @@ import (
 //     a syscall of another ABI (int 0x80, x32): that kills it;
 //   - is bounded as a whole run by its memory limit: with a delegated
 //     cgroup v2 subtree, by the cgroup's memory.max; without one, the init
-//     sums the resident memory of every process of the sandbox and the work
-//     dir's use (see MemoryPoll) and kills the run past the limit;
+//     sums the resident memory of every thread group of the sandbox, the
+//     use of its work dir and shared memory tmpfs and its Unix socket
+//     buffers (see MemoryPoll) and kills the run past the limit;
 //   - is bounded by rlimits: address space (a loose backstop per process
 //     where the run's memory is accounted, the memory limit where it is
 //     not), CPU time, file size, open files, processes, no core dumps;
-//     use keyrings, perf, io_uring, modules or the clock (EPERM), nor make a
-//     syscall of another ABI (int 0x80, x32): that kills it;
-//   - is bounded by rlimits: address space (the run's memory limit), CPU
-//     time, file size, open files, processes, no core dumps;
 //   - gets only the environment below: heavy libraries single-threaded,
 //     matplotlib drawing off-screen with its config in the work dir;
 //   - gets back the files it leaves in its work dir, within the caps of the
@@ -139,8 +136,10 @@ var policy = struct {
 	// MemoryRate bytes a second (faster than a snippet faults pages in on
 	// one core), every MemoryPoll at least and MemoryPollMin at most, so
 	// the run passes its limit by at most MemoryRate × MemoryPollMin plus
-	// what it allocates while being killed. Kernel memory (page tables,
-	// pipe and socket buffers) is not counted.
+	// what it allocates while being killed. The run's Unix socket buffers
+	// are counted (through sock_diag of its network namespace, see
+	// socketDiag); other kernel memory (page tables, pipe buffers, bounded
+	// by the uid's pipe budget) is not (README.md, "Memory of a run").
 	MemoryRate                int64
 	MemoryPoll, MemoryPollMin time.Duration
 

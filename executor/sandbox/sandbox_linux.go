@@ -281,8 +281,9 @@ func runMemory(diag *socketDiag) int64 {
 	return total
 }
 
-// rssKeys are the lines of /proc/PID/status that runMemory sums.
-var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:")}
+// rssKeys are the lines of /proc/PID/status that runMemory sums (hugetlb
+// pages are in neither Rss line).
+var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:"), []byte("HugetlbPages:")}
 
 // groupMemory sums the lines of keys (in kB) in file of the thread group
 // at dir (/proc/PID); !ok when it exists but cannot be read. A leader that
