@@ -128,10 +128,11 @@ var policy = struct {
 	DeniedSyscalls        []string
 	AllowedSocketFamilies []string
 
-	// Memory of a run without a cgroup: the init sums RssAnon and RssShmem
-	// of every thread group in the sandbox's PID namespace (read through a
-	// live thread where the group's leader has exited) plus the work dir's
-	// use, and kills the whole run past its memory limit. It checks again
+	// Memory of a run without a cgroup: the init sums RssAnon, RssShmem
+	// and HugetlbPages of every thread group in the sandbox's PID namespace
+	// (read through a live thread where the group's leader has exited) plus
+	// the use of the work dir and shared memory tmpfs, and kills the whole
+	// run past its memory limit. It checks again
 	// before the run could have allocated what is left at
 	// MemoryRate bytes a second (faster than a snippet faults pages in on
 	// one core), every MemoryPoll at least and MemoryPollMin at most, so
