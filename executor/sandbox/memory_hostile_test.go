@@ -213,3 +213,38 @@ print(os.urandom(16).hex())`
 		}
 	}
 }
+
+// TestDoctorStatesTheMemoryBound: doctor's run-memory line names the
+// mechanism, what it counts and the worst case.
+func TestDoctorStatesTheMemoryBound(t *testing.T) {
+	lim := limits{Timeout: time.Second, Memory: 256 << 20}
+	for _, tt := range []struct {
+		name string
+		pl   *plan
+		want []string
+	}{
+		{"counted by the init", &plan{layers: layerSet{Namespaces: true}, noCgroup: "no cgroup v2 hierarchy"}, []string{
+			"whole run ≤ 256 MiB, counted by the init every 2ms–50ms", "every thread group", "shared memory tmpfs", "Unix socket buffers",
+			"Not counted: pipe buffers", "Hard bound were the count blind: 64 tasks × 1024 MiB address space = 256 × the limit",
+			"No delegated cgroup (no cgroup v2 hierarchy)",
+		}},
+		{"delegated cgroup", &plan{layers: layerSet{Namespaces: true}, cgroup: &cgroupTree{dir: "/sys/fs/cgroup/runblock"}}, []string{
+			"whole run ≤ 256 MiB, exact: memory.max of its own cgroup below the delegated /sys/fs/cgroup/runblock",
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, l := range tt.pl.verify(canaryAnswers{}, lim, 1<<20) {
+				if l.Name != "run-memory" {
+					continue
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(l.Detail, w) {
+						t.Errorf("run-memory %q\nlacks %q", l.Detail, w)
+					}
+				}
+				return
+			}
+			t.Fatal("no run-memory layer")
+		})
+	}
+}
