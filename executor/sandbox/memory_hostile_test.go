@@ -98,12 +98,32 @@ func TestOrphansReaped(t *testing.T) {
 	bothPaths(t, testOrphansReaped)
 }
 
-func testOrphansReaped(t *testing.T, path Config) {
-	e := newHardened(t, path)
-	res := runCode(t, e, executor.Request{Code: `import subprocess
+const orphans = `import subprocess
 for i in range(70):
     subprocess.run("true &", shell=True, check=True)
-print("ran", i + 1)`, Timeout: 20 * time.Second})
+print("ran", i + 1)`
+
+func testOrphansReaped(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	res := runCode(t, e, executor.Request{Code: orphans, Timeout: 20 * time.Second})
+	if !res.Success || res.Stdout != "ran 70\n" {
+		t.Errorf("success=%v stdout=%q error=%q stderr=%.500s", res.Success, res.Stdout, res.Error, res.Stderr)
+	}
+}
+
+// TestOrphansReapedWithoutTheCount: a cold run's init reaps orphans where
+// it does not count the run's memory (a delegated cgroup does; a memory
+// limit of 0 stands for that here).
+func TestOrphansReapedWithoutTheCount(t *testing.T) {
+	e := newHardened(t, Config{DisableForkServer: true})
+	p, err := spawn(context.Background(), e.plan, limits{Timeout: 20 * time.Second}, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.run(context.Background(), executor.Request{Code: orphans})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !res.Success || res.Stdout != "ran 70\n" {
 		t.Errorf("success=%v stdout=%q error=%q stderr=%.500s", res.Success, res.Stdout, res.Error, res.Stderr)
 	}

@@ -196,7 +196,9 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 		return st, fmt.Errorf("pidfd_open: %w", err)
 	}
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	wait := -1
+	// Orphans are reaped at least every MemoryPoll, not only when a
+	// SIGCHLD happens to interrupt the poll.
+	wait := int(policy.MemoryPoll.Milliseconds())
 	if limit > 0 {
 		wait = 0 // account at once
 	}
