@@ -31,19 +31,40 @@ type cgroupTree struct {
 // below root, or an absolute one), or else the service's own cgroup (from
 // the /proc/self/cgroup text self), when it is delegated: the memory and
 // pids controllers enabled for its children and the service may create
-// them. nil with the reason when there is none.
+// them. A service that systemd started in a subgroup of its delegated
+// cgroup (Delegate=yes with DelegateSubgroup=) sits in a leaf, which cannot
+// enable controllers: then the delegated parent is the subtree. nil with
+// the reason when there is none. Nothing is written.
 func findCgroup(root, name, self string) (*cgroupTree, error) {
-	dir := name
-	switch {
-	case name != "" && !filepath.IsAbs(name):
-		dir = filepath.Join(root, name)
-	case name == "":
-		own, ok := strings.CutPrefix(strings.TrimSpace(self), "0::")
-		if !ok {
-			return nil, errors.New("no cgroup v2 hierarchy")
+	if name != "" {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(root, name)
 		}
-		dir = filepath.Join(root, own)
+		return delegated(name)
 	}
+	var own string
+	for _, line := range strings.Split(self, "\n") {
+		if path, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			own = path
+		}
+	}
+	if own == "" {
+		return nil, errors.New("no cgroup v2 hierarchy (cgroup v1 or hybrid)")
+	}
+	dir := filepath.Join(root, own)
+	tree, err := delegated(dir)
+	if err == nil || dir == root {
+		return tree, err
+	}
+	if parent, perr := delegated(filepath.Dir(dir)); perr == nil && filepath.Dir(dir) != root {
+		return parent, nil
+	}
+	return nil, err
+}
+
+// delegated returns the cgroup at dir when the service may create cgroups
+// below it with the memory and pids controllers.
+func delegated(dir string) (*cgroupTree, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
 	if err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", dir, err)

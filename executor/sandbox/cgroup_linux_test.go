@@ -23,21 +23,40 @@ func fakeCgroup(t *testing.T, subtree string) string {
 }
 
 func TestFindCgroup(t *testing.T) {
+	const service = "system.slice/runblock.service"
 	for _, tt := range []struct {
 		name, subtree, env, self string
-		ok                       bool
+		want                     string // the subtree found below root, "": none
 	}{
-		{"own cgroup delegated", "cpu memory pids\n", "", "0::/system.slice/runblock.service\n", true},
-		{"named by RUNBLOCK_CGROUP", "memory pids\n", "system.slice/runblock.service", "0::/user.slice\n", true},
-		{"memory not enabled", "pids\n", "", "0::/system.slice/runblock.service\n", false},
-		{"cgroup v1", "memory pids\n", "", "12:memory:/system.slice\n", false},
-		{"missing", "memory pids\n", "nope", "", false},
+		{"own cgroup delegated", "cpu memory pids\n", "", "0::/system.slice/runblock.service\n", service},
+		{"named by RUNBLOCK_CGROUP", "memory pids\n", service, "0::/user.slice\n", service},
+		{"memory not enabled", "pids\n", "", "0::/system.slice/runblock.service\n", ""},
+		{"cgroup v1", "memory pids\n", "", "12:memory:/system.slice\n", ""},
+		{"hybrid: the v2 line among v1 lines", "memory pids\n", "", "12:memory:/system.slice\n1:name=systemd:/\n0::/system.slice/runblock.service\n", service},
+		{"missing", "memory pids\n", "nope", "", ""},
+		// Delegate=yes with DelegateSubgroup=supervisor: the service sits
+		// in a leaf of its delegated cgroup.
+		{"in a subgroup of a delegated cgroup", "memory pids\n", "", "0::/system.slice/runblock.service/supervisor\n", service},
+		{"in a subgroup of a cgroup not delegated", "pids\n", "", "0::/system.slice/runblock.service/supervisor\n", ""},
+		{"own cgroup missing", "memory pids\n", "", "0::/system.slice/other.service\n", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := fakeCgroup(t, tt.subtree)
+			leaf := filepath.Join(root, service, "supervisor")
+			if err := os.MkdirAll(leaf, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(leaf, "cgroup.subtree_control"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			tree, err := findCgroup(root, tt.env, tt.self)
-			if (err == nil) != tt.ok {
-				t.Fatalf("got %v, %v", tree, err)
+			switch {
+			case tt.want == "" && err == nil:
+				t.Fatalf("found %s, want none", tree.dir)
+			case tt.want != "" && err != nil:
+				t.Fatalf("found none (%v), want %s", err, tt.want)
+			case tt.want != "" && tree.dir != filepath.Join(root, tt.want):
+				t.Fatalf("found %s, want %s", tree.dir, tt.want)
 			}
 		})
 	}

@@ -17,12 +17,14 @@
 #       network, IPC, UTS and cgroup namespaces (the fork server writes the
 #       new user namespace's id maps: the clone could map only its own
 #       uid): PID 1 of the run, uid 0 of its user namespace; it forks
-#       python and then only holds the namespaces, until the fork server's
-#       init kills it or the service closes the run's lifeline; its end
-#       ends every process of the run;
+#       python and then only holds the namespaces and reaps the run's
+#       orphans (all but python), until the fork server's init kills it or
+#       the service closes the run's lifeline; its end ends every process
+#       of the run;
 #   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
-#       to the fork server's init on the back channel (with its credentials
-#       and the work dir; the init sets its rlimits, answers with its
+#       to the fork server's init on the back channel (with its credentials,
+#       the work dir and a sock_diag socket of the run's network namespace;
+#       the init sets its rlimits, answers with its
 #       Landlock ruleset, and from then on accounts its memory, reads how it
 #       ended and its files, and reports); then keeps descriptors 0 to 4
 #       only, drops to the sandbox uid with no capabilities, sets
@@ -152,10 +154,27 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             kit["check"](kit["libc"].prctl(4, 0, 0, 0, 0), "set not dumpable")  # PR_SET_DUMPABLE
-            if posix.fork() == 0:
+            python = posix.fork()
+            if python == 0:
                 return _runblock_run_python(conf, run, fds, kit)
             for fd in fds[:6]:
                 posix.close(fd)
+
+            # The orphans of the run are its PID 1's to reap, all but
+            # python, whose zombie tells the fork server's init how it
+            # ended (and ends the run).
+            def reap(signum, frame):
+                while True:
+                    try:
+                        child = posix.waitid(posix.P_ALL, 0, posix.WEXITED | posix.WNOHANG | posix.WNOWAIT)
+                    except ChildProcessError:
+                        return
+                    if child is None or child.si_pid == python:
+                        return
+                    posix.waitpid(child.si_pid, 0)
+
+            signal.signal(signal.SIGCHLD, reap)
+            reap(0, None)
             while posix.read(fds[6], 1):
                 pass
             posix._exit(0)
@@ -198,11 +217,16 @@ def _runblock_run_python(conf, run, fds, kit):
         check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
         shm = f"{work}/{conf['shm_dir']}"
         posix.mkdir(shm, 0o700)
-        posix.chown(shm, uid, uid)
+        opts = f"size={run['memory']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
+        check(libc.mount(b"tmpfs", shm.encode(), b"tmpfs", flags, opts.encode()), f"mount shared memory ({opts})")
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
+        # sock_diag of the run's network namespace: its socket buffers are
+        # the run's memory too.
+        diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 4)  # NETLINK_SOCK_DIAG
         back = socket.socket(fileno=fds[5])
-        socket.send_fds(back, [b"{}"], [workfd])
+        socket.send_fds(back, [b"{}"], [workfd, diag.fileno()])
         posix.close(workfd)
+        diag.close()
         answer, got, _, _ = socket.recv_fds(back, 4096, 1)
         back.detach()
         if answer != b"{}":

@@ -46,11 +46,15 @@ import (
 //   - a run's verdict comes from its exit status, read by the init, never
 //     from anything python writes.
 //
-// What does not: python's str hash secret is the fork server's, the same
-// in every run. CPython caches each string's hash under it (every dict of
-// the interpreter is built on those hashes), so a fork cannot draw a new
-// one; each fork server draws its own when it starts, and a new one takes
-// over after forkServerRuns runs.
+// What does not: what a process draws once, at execve, is the fork
+// server's, the same in every run: its memory layout, the kernel's
+// AT_RANDOM bytes (glibc's stack canary and pointer guard) and python's
+// str hash secret (CPython caches each string's hash under it, and every
+// dict of the interpreter is built on those hashes). A fork cannot draw
+// them anew; no run can give another input that would make them matter
+// (README.md, "What the forks of one fork server share"). Each fork server
+// draws its own when it starts, and a new one takes over after
+// forkServerRuns runs.
 type forkServer struct {
 	plan    *plan
 	preload string
@@ -393,7 +397,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	if uid := fs.plan.runUID(); uid >= 0 {
 		slot = uid - fs.plan.hostUID
 	}
-	lim.Accounted = true
+	lim.Accounted, lim.Tmpfs = true, true
 	var rls []forkRlimit
 	for _, rl := range rlimits(lim) {
 		rls = append(rls, forkRlimit{rl.resource, rl.value})
@@ -568,7 +572,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		}
 	}
 	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4)+unix.CmsgSpace(unix.SizeofUcred))
+	oob := make([]byte, unix.CmsgSpace(2*4)+unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
 		fail(fmt.Errorf("the fork failed before python said hello: %v", err))
@@ -580,29 +584,38 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		return
 	}
 	var cred *unix.Ucred
-	work := -1
+	work, diag := -1, -1
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 		for _, m := range msgs {
 			if c, err := unix.ParseUnixCredentials(&m); err == nil {
 				cred = c
 			}
-			if got, err := unix.ParseUnixRights(&m); err == nil && len(got) == 1 {
-				work = got[0]
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				for _, fd := range got {
+					defer unix.Close(fd)
+				}
+				if len(got) == 2 {
+					work, diag = got[0], got[1]
+				}
 			}
 		}
 	}
-	if work >= 0 {
-		defer unix.Close(work)
-	}
 	if cred == nil || work < 0 {
-		fail(errors.New("python's hello came without its credentials or work dir"))
+		fail(errors.New("python's hello came without its credentials, work dir or sock_diag socket"))
 		return
 	}
 	if err := lockForkedRun(back[0], int(cred.Pid), run.Rlimits, landlock); err != nil {
 		fail(err)
 		return
 	}
-	r := &forkedRun{python: int(cred.Pid), work: work}
+	// Opened before the snippet exists: the mount python made.
+	shm, err := unix.Openat(work, policy.ShmDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fail(fmt.Errorf("open the shared memory tmpfs: %w", err))
+		return
+	}
+	defer unix.Close(shm)
+	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm, diag: newSocketDiag(diag)}
 	st, err := r.supervise(run.Memory, lifeline)
 	if errors.Is(err, errLifeline) {
 		return
@@ -662,11 +675,13 @@ var errLifeline = errors.New("killed by the service")
 
 // forkedRun is a run as its supervisor sees it: python's pid (in the fork
 // server's PID namespace), the run's init (python's parent, PID 1 of the
-// run's namespace: killing it ends the run) and the work dir.
+// run's namespace: killing it ends the run), the work dir and its shared
+// memory tmpfs, and the sock_diag of its network namespace.
 type forkedRun struct {
 	python, init int
 	pidNS        string // readlink of python's /proc/PID/ns/pid
-	work         int
+	work, shm    int
+	diag         *socketDiag // of the run's network namespace
 }
 
 // supervise waits for python to end, accounting the run's memory, then
@@ -741,19 +756,22 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 
 // memory is what the run holds: its processes' proportional share of
 // anonymous and shared memory (pages still shared with the fork server
-// count by their share) and the work dir's use; and whether every process
-// could be read. Their resident memory bounds that share from above and
+// count by their share), the use of the work dir and its shared memory
+// tmpfs and the buffers of its sockets; and whether every process could be
+// read. Their resident memory bounds that share from above and
 // is cheaper to read (smaps_rollup walks the page tables), so the share
 // is read only when the bound passes limit.
 func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
-	var work int64
-	var fs unix.Statfs_t
-	if unix.Fstatfs(r.work, &fs) == nil {
-		work = int64(fs.Blocks-fs.Bfree) * fs.Bsize
+	held, _ := r.diag.memory() // 0 where the kernel has no unix_diag
+	for _, fd := range []int{r.work, r.shm} {
+		var fs unix.Statfs_t
+		if unix.Fstatfs(fd, &fs) == nil {
+			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		}
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return work, false
+		return held, false
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -769,9 +787,9 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 	}
 	buf := make([]byte, 4096)
 	sum := func(file string, keys [][]byte) (int64, bool) {
-		total, complete := work, true
+		total, complete := held, true
 		for _, pid := range pids {
-			n, ok := processMemory("/proc/"+pid+"/"+file, keys, buf)
+			n, ok := groupMemory("/proc/"+pid, file, keys, buf)
 			total += n
 			complete = complete && ok
 		}
@@ -785,7 +803,7 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 
 // pssKeys are the lines of /proc/PID/smaps_rollup a forked run's memory
 // sums.
-var pssKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:")}
+var pssKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:"), []byte("Shared_Hugetlb:"), []byte("Private_Hugetlb:")}
 
 // parentOf is pid's parent, from its stat file.
 func parentOf(pid int) (int, error) {

@@ -128,6 +128,7 @@ type plan struct {
 	uidSeq   *atomic.Uint64 // shared by copies of the plan (the pool's)
 	mapRoot  bool
 	cgroup   *cgroupTree // delegated cgroup v2 subtree, nil: none
+	noCgroup string      // why cgroup is nil
 	binds    []string
 	files    []string
 	symlinks map[string]string
@@ -271,7 +272,7 @@ func (p *plan) accounted() bool { return p.cgroup != nil || p.layers.Namespaces 
 
 // spec is the stage spec for one sandbox working in dir.
 func (p *plan) spec(lim limits, dir string) stageSpec {
-	lim.Accounted = p.accounted()
+	lim.Accounted, lim.Tmpfs = p.accounted(), p.layers.Namespaces
 	mode := "isolated"
 	if p.layers == (layerSet{}) {
 		mode = "strict"
@@ -292,6 +293,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		spec.FontCache = p.fontCache
 		spec.Collect = p.transfer()
 		spec.WorkBytes = min(policy.WorkBytes, lim.Memory)
+		spec.ShmBytes = lim.Memory
 		if p.cgroup == nil {
 			spec.MemoryBytes = lim.Memory
 		}
@@ -337,7 +339,7 @@ type rlimit struct {
 }
 
 // rlimits are the policy's limits of a sandbox for lim (without RLIMIT_AS
-// where the OS refuses it). lim.Accounted must be set.
+// where the OS refuses it). lim.Accounted and lim.Tmpfs must be set.
 func rlimits(lim limits) []rlimit {
 	var rls []rlimit
 	for _, r := range policy.Rlimits {

@@ -43,15 +43,12 @@ import (
 //     a syscall of another ABI (int 0x80, x32): that kills it;
 //   - is bounded as a whole run by its memory limit: with a delegated
 //     cgroup v2 subtree, by the cgroup's memory.max; without one, the init
-//     sums the resident memory of every process of the sandbox and the work
-//     dir's use (see MemoryPoll) and kills the run past the limit;
+//     sums the resident memory of every thread group of the sandbox, the
+//     use of its work dir and shared memory tmpfs and its Unix socket
+//     buffers (see MemoryPoll) and kills the run past the limit;
 //   - is bounded by rlimits: address space (a loose backstop per process
 //     where the run's memory is accounted, the memory limit where it is
 //     not), CPU time, file size, open files, processes, no core dumps;
-//     use keyrings, perf, io_uring, modules or the clock (EPERM), nor make a
-//     syscall of another ABI (int 0x80, x32): that kills it;
-//   - is bounded by rlimits: address space (the run's memory limit), CPU
-//     time, file size, open files, processes, no core dumps;
 //   - gets only the environment below: heavy libraries single-threaded,
 //     matplotlib drawing off-screen with its config in the work dir;
 //   - gets back the files it leaves in its work dir, within the caps of the
@@ -96,14 +93,17 @@ var policy = struct {
 	// WorkDir is a tmpfs of WorkBytes (at most the run's memory limit; and
 	// WorkInodes inodes) owned by the snippet, noexec when WorkNoExec; /tmp
 	// links to it. Without a mount namespace it is a fresh host directory
-	// instead. RLIMIT_FSIZE is WorkBytes too.
+	// instead, and RLIMIT_FSIZE is WorkBytes.
 	WorkDir    string
 	WorkBytes  int64
 	WorkInodes int
 	WorkNoExec bool
-	// ShmDir, in the work dir, is made by the init and linked from
-	// /dev/shm (POSIX semaphores of multiprocessing), so it counts in the
-	// work dir's size.
+	// ShmDir, in the work dir, is a tmpfs of its own of the run's memory
+	// limit (and WorkInodes inodes), mounted by the init (on the fork path
+	// by the run's python before it drops its privileges) and linked from
+	// /dev/shm: POSIX shared memory and semaphores (multiprocessing) are
+	// bounded by the run's memory, which counts their use with the work
+	// dir's, not by the work dir's size or RLIMIT_FSIZE.
 	ShmDir string
 	// ScratchPrefixes mark work dir names that never come back as files.
 	ScratchPrefixes []string
@@ -128,15 +128,19 @@ var policy = struct {
 	DeniedSyscalls        []string
 	AllowedSocketFamilies []string
 
-	// Memory of a run without a cgroup: the init sums RssAnon and RssShmem
-	// of every process in the sandbox's PID namespace plus the work dir's
-	// use, and kills the whole run past its memory limit. It checks again
+	// Memory of a run without a cgroup: the init sums RssAnon, RssShmem
+	// and HugetlbPages of every thread group in the sandbox's PID namespace
+	// (read through a live thread where the group's leader has exited) plus
+	// the use of the work dir and shared memory tmpfs, and kills the whole
+	// run past its memory limit. It checks again
 	// before the run could have allocated what is left at
 	// MemoryRate bytes a second (faster than a snippet faults pages in on
 	// one core), every MemoryPoll at least and MemoryPollMin at most, so
 	// the run passes its limit by at most MemoryRate × MemoryPollMin plus
-	// what it allocates while being killed. Kernel memory (page tables,
-	// pipe and socket buffers) is not counted.
+	// what it allocates while being killed. The run's Unix socket buffers
+	// are counted (through sock_diag of its network namespace, see
+	// socketDiag); other kernel memory (page tables, pipe buffers, bounded
+	// by the uid's pipe budget) is not (README.md, "Memory of a run").
 	MemoryRate                int64
 	MemoryPoll, MemoryPollMin time.Duration
 
@@ -209,17 +213,19 @@ var policy = struct {
 	Cgroup: map[string]string{"memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "64"},
 
 	Rlimits: []rlimitRule{
-		// Where the OS has it (see addressSpaceLimit). A backstop only where
-		// the run's memory is accounted: threads and libraries such as
-		// OpenBLAS reserve far more address space than they use.
-		{"AS", unix.RLIMIT_AS, func(lim limits) uint64 {
-			if lim.Accounted {
-				return uint64(max(4*lim.Memory, 1<<30))
-			}
-			return uint64(lim.Memory)
-		}},
+		// Where the OS has it (see addressSpaceLimit).
+		{"AS", unix.RLIMIT_AS, addressSpace},
 		{"CPU", unix.RLIMIT_CPU, func(lim limits) uint64 { return uint64(math.Ceil(lim.Timeout.Seconds())) + 1 }},
-		{"FSIZE", unix.RLIMIT_FSIZE, func(limits) uint64 { return workBytes }},
+		// With a mount namespace every writable file system is a tmpfs of
+		// bounded size whose use is the run's memory; a file (the shared
+		// memory of multiprocessing) may then be as large as a process may
+		// map. Without one, the work dir is a host directory.
+		{"FSIZE", unix.RLIMIT_FSIZE, func(lim limits) uint64 {
+			if lim.Tmpfs {
+				return addressSpace(lim)
+			}
+			return workBytes
+		}},
 		{"NOFILE", unix.RLIMIT_NOFILE, func(limits) uint64 { return 256 }},
 		{"NPROC", unix.RLIMIT_NPROC, func(limits) uint64 { return 64 }}, // threads included
 		{"CORE", unix.RLIMIT_CORE, func(limits) uint64 { return 0 }},
@@ -231,8 +237,19 @@ var policy = struct {
 	WorkDirEnv: map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"},
 }
 
-// workBytes bounds the snippet's writable work dir and RLIMIT_FSIZE.
+// workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE
+// without a mount namespace).
 const workBytes = 32 << 20
+
+// addressSpace is RLIMIT_AS for lim: a loose backstop where the run's
+// memory is accounted (threads and libraries such as OpenBLAS reserve far
+// more address space than they use), the memory limit where it is not.
+func addressSpace(lim limits) uint64 {
+	if lim.Accounted {
+		return uint64(max(4*lim.Memory, 1<<30))
+	}
+	return uint64(lim.Memory)
+}
 
 // rlimitRule is one resource limit of the policy; value gives it for a
 // run's limits.

@@ -35,6 +35,10 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	if err != nil && cfg.Cgroup != "" {
 		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "RUNBLOCK_CGROUP", Err: err}
 	}
+	var noCgroup string
+	if err != nil {
+		noCgroup = err.Error()
+	}
 	fontCache, err := buildFontCache(ctx, py)
 	report.FontCache = fontCache
 	if err != nil {
@@ -52,7 +56,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	for i, set := range tiers {
 		pl, err := newPlan(py, set)
 		if err == nil {
-			pl.cgroup = cg
+			pl.cgroup, pl.noCgroup = cg, noCgroup
 		}
 		var layers []Layer
 		if err == nil {
@@ -81,7 +85,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 	pl, err := newPlan(py, layerSet{})
 	var layers []Layer
 	if err == nil {
-		pl.cgroup = cg
+		pl.cgroup, pl.noCgroup = cg, noCgroup
 		layers, err = canary(ctx, cfg, pl, pl.start)
 	}
 	if hint := capabilityHint(); hint != "" {
@@ -296,7 +300,7 @@ func (pl *plan) verify(c canaryAnswers, lim limits, memoryPeak int64) []Layer {
 		Layer{Name: "no-new-privs", Active: pl.layers.Locker, Verified: pl.layers.Locker && c.NoNewPrivs == "1"},
 	)
 	rlOK := true
-	lim.Accounted = pl.accounted()
+	lim.Accounted, lim.Tmpfs = pl.accounted(), pl.layers.Namespaces
 	for _, rl := range rlimits(lim) {
 		got, ok := c.Rlimits[rl.name]
 		rlOK = rlOK && ok && got == rl.value
@@ -311,11 +315,14 @@ func (pl *plan) verify(c canaryAnswers, lim limits, memoryPeak int64) []Layer {
 		Detail: fmt.Sprintf("not bounded as a whole (tier without PID namespace): per process only, by the address space limit of %d MiB", lim.Memory>>20)}
 	switch {
 	case pl.cgroup != nil:
-		run.Detail = fmt.Sprintf("whole run ≤ %d MiB (all processes, shared memory, work dir): memory.max of its own cgroup below %s; canary run peaked at %d KiB",
+		run.Detail = fmt.Sprintf("whole run ≤ %d MiB, exact: memory.max of its own cgroup below the delegated %s (every process and thread, shared memory, work dir, socket and pipe buffers, kernel memory); canary run peaked at %d KiB",
 			lim.Memory>>20, pl.cgroup.dir, memoryPeak>>10)
 	case run.Active:
-		run.Detail = fmt.Sprintf("whole run ≤ %d MiB (all processes, shared memory, work dir): no delegated cgroup, so the init sums their resident memory every %v–%v and kills the run past it; canary run peaked at %d KiB",
-			lim.Memory>>20, policy.MemoryPollMin, policy.MemoryPoll, memoryPeak>>10)
+		run.Detail = fmt.Sprintf("whole run ≤ %d MiB, counted by the init every %v–%v: the resident memory of every thread group (through a live thread where its leader exited), "+
+			"the work dir and shared memory tmpfs and the run's Unix socket buffers; killed past it. Not counted: pipe buffers (bounded by the run uid's pipe budget) and page tables. "+
+			"Hard bound were the count blind: %d tasks × %d MiB address space = %d × the limit. No delegated cgroup (%s). Canary run peaked at %d KiB",
+			lim.Memory>>20, policy.MemoryPollMin, policy.MemoryPoll, rlimitValue(lim, unix.RLIMIT_NPROC), rlimitValue(lim, unix.RLIMIT_AS)>>20,
+			rlimitValue(lim, unix.RLIMIT_NPROC)*rlimitValue(lim, unix.RLIMIT_AS)/uint64(lim.Memory), pl.noCgroup, memoryPeak>>10)
 	}
 	layers = append(layers, run,
 		Layer{Name: "closed-descriptors", Active: true, Verified: fmt.Sprint(c.FDs) == "[0 1 2]", Detail: fmt.Sprintf("the snippet holds descriptors %v", c.FDs)})

@@ -24,8 +24,9 @@ type limits struct {
 	Timeout time.Duration
 	Memory  int64
 	// Accounted: the run's memory as a whole is bounded (by the init or a
-	// cgroup); set by plan.spec.
-	Accounted bool
+	// cgroup); Tmpfs: the work dir and shared memory are tmpfs mounts of
+	// bounded size (a mount namespace). Both set by plan.spec.
+	Accounted, Tmpfs bool
 }
 
 // proc is one started, guarded interpreter. After it has said "ready" it

@@ -81,6 +81,12 @@ func sandboxInit() {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
 		die(fdInitStatus, fmt.Errorf("securebits: %w", err))
 	}
+	// Before seccomp, which denies netlink sockets: the run's own network
+	// namespace's sock_diag, for its socket buffers (see socketDiag).
+	diag, err := openSocketDiag()
+	if err != nil {
+		die(fdInitStatus, err)
+	}
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
@@ -103,7 +109,7 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	st, err := superviseRun(pid, spec.MemoryBytes)
+	st, err := superviseRun(pid, spec.MemoryBytes, newSocketDiag(diag))
 	if err != nil {
 		die(fdInitStatus, err)
 	}
@@ -181,16 +187,18 @@ func closeOnExecFrom(fd int) error {
 }
 
 // superviseRun reaps every process of the sandbox until python (pid) ends,
-// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll)
-// and kills every process past it.
-func superviseRun(pid int, limit int64) (initStatus, error) {
+// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll),
+// its socket buffers through diag, and kills every process past it.
+func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 	var st initStatus
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return st, fmt.Errorf("pidfd_open: %w", err)
 	}
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	wait := -1
+	// Orphans are reaped at least every MemoryPoll, not only when a
+	// SIGCHLD happens to interrupt the poll.
+	wait := int(policy.MemoryPoll.Milliseconds())
 	if limit > 0 {
 		wait = 0 // account at once
 	}
@@ -219,7 +227,7 @@ func superviseRun(pid int, limit int64) (initStatus, error) {
 		if n != 0 || limit == 0 || st.Memory {
 			continue
 		}
-		used := runMemory()
+		used := runMemory(diag)
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -247,13 +255,16 @@ func memoryWait(limit, used int64) int {
 }
 
 // runMemory is what the run holds: the resident anonymous and shared
-// memory of every process in the PID namespace but the init, and the work
-// dir's use.
-func runMemory() int64 {
-	var total int64
-	var fs unix.Statfs_t
-	if unix.Statfs(policy.WorkDir, &fs) == nil {
-		total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+// memory of every thread group in the PID namespace but the init's, the
+// use of the work dir and its shared memory tmpfs, and the buffers of the
+// network namespace's sockets (diag).
+func runMemory(diag *socketDiag) int64 {
+	total, _ := diag.memory() // 0 where the kernel has no unix_diag
+	for _, dir := range []string{policy.WorkDir, policy.WorkDir + "/" + policy.ShmDir} {
+		var fs unix.Statfs_t
+		if unix.Statfs(dir, &fs) == nil {
+			total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		}
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -266,31 +277,57 @@ func runMemory() int64 {
 		if name == "1" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		n, _ := processMemory("/proc/"+name+"/status", rssKeys, buf)
+		n, _ := groupMemory("/proc/"+name, "status", rssKeys, buf)
 		total += n
 	}
 	return total
 }
 
-// rssKeys are the lines of /proc/PID/status that runMemory sums.
-var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:")}
+// rssKeys are the lines of /proc/PID/status that runMemory sums (hugetlb
+// pages are in neither Rss line).
+var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:"), []byte("HugetlbPages:")}
 
-// processMemory sums the lines of keys (in kB) in a /proc/PID file; !ok
-// when it exists but cannot be read.
-func processMemory(path string, keys [][]byte, buf []byte) (int64, bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+// groupMemory sums the lines of keys (in kB) in file of the thread group
+// at dir (/proc/PID); !ok when it exists but cannot be read. A leader that
+// exited while its other threads run is a zombie whose own files show no
+// memory (its mm is gone from it, not from the group): then the first live
+// thread's file under dir/task counts, as threads share one mm.
+func groupMemory(dir, file string, keys [][]byte, buf []byte) (int64, bool) {
+	n, found, ok := memoryLines(dir+"/"+file, keys, buf)
+	if found || !ok {
+		return n, ok
+	}
+	d, err := os.Open(dir + "/task")
+	if err != nil {
 		return 0, true // gone
 	}
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, tid := range tids {
+		if n, found, ok = memoryLines(dir+"/task/"+tid+"/"+file, keys, buf); found || !ok {
+			return n, ok
+		}
+	}
+	return 0, true // a zombie, or gone
+}
+
+// memoryLines sums the lines of keys (in kB) in a /proc file; found: any
+// of them is there (not in a zombie's file); !ok when it exists but cannot
+// be read.
+func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return 0, false, true // gone
+	}
 	if err != nil {
-		return 0, false
+		return 0, false, false
 	}
 	n, _ := unix.Read(fd, buf)
 	unix.Close(fd)
-	var kB int64
 	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
 		for _, key := range keys {
 			if bytes.HasPrefix(line, key) {
+				found = true
 				f := bytes.Fields(line)
 				if len(f) >= 2 {
 					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
@@ -299,7 +336,7 @@ func processMemory(path string, keys [][]byte, buf []byte) (int64, bool) {
 			}
 		}
 	}
-	return kB << 10, true
+	return kB << 10, found, true
 }
 
 // buildRoot mounts a tmpfs root holding read-only binds of what python
@@ -375,8 +412,9 @@ func buildRoot(spec stageSpec) error {
 	if err := os.Mkdir(shm, 0o700); err != nil {
 		return err
 	}
-	if err := os.Chown(shm, spec.UID, spec.GID); err != nil {
-		return err
+	shmOpts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=700,uid=%d,gid=%d", spec.ShmBytes, policy.WorkInodes, spec.UID, spec.GID)
+	if err := unix.Mount("tmpfs", shm, "tmpfs", workFlags, shmOpts); err != nil {
+		return fmt.Errorf("mount shared memory: %w", err)
 	}
 	if err := os.Symlink(policy.WorkDir, r+"/tmp"); err != nil {
 		return err

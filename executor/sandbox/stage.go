@@ -43,6 +43,7 @@ type stageSpec struct {
 	Files     []string          `json:"files,omitempty"`    // read-only file binds at the same path
 	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
 	WorkBytes int64             `json:"work_bytes,omitempty"`
+	ShmBytes  int64             `json:"shm_bytes,omitempty"` // size of the shared memory tmpfs (see policy.ShmDir)
 	// MemoryBytes bounds the whole run, accounted by the init (0: not).
 	MemoryBytes int64         `json:"memory_bytes,omitempty"`
 	UID         int           `json:"uid"`
