@@ -161,7 +161,7 @@ func store(t *testing.T, tree, name string) {
 // then runblock where COPY puts it. It enters the tree with new mount,
 // PID, network, UTS and IPC namespaces and pivot_root (a chroot would keep
 // the sandbox from creating user namespaces) and, as the image's user,
-// runs doctor, a hello world and the README's pandas+matplotlib example.
+// runs doctor, a hello world and the sandbox manual's pandas+matplotlib example.
 func TestImageRootfs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Debian root filesystem: not with -short")
@@ -280,7 +280,7 @@ func TestImageRootfs(t *testing.T) {
 		}
 	})
 
-	t.Run("README example", func(t *testing.T) {
+	t.Run("the manual's example", func(t *testing.T) {
 		csv, code := readmeExample(t)
 		home := filepath.Join(tree, img.dir)
 		for name, content := range map[string]string{"visits.csv": csv, "example.py": code} {
@@ -290,7 +290,7 @@ func TestImageRootfs(t *testing.T) {
 		}
 		begin := time.Now()
 		out := run(t, "", "runblock", "exec", "--file", "visits.csv", "--out", "out", "example.py")
-		t.Logf("README example (%v):\n%s", time.Since(begin).Round(time.Millisecond), out)
+		t.Logf("the manual's example (%v):\n%s", time.Since(begin).Round(time.Millisecond), out)
 		for _, want := range []string{"mean   151.0", "max    190.0", "visits_trend.csv", "figure-1.png"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the output lacks %q", want)
