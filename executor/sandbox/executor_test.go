@@ -59,7 +59,7 @@ func bothPaths(t *testing.T, test func(t *testing.T, cold bool)) {
 func requireFull(t *testing.T, e *sandbox.Executor) {
 	t.Helper()
 	if r := e.Isolation(); r.Tier != sandbox.TierFull {
-		t.Skipf("needs the full isolation tier; this machine has %q (layers off: see runblock doctor)", r.Tier)
+		sandbox.MissingFullTier(t, "needs the full isolation tier; this machine has %q (layers off: see runblock doctor)", r.Tier)
 	}
 }
 

@@ -61,7 +61,10 @@ var policy = struct {
 	// Python runs as `python <PythonFlags> -c <guard loader> ...`:
 	// isolated mode (no user site, no PYTHON* variables), no site import,
 	// unbuffered stdout and stderr (what a snippet printed survives its
-	// kill; each print is a write).
+	// kill; each print is a write), and no remote debugging (PEP 768,
+	// Python 3.14+: sys.remote_exec into this interpreter; the option, as
+	// -I may hide PYTHON_DISABLE_REMOTE_DEBUG, which Env sets for the
+	// pythons a snippet starts itself; older versions ignore both).
 	PythonFlags []string
 
 	// Namespaces the sandbox's init is started in, named as in
@@ -153,7 +156,7 @@ var policy = struct {
 	Env        []string
 	WorkDirEnv map[string]string
 }{
-	PythonFlags: []string{"-I", "-S", "-u"},
+	PythonFlags: []string{"-I", "-S", "-u", "-X", "disable-remote-debug"},
 
 	Namespaces:  []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"},
 	CloneDenied: []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"},
@@ -227,7 +230,7 @@ var policy = struct {
 
 	Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8",
 		"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1",
-		"VECLIB_MAXIMUM_THREADS=1", "GOTO_NUM_THREADS=1", "MPLBACKEND=Agg"},
+		"VECLIB_MAXIMUM_THREADS=1", "GOTO_NUM_THREADS=1", "MPLBACKEND=Agg", "PYTHON_DISABLE_REMOTE_DEBUG=1"},
 	WorkDirEnv: map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"},
 }
 
