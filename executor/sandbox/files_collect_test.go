@@ -1,0 +1,76 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"testing"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The file tests of issue 20's item 7, on both paths (bothPaths).
+
+// filesByPath maps a result's files by path.
+func filesByPath(res executor.Result) map[string][]byte {
+	m := map[string][]byte{}
+	for _, f := range res.Files {
+		m[f.Path] = f.Content
+	}
+	return m
+}
+
+// TestOpenFilesClosedAtExit: what the snippet wrote through files it left
+// open comes back whole, wherever it held them (builtins, a module, a
+// cycle), ending well or with an exception: buffered data flushed, a gzip
+// and a zip file closed with their trailers.
+func TestOpenFilesClosedAtExit(t *testing.T) {
+	bothPaths(t, testOpenFilesClosedAtExit)
+}
+
+func testOpenFilesClosedAtExit(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	const code = `import builtins, gzip, os, sys, zipfile
+builtins.held = open("on_builtins.txt", "w")
+held.write("builtins")
+sys.held = open("on_sys.bin", "wb", buffering=1 << 16)
+sys.held.write(b"sys")
+cycle = [open("in_cycle.txt", "w")]
+cycle.append(cycle)
+cycle[0].write("cycle")
+os.held = gzip.open("data.gz", "wt")
+os.held.write("gzipped")
+builtins.z = zipfile.ZipFile("a.zip", "w")
+builtins.z.writestr("in.txt", "zipped")
+print("wrote")
+`
+	for _, tt := range []struct{ name, end string }{{"success", ""}, {"exception", "raise ValueError('end')\n"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCode(t, e, executor.Request{Code: code + tt.end})
+			if res.Stdout != "wrote\n" {
+				t.Fatalf("stdout=%q stderr=%s", res.Stdout, res.Stderr)
+			}
+			got := filesByPath(res)
+			for name, want := range map[string]string{"on_builtins.txt": "builtins", "on_sys.bin": "sys", "in_cycle.txt": "cycle"} {
+				if string(got[name]) != want {
+					t.Errorf("%s: %q, want %q", name, got[name], want)
+				}
+			}
+			if gz, err := gzip.NewReader(bytes.NewReader(got["data.gz"])); err != nil {
+				t.Errorf("data.gz (%d bytes): %v", len(got["data.gz"]), err)
+			} else if b, err := io.ReadAll(gz); err != nil || string(b) != "gzipped" {
+				t.Errorf("data.gz holds %q: %v", b, err)
+			}
+			if zr, err := zip.NewReader(bytes.NewReader(got["a.zip"]), int64(len(got["a.zip"]))); err != nil || len(zr.File) != 1 {
+				t.Errorf("a.zip (%d bytes): %v", len(got["a.zip"]), err)
+			} else if f, err := zr.File[0].Open(); err != nil {
+				t.Errorf("a.zip: %v", err)
+			} else if b, _ := io.ReadAll(f); string(b) != "zipped" {
+				t.Errorf("a.zip's in.txt holds %q", b)
+			}
+		})
+	}
+}
