@@ -74,3 +74,57 @@ print("wrote")
 		})
 	}
 }
+
+// TestCollectedPathsNamedAndUnique: a file more than 16 directories deep
+// is named as omitted (it was dropped silently); names that differ only in
+// bytes that are not UTF-8 come back as distinct paths, with those bytes
+// written \xNN (they came back as one path, U+FFFD for each), one that
+// then equals a real name disambiguated; a UTF-8 name is never changed.
+func TestCollectedPathsNamedAndUnique(t *testing.T) {
+	bothPaths(t, testCollectedPathsNamedAndUnique)
+}
+
+func testCollectedPathsNamedAndUnique(t *testing.T, path Config) {
+	e := newHardened(t, path)
+	res := runCode(t, e, executor.Request{Code: `import os
+deep = "/".join("d%d" % i for i in range(20))
+os.makedirs(deep)
+for n in (15, 16, 17):
+    with open("/".join(deep.split("/")[:n]) + "/at%d.txt" % n, "w") as f:
+        f.write("at %d" % n)
+for name, data in ((b"a\xff", b"one"), (b"a\xfe", b"two"), (b"a\\xff", b"literal"), (b"sub\xff", None)):
+    if data is None:
+        os.mkdir(name)
+        name += b"/f\xff"
+        data = b"three"
+    with open(name, "wb") as f:
+        f.write(data)
+print("made")`})
+	if res.Stdout != "made\n" {
+		t.Fatalf("stdout=%q stderr=%s", res.Stdout, res.Stderr)
+	}
+	got := map[string]string{}
+	for _, f := range res.Files {
+		if _, dup := got[f.Path]; dup {
+			t.Errorf("path %q comes back twice", f.Path)
+		}
+		got[f.Path] = string(f.Content)
+	}
+	deep := "d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/"
+	want := map[string]string{
+		`a\xff`: "literal", `a\xff~2`: "one", `a\xfe`: "two", `sub\xff/f\xff`: "three",
+		"d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/at15.txt": "at 15", deep + "at16.txt": "at 16",
+	}
+	if len(got) != len(want) {
+		t.Errorf("files %q, want %q", got, want)
+	}
+	for p, content := range want {
+		if got[p] != content {
+			t.Errorf("%q holds %q, want %q", p, got[p], content)
+		}
+	}
+	tooDeep := executor.OmittedFile{Path: deep + "d16/at17.txt", Size: 5, Reason: executor.OmitTooDeep}
+	if len(res.FilesOmitted) != 1 || res.FilesOmitted[0] != tooDeep {
+		t.Errorf("omitted %+v, want %+v", res.FilesOmitted, tooDeep)
+	}
+}
