@@ -8,6 +8,7 @@ import (
 	"compress/gzip"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor"
 )
@@ -47,11 +48,16 @@ builtins.z = zipfile.ZipFile("a.zip", "w")
 builtins.z.writestr("in.txt", "zipped")
 print("wrote")
 `
-	for _, tt := range []struct{ name, end string }{{"success", ""}, {"exception", "raise ValueError('end')\n"}} {
+	// A daemon thread blocked reading holds its file's lock: closing that
+	// file would wait for ever; nothing it reads needs closing.
+	const reader = "import threading\nr, w = os.pipe()\nthreading.Thread(target=os.fdopen(r, 'rb').read, daemon=True).start()\n"
+	for _, tt := range []struct{ name, end string }{
+		{"success", ""}, {"exception", "raise ValueError('end')\n"}, {"daemon thread reading", reader},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := runCode(t, e, executor.Request{Code: code + tt.end})
-			if res.Stdout != "wrote\n" {
-				t.Fatalf("stdout=%q stderr=%s", res.Stdout, res.Stderr)
+			res := runCode(t, e, executor.Request{Code: code + tt.end, Timeout: 3 * time.Second})
+			if res.Stdout != "wrote\n" || res.Timeout {
+				t.Fatalf("stdout=%q timeout=%v stderr=%s", res.Stdout, res.Timeout, res.Stderr)
 			}
 			got := filesByPath(res)
 			for name, want := range map[string]string{"on_builtins.txt": "builtins", "on_sys.bin": "sys", "in_cycle.txt": "cycle"} {

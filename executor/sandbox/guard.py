@@ -313,16 +313,27 @@ def _runblock_close_files(gc, sys):
     trailers. Wrappers first (a text wrapper before the gzip file beneath
     it, a zip file before its file), and before any collection, whose
     finalizers run in no order (a raw file closed before its buffer loses
-    the buffer). The objects alive before the snippet are frozen, out of
-    gc's lists: the walk sees the snippet's only, and copies none of a
-    fork's shared pages."""
+    the buffer). Files open for reading only are left alone: they hold
+    nothing to write, and a daemon thread blocked reading one holds its
+    lock, which close would wait for. The objects alive before the snippet
+    are frozen, out of gc's lists: the walk sees the snippet's only, and
+    copies none of a fork's shared pages."""
+
+    def writing(obj):
+        try:
+            if isinstance(obj, io.IOBase):
+                return not obj.closed and obj.writable()
+            return zipfile is not None and isinstance(obj, zipfile.ZipFile) and obj.mode != "r"
+        except BaseException:
+            return False
+
     try:
         io = sys.modules["io"]
         zipfile = sys.modules.get("zipfile")
         std = {id(s) for s in (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)}
         files = {}
         for obj in gc.get_objects():
-            if (isinstance(obj, io.IOBase) or (zipfile is not None and isinstance(obj, zipfile.ZipFile))) and id(obj) not in std:
+            if id(obj) not in std and writing(obj):
                 files[id(obj)] = obj
         # What each one wraps: the files among its references and its
         # attributes' (a gzip file's fileobj, a text wrapper's buffer).
