@@ -53,7 +53,8 @@ import (
 //   - is bounded by rlimits: address space (the run's memory limit), CPU
 //     time, file size, open files, processes, no core dumps;
 //   - gets only the environment below: heavy libraries single-threaded,
-//     matplotlib drawing off-screen with its config in the work dir;
+//     matplotlib drawing off-screen with its config in the work dir,
+//     Python's remote debugging (PEP 768) off;
 //   - gets back the files it leaves in its work dir, within the caps of the
 //     executor's Config, read by the service without following symlinks
 //     (see collectFiles); names starting with "_" or "." are scratch.
