@@ -19,6 +19,7 @@ const (
 	OmitNotRegular = "not a regular file"
 	OmitHardLink   = "hard link, not read"
 	OmitUnreadable = "could not be read"
+	OmitTooDeep    = "more than 16 directories deep"
 )
 
 // maxPathBytes and maxPathDepth bound an input file's path.

@@ -1,11 +1,50 @@
 package formatting
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/runblock/runblock/executor"
 )
+
+// FileName is a file name (a path a snippet chose) as it may be shown in
+// text, on a terminal or in a chat message: control characters (newline,
+// carriage return, escape sequences, C1), format characters (right-to-left
+// and other bidirectional overrides, zero-width characters), line and
+// paragraph separators and bytes that are not UTF-8 are written as Go
+// escapes (\n, \x1b, \u202e, \xff), so that a name can neither forge a
+// line of a listing nor drive a terminal. Other names are themselves.
+func FileName(name string) string {
+	if !strings.ContainsFunc(name, unsafeInName) && utf8.ValidString(name) {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, name[i])
+		case unsafeInName(r):
+			if q := strconv.QuoteRune(r); q[1] == '\\' { // '\n', '\x1b', '\u202e'
+				b.WriteString(q[1 : len(q)-1])
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteString(name[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// unsafeInName: the runes FileName escapes.
+func unsafeInName(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
 
 // maxFilesNamed bounds the file names a files note spells out.
 const maxFilesNamed = 5
@@ -42,7 +81,7 @@ func (r result) filesLine(files []executor.OmittedFile, what string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(r.code(f.Path))
+		b.WriteString(r.code(FileName(f.Path)))
 		var why []string
 		if f.Size > 0 {
 			why = append(why, bytesText(f.Size))

@@ -391,7 +391,7 @@ func (b *Bot) save(files []executor.File) (string, error) {
 		if err := root.WriteFile(filepath.FromSlash(f.Path), f.Content, 0o644); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&s, "\n  %s (%s, %d bytes)", filepath.Join(dir, filepath.FromSlash(f.Path)), f.MIME, len(f.Content))
+		fmt.Fprintf(&s, "\n  %s (%s, %d bytes)", formatting.FileName(filepath.Join(dir, filepath.FromSlash(f.Path))), f.MIME, len(f.Content))
 	}
 	return s.String(), nil
 }

@@ -62,3 +62,26 @@ func TestFilesGoToAFreshTempDir(t *testing.T) {
 		t.Errorf("a.txt: %q, %v", data, err)
 	}
 }
+
+// TestSavedFileNamesEscaped: a file name cannot forge a line of the
+// listing or reach the terminal as an escape sequence.
+func TestSavedFileNamesEscaped(t *testing.T) {
+	dir := t.TempDir()
+	name := "a.txt (text/plain, 1 bytes)\n  /etc/passwd\x1b[2J\u202etxt.exe"
+	r := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Files: []executor.File{{Path: name, Size: 1, MIME: "text/plain", Content: []byte("a")}},
+			FilesOmitted: []executor.OmittedFile{{Path: "b\nforged", Reason: "over the file count limit"}}}, nil
+	}}
+	b, out := open(t, strings.NewReader("```python\nx()\n```\n\n"), r, func(c *console.Config) { c.FilesDir = dir })
+	waitDone(t, b)
+	got := out.String()
+	if strings.Contains(got, "\n  /etc/passwd") || strings.Contains(got, "\nforged") || strings.ContainsAny(got, "\x1b\u202e") {
+		t.Errorf("a name reached the console raw:\n%q", got)
+	}
+	if want := `a.txt (text/plain, 1 bytes)\n  /etc/passwd\x1b[2J\u202etxt.exe (text/plain, 1 bytes)`; !strings.Contains(got, want) {
+		t.Errorf("output lacks %q:\n%q", want, got)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "run-1", name)); err != nil || string(data) != "a" {
+		t.Errorf("the file under its real name: %q, %v", data, err)
+	}
+}

@@ -41,6 +41,11 @@ type Config struct {
 	// accounts each run's memory.
 	Cgroup string
 	Logger *slog.Logger
+
+	// unguarded (tests only, no setting) runs snippets without the guard's
+	// refusals, so that the hostile tests prove the kernel layers hold on
+	// their own: the guard is a courtesy, not the boundary.
+	unguarded bool
 }
 
 // Defaults.

@@ -56,11 +56,26 @@ func bothPaths(t *testing.T, test func(t *testing.T, cold bool)) {
 	}
 }
 
+// hostilePaths runs a hostile test as bothPaths does, and again on each
+// path with the guard refusing nothing (sandbox.Unguarded): what holds
+// must be the kernel's doing.
+func hostilePaths(t *testing.T, test func(t *testing.T, path sandbox.Config)) {
+	for _, unguarded := range []bool{false, true} {
+		for _, cold := range []bool{false, true} {
+			path, name := sandbox.Config{DisableForkServer: cold}, map[bool]string{false: "fork", true: "cold"}[cold]
+			if unguarded {
+				path, name = sandbox.Unguarded(path), name+"-unguarded"
+			}
+			t.Run(name, func(t *testing.T) { test(t, path) })
+		}
+	}
+}
+
 // requireFull skips tests of kernel layers the machine lacks.
 func requireFull(t *testing.T, e *sandbox.Executor) {
 	t.Helper()
 	if r := e.Isolation(); r.Tier != sandbox.TierFull {
-		t.Skipf("needs the full isolation tier; this machine has %q (layers off: see runblock doctor)", r.Tier)
+		sandbox.MissingFullTier(t, "needs the full isolation tier; this machine has %q (layers off: see runblock doctor)", r.Tier)
 	}
 }
 
@@ -254,11 +269,11 @@ func leftovers(t *testing.T, marker string) []string {
 }
 
 func TestRunLeavesNoProcesses(t *testing.T) {
-	bothPaths(t, testRunLeavesNoProcesses)
+	hostilePaths(t, testRunLeavesNoProcesses)
 }
 
-func testRunLeavesNoProcesses(t *testing.T, cold bool) {
-	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+func testRunLeavesNoProcesses(t *testing.T, path sandbox.Config) {
+	e := newExecutor(t, path)
 	requireFull(t, e)
 	spawnSleeper := "import sys, os\nsleeper = [sys.executable, '-c', 'import time; time.sleep(60)', MARKER]\n"
 	tests := []struct {
@@ -287,11 +302,11 @@ func testRunLeavesNoProcesses(t *testing.T, cold bool) {
 }
 
 func TestRunForkBomb(t *testing.T) {
-	bothPaths(t, testRunForkBomb)
+	hostilePaths(t, testRunForkBomb)
 }
 
-func testRunForkBomb(t *testing.T, cold bool) {
-	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+func testRunForkBomb(t *testing.T, path sandbox.Config) {
+	e := newExecutor(t, path)
 	requireFull(t, e)
 	marker := fmt.Sprintf("rbbomb%d", time.Now().UnixNano()%1e6)
 	code := fmt.Sprintf("import ctypes\nlibc = ctypes.CDLL(None)\nlibc.prctl(15, b%q)\nprint('bomb', flush=True)\nwhile True:\n    libc.fork()\n", marker)
@@ -308,11 +323,11 @@ func testRunForkBomb(t *testing.T, cold bool) {
 }
 
 func TestRunSecretsStayHidden(t *testing.T) {
-	bothPaths(t, testRunSecretsStayHidden)
+	hostilePaths(t, testRunSecretsStayHidden)
 }
 
-func testRunSecretsStayHidden(t *testing.T, cold bool) {
-	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+func testRunSecretsStayHidden(t *testing.T, path sandbox.Config) {
+	e := newExecutor(t, path)
 	requireFull(t, e)
 	secret := fmt.Sprintf("xoxb-secret-%d", time.Now().UnixNano())
 	t.Setenv("RUNBLOCK_TEST_SLACK_TOKEN", secret)
@@ -351,11 +366,11 @@ print(found)`
 }
 
 func TestRunNetworkIsClosed(t *testing.T) {
-	bothPaths(t, testRunNetworkIsClosed)
+	hostilePaths(t, testRunNetworkIsClosed)
 }
 
-func testRunNetworkIsClosed(t *testing.T, cold bool) {
-	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+func testRunNetworkIsClosed(t *testing.T, path sandbox.Config) {
+	e := newExecutor(t, path)
 	requireFull(t, e)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -381,11 +396,11 @@ except OSError as exc:
 }
 
 func TestRunHostFiles(t *testing.T) {
-	bothPaths(t, testRunHostFiles)
+	hostilePaths(t, testRunHostFiles)
 }
 
-func testRunHostFiles(t *testing.T, cold bool) {
-	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+func testRunHostFiles(t *testing.T, path sandbox.Config) {
+	e := newExecutor(t, path)
 	requireFull(t, e)
 	hostDir := t.TempDir()
 	code := `import sys
@@ -475,11 +490,11 @@ func TestIsolationReport(t *testing.T) {
 }
 
 func TestRunSeccomp(t *testing.T) {
-	bothPaths(t, testRunSeccomp)
+	hostilePaths(t, testRunSeccomp)
 }
 
-func testRunSeccomp(t *testing.T, cold bool) {
-	e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+func testRunSeccomp(t *testing.T, path sandbox.Config) {
+	e := newExecutor(t, path)
 	requireFull(t, e)
 	res := run(t, e, executor.Request{Code: `import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

@@ -48,8 +48,9 @@ func collectFilesAt(root int, lim collectLimits) ([]executor.File, []executor.Om
 	var found []candidate
 	var omitted []executor.OmittedFile
 	budget := 4 * policy.WorkInodes // entries looked at, at most
-	var walk func(fd int, prefix string, depth int) error
-	walk = func(fd int, prefix string, depth int) error {
+	// prefix is the directory's path as it comes back, raw as it is named.
+	var walk func(fd int, prefix, raw string, depth int) error
+	walk = func(fd int, prefix, raw string, depth int) error {
 		f := os.NewFile(uintptr(fd), prefix)
 		defer f.Close()
 		if budget <= 0 {
@@ -61,27 +62,39 @@ func collectFilesAt(root int, lim collectLimits) ([]executor.File, []executor.Om
 		}
 		budget -= len(names)
 		slices.Sort(names)
+		shown := shownNames(names)
 		for _, name := range names {
 			if scratch(name) {
 				continue
 			}
-			rel := prefix + name
+			rel := prefix + shown[name]
 			var st unix.Stat_t
 			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				continue
 			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFREG:
-				found = append(found, candidate{path: rel, size: st.Size, mtime: st.Mtim.Nano()})
+				if depth > collectDepth {
+					omitted = append(omitted, executor.OmittedFile{Path: rel, Size: st.Size, Reason: executor.OmitTooDeep})
+					continue
+				}
+				found = append(found, candidate{path: rel, raw: raw + name, size: st.Size, mtime: st.Mtim.Nano()})
 			case unix.S_IFDIR:
-				if depth >= collectDepth || budget <= 0 {
+				if budget <= 0 {
 					continue
 				}
 				sub, err := openBeneath(fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 				if err != nil {
+					// Named, not skipped (deep down, the descriptors
+					// of the directories above may run out).
+					reason := executor.OmitUnreadable
+					if depth >= collectDepth {
+						reason = executor.OmitTooDeep
+					}
+					omitted = append(omitted, executor.OmittedFile{Path: rel + "/", Reason: reason})
 					continue
 				}
-				if err := walk(sub, rel+"/", depth+1); err != nil {
+				if err := walk(sub, rel+"/", raw+name+"/", depth+1); err != nil {
 					return err
 				}
 			case unix.S_IFLNK:
@@ -96,7 +109,7 @@ func collectFilesAt(root int, lim collectLimits) ([]executor.File, []executor.Om
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := walk(dup, "", 0); err != nil {
+	if err := walk(dup, "", "", 0); err != nil {
 		return nil, nil, err
 	}
 	slices.SortFunc(found, byAppearance)
@@ -109,7 +122,7 @@ func collectFilesAt(root int, lim collectLimits) ([]executor.File, []executor.Om
 		case c.size > left:
 			omitted = append(omitted, executor.OmittedFile{Path: c.path, Size: c.size, Reason: executor.OmitSize})
 		default:
-			content, reason := readBeneath(root, c.path, left)
+			content, reason := readBeneath(root, c.raw, left)
 			if reason != "" {
 				omitted = append(omitted, executor.OmittedFile{Path: c.path, Size: c.size, Reason: reason})
 				continue

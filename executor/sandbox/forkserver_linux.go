@@ -250,7 +250,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	if pl.fontCache != "" {
 		fontCache = policy.FontCacheDir
 	}
-	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", forkServerLoader, pl.py.Guard, string(conf), "forkserver", fontCache, fs.preload}, pl.py.Site)
+	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", forkServerLoader, pl.py.Guard, string(conf), pl.guardMode("forkserver"), fontCache, fs.preload}, pl.py.Site)
 	// The fork server is root of its namespace, and owns its own work dir.
 	// spec.Landlock is the runs' (its init makes each run's ruleset).
 	spec.Seccomp, spec.MemoryBytes, spec.UID, spec.GID = nil, 0, 0, 0

@@ -31,7 +31,7 @@ func newHardened(t *testing.T, cfg Config) *Executor {
 	}
 	t.Cleanup(func() { e.Close() })
 	if e.report.Tier != TierFull {
-		t.Skipf("needs the full isolation tier, have %q", e.report.Tier)
+		MissingFullTier(t, "needs the full isolation tier, have %q", e.report.Tier)
 	}
 	if !cfg.DisableForkServer && e.fork == nil {
 		if e.plan.cgroup != nil {
@@ -42,15 +42,46 @@ func newHardened(t *testing.T, cfg Config) *Executor {
 	return e
 }
 
-// bothPaths runs test on the fork path (each run a fork of the fork
-// server) and on the cold path (each run starts python from scratch):
-// path is the Config that picks it.
-func bothPaths(t *testing.T, test func(t *testing.T, path Config)) {
-	for _, cold := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fork", true: "cold"}[cold], func(t *testing.T) {
-			test(t, Config{DisableForkServer: cold})
-		})
+// fullTierRequired: where CI=true (CI machines of this project have the
+// full tier) or RUNBLOCK_REQUIRE_FULL_TIER=1, a hostile test that would
+// skip for want of the full tier fails instead, so that no run passes with
+// them unrun. (Tests read the environment; the service never does.)
+func fullTierRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("RUNBLOCK_REQUIRE_FULL_TIER") == "1"
+}
+
+// MissingFullTier ends a test that needs the full isolation tier where the
+// machine lacks it: a skip, or a failure where fullTierRequired. Exported
+// for this package's external tests.
+func MissingFullTier(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if fullTierRequired() {
+		t.Fatalf(format+" (a failure, not a skip: CI=true or RUNBLOCK_REQUIRE_FULL_TIER=1 requires the full tier)", args...)
 	}
+	t.Skipf(format, args...)
+}
+
+// bothPaths runs test on the fork path (each run a fork of the fork
+// server) and on the cold path (each run starts python from scratch),
+// each with the guard and without it ("unguarded": the guard refuses
+// nothing, so what holds is the kernel's doing): path is the Config that
+// picks it.
+func bothPaths(t *testing.T, test func(t *testing.T, path Config)) {
+	for _, unguarded := range []bool{false, true} {
+		for _, cold := range []bool{false, true} {
+			name := map[bool]string{false: "fork", true: "cold"}[cold] + map[bool]string{false: "", true: "-unguarded"}[unguarded]
+			t.Run(name, func(t *testing.T) {
+				test(t, Config{DisableForkServer: cold, unguarded: unguarded})
+			})
+		}
+	}
+}
+
+// Unguarded is cfg with the guard refusing nothing (see Config.unguarded),
+// for this package's external tests.
+func Unguarded(cfg Config) Config {
+	cfg.unguarded = true
+	return cfg
 }
 
 // runForked runs req in a fresh fork of e's fork server, never in a
@@ -160,12 +191,18 @@ func TestInheritedDescriptorsStayOutside(t *testing.T) {
 		t.Cleanup(func() { f.Close() })
 		files = append(files, f)
 	}
-	for _, mode := range []string{"run", "run-pooled", "run cold", "run-pooled cold"} {
+	for _, mode := range []string{"run", "run-pooled", "run cold", "run-pooled cold",
+		"run unguarded", "run-pooled unguarded", "run cold unguarded", "run-pooled cold unguarded"} {
 		t.Run(mode, func(t *testing.T) {
+			mode, unguarded := strings.CutSuffix(mode, " unguarded")
 			mode, cold := strings.CutSuffix(mode, " cold")
 			cmd := exec.Command(os.Args[0])
+			cmd.Env = os.Environ()
 			if cold {
-				cmd.Env = append(os.Environ(), helperColdEnv+"=1")
+				cmd.Env = append(cmd.Env, helperColdEnv+"=1")
+			}
+			if unguarded {
+				cmd.Env = append(cmd.Env, helperUnguardedEnv+"=1")
 			}
 			// fds 3..11 of the helper service: where a supervisor's
 			// descriptors and the design's own would meet.
@@ -174,8 +211,8 @@ func TestInheritedDescriptorsStayOutside(t *testing.T) {
 			if h.Err != "" {
 				t.Fatal(h.Err)
 			}
-			if h.Report.Tier == TierNone {
-				t.Skip("no tier")
+			if h.Report.Tier == TierNone || (h.Report.Tier != TierFull && fullTierRequired()) {
+				MissingFullTier(t, "tier %q", h.Report.Tier)
 			}
 			if h.Report.ForkServer.Active == cold && h.Report.Tier == TierFull {
 				t.Fatalf("cold=%v, but the fork server: %+v", cold, h.Report.ForkServer)

@@ -22,6 +22,10 @@ const helperEnv = "RUNBLOCK_SANDBOX_TEST_HELPER"
 // server.
 const helperColdEnv = "RUNBLOCK_SANDBOX_TEST_COLD"
 
+// helperUnguardedEnv set: the helper's guard refuses nothing (see
+// Config.unguarded).
+const helperUnguardedEnv = "RUNBLOCK_SANDBOX_TEST_UNGUARDED"
+
 // TestMain lets this test binary become a sandbox stage when a sandbox
 // re-executes it, or a helper process standing in for the service (started
 // with other descriptors or in another user namespace), and checks that no
@@ -45,7 +49,7 @@ func helper(mode string) int {
 	ctx := context.Background()
 	var out helperOutput
 	defer func() { json.NewEncoder(os.Stdout).Encode(out) }()
-	cfg := Config{AllowUnisolated: true, DisableForkServer: os.Getenv(helperColdEnv) != ""}
+	cfg := Config{AllowUnisolated: true, DisableForkServer: os.Getenv(helperColdEnv) != "", unguarded: os.Getenv(helperUnguardedEnv) != ""}
 	if mode == "doctor" {
 		r, err := Doctor(ctx, cfg)
 		out.Report = r

@@ -139,6 +139,8 @@ type plan struct {
 	// caps bound the files that come back (RUNBLOCK_MAX_FILES,
 	// RUNBLOCK_MAX_FILES_BYTES); 0 files: none come back.
 	caps collectLimits
+	// unguarded is Config.unguarded: the guard refuses nothing.
+	unguarded bool
 }
 
 // transfer bounds what the collector reads: twice the caps, see
@@ -277,6 +279,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	if p.layers == (layerSet{}) {
 		mode = "strict"
 	}
+	mode = p.guardMode(mode)
 	fontCache := p.fontCache
 	if p.layers.Namespaces && fontCache != "" {
 		fontCache = policy.FontCacheDir
@@ -320,6 +323,15 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: policy.WriteFiles}
 	}
 	return spec
+}
+
+// guardMode is the guard's MODE argument for mode: with "+unguarded"
+// when the plan's guard refuses nothing (see guard.py).
+func (p *plan) guardMode(mode string) string {
+	if p.unguarded {
+		return mode + "+unguarded"
+	}
+	return mode
 }
 
 // env is the snippet's environment with its work dir in dir.

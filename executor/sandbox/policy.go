@@ -50,7 +50,8 @@ import (
 //     where the run's memory is accounted, the memory limit where it is
 //     not), CPU time, file size, open files, processes, no core dumps;
 //   - gets only the environment below: heavy libraries single-threaded,
-//     matplotlib drawing off-screen with its config in the work dir;
+//     matplotlib drawing off-screen with its config in the work dir,
+//     Python's remote debugging (PEP 768) off;
 //   - gets back the files it leaves in its work dir, within the caps of the
 //     executor's Config, read by the service without following symlinks
 //     (see collectFiles); names starting with "_" or "." are scratch.
@@ -58,7 +59,10 @@ var policy = struct {
 	// Python runs as `python <PythonFlags> -c <guard loader> ...`:
 	// isolated mode (no user site, no PYTHON* variables), no site import,
 	// unbuffered stdout and stderr (what a snippet printed survives its
-	// kill; each print is a write).
+	// kill; each print is a write), and no remote debugging (PEP 768,
+	// Python 3.14+: sys.remote_exec into this interpreter; the option, as
+	// -I may hide PYTHON_DISABLE_REMOTE_DEBUG, which Env sets for the
+	// pythons a snippet starts itself; older versions ignore both).
 	PythonFlags []string
 
 	// Namespaces the sandbox's init is started in, named as in
@@ -157,7 +161,7 @@ var policy = struct {
 	Env        []string
 	WorkDirEnv map[string]string
 }{
-	PythonFlags: []string{"-I", "-S", "-u"},
+	PythonFlags: []string{"-I", "-S", "-u", "-X", "disable-remote-debug"},
 
 	Namespaces:  []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"},
 	CloneDenied: []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"},
@@ -233,7 +237,7 @@ var policy = struct {
 
 	Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8",
 		"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1",
-		"VECLIB_MAXIMUM_THREADS=1", "GOTO_NUM_THREADS=1", "MPLBACKEND=Agg"},
+		"VECLIB_MAXIMUM_THREADS=1", "GOTO_NUM_THREADS=1", "MPLBACKEND=Agg", "PYTHON_DISABLE_REMOTE_DEBUG=1"},
 	WorkDirEnv: map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"},
 }
 

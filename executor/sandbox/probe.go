@@ -49,6 +49,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		if err == nil {
 			pl.fontCache = fontCache
 			pl.caps = collectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
+			pl.unguarded = cfg.unguarded
 		}
 		return pl, err
 	}

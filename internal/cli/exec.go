@@ -146,11 +146,11 @@ func saveFiles(w io.Writer, dir string, res executor.Result) error {
 			if err := root.WriteFile(f.Path, f.Content, 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "  %s (%s, %d bytes)\n", f.Path, f.MIME, f.Size)
+			fmt.Fprintf(w, "  %s (%s, %d bytes)\n", formatting.FileName(f.Path), f.MIME, f.Size)
 		}
 	}
 	for _, f := range res.FilesOmitted {
-		fmt.Fprintf(w, "  not returned: %s (%s)\n", f.Path, f.Reason)
+		fmt.Fprintf(w, "  not returned: %s (%s)\n", formatting.FileName(f.Path), f.Reason)
 	}
 	return nil
 }

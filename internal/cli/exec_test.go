@@ -131,3 +131,26 @@ func TestExecCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestSaveFilesEscapesNames: exec's listing of a run's files cannot be
+// forged by a name (a newline, an escape sequence), and the files keep
+// their real names on disk.
+func TestSaveFilesEscapesNames(t *testing.T) {
+	dir := t.TempDir()
+	name := "a.txt (text/plain, 1 bytes)\n  /etc/passwd\x1b[2J"
+	var out bytes.Buffer
+	err := saveFiles(&out, dir, executor.Result{Files: []executor.File{{Path: name, MIME: "text/plain", Size: 1, Content: []byte("a")}},
+		FilesOmitted: []executor.OmittedFile{{Path: "b\nforged", Reason: executor.OmitCount}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "files saved in " + dir + ":\n" +
+		`  a.txt (text/plain, 1 bytes)\n  /etc/passwd\x1b[2J (text/plain, 1 bytes)` + "\n" +
+		`  not returned: b\nforged (over the file count limit)` + "\n"
+	if out.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", out.String(), want)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(data) != "a" {
+		t.Errorf("the file under its real name: %q, %v", data, err)
+	}
+}
