@@ -19,6 +19,11 @@ const (
 	OmitNotRegular = "not a regular file"
 	OmitHardLink   = "hard link, not read"
 	OmitUnreadable = "could not be read"
+	// OmitNotNamed is the reason of the one entry that counts the files
+	// left out past the ones named one by one: a run's report to the
+	// service, and so its answer, stays bounded however many files the
+	// snippet left.
+	OmitNotNamed = "not named one by one: too many files left out"
 )
 
 // maxPathBytes and maxPathDepth bound an input file's path.

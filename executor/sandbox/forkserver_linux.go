@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,9 +306,17 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	live.logs.Go(func() {
 		// What the fork server's python says (a failed fork's traceback)
 		// goes to the log, a line at a time.
-		sc := bufio.NewScanner(logR)
-		for sc.Scan() {
-			fs.log.Warn("fork server", "says", sc.Text())
+		// A line is logged in pieces of at most 4 KiB, and the pipe read
+		// to its end, so the fork server never blocks writing to it.
+		r := bufio.NewReaderSize(logR, 4<<10)
+		for {
+			line, err := r.ReadSlice('\n')
+			if len(line) > 0 {
+				fs.log.Warn("fork server", "says", strings.TrimSpace(string(line)))
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				break
+			}
 		}
 		logR.Close()
 	})
@@ -400,6 +409,9 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	}
 	msg, err := json.Marshal(forkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
 		Slot: slot, Collect: fs.plan.transfer()})
+	if err == nil && len(msg) > forkRequestMax {
+		err = fmt.Errorf("a run request of %d bytes, over the bound of %d", len(msg), forkRequestMax)
+	}
 	if err != nil {
 		return p.fail(ends, err)
 	}
@@ -464,9 +476,12 @@ func sandboxForkServer() {
 // with the fork server's init, and the lifeline, which the run's PID 1
 // holds as well.
 const (
-	runFDs      = 7
-	runReport   = 5
-	runLifeline = 6
+	// forkRequestMax bounds a run request (forkRun, JSON) on the control
+	// socket, and the fork server's (forkserver.py) read of it.
+	forkRequestMax = 64 << 10
+	runFDs         = 7
+	runReport      = 5
+	runLifeline    = 6
 )
 
 // serveForks takes run requests from the service on ctl, hands python's
@@ -474,7 +489,7 @@ const (
 // supervises each run. When the service closes ctl, it kills the fork
 // server.
 func serveForks(ctl, zygote int, landlock *landlockSet) {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, forkRequestMax)
 	oob := make([]byte, unix.CmsgSpace(runFDs*4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -494,7 +509,7 @@ func serveForks(ctl, zygote int, landlock *landlockSet) {
 			continue
 		}
 		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
-		buf = make([]byte, 64<<10)
+		buf = make([]byte, forkRequestMax)
 	}
 }
 
@@ -531,8 +546,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	defer unix.Close(report)
 	defer unix.Close(lifeline)
 	fail := func(err error) {
-		b, _ := json.Marshal(initStatus{Error: err.Error()})
-		syscall.Write(report, append(b, '\n'))
+		syscall.Write(report, encodeReport(initStatus{Error: err.Error()}, collectLimits{}))
 	}
 	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -613,12 +627,17 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	}
 	if run.Collect.MaxFiles > 0 {
 		if st.Files, st.Omitted, err = collectFilesAt(work, run.Collect); err != nil {
-			fail(fmt.Errorf("read the work dir: %w", err))
-			return
+			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
-	b, _ := json.Marshal(st)
-	syscall.Write(report, append(b, '\n'))
+	b := encodeReport(st, run.Collect)
+	syscall.Write(report, b)
+	// This init lives on: what collecting many files and writing a large
+	// report took goes back to the system now, not at the runtime's
+	// leisure, so that no run leaves memory behind in it.
+	if len(b) >= 64<<10 {
+		debug.FreeOSMemory()
+	}
 }
 
 // lockForkedRun sets python's rlimits and answers its hello with its
