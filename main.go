@@ -654,6 +654,7 @@ func runExecutor(ctx context.Context, c *cli, args []string) int {
 			MemoryBytes:  cfg.Executor.MemoryBytes,
 			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
 		},
+		Ready:     ex.Ready,
 		Isolation: ex.Isolation().Tier,
 		Metrics:   reg.Handler(),
 		Logger:    logger.With("component", "api"),

@@ -57,9 +57,21 @@ type forkServer struct {
 	preload string
 	log     *slog.Logger
 
+	// maxRuns is how many runs a fork server forks before a new one,
+	// with a hash secret of its own, takes over: the secret is the one
+	// thing its runs share (see forkServer).
+	maxRuns int64
+	// start starts one fork server: launch, or a test's stand-in.
+	start func(context.Context) (*fsProc, error)
+	// answerTimeout bounds how long a run waits for the fork server to
+	// take its request and fork it ready: past it the fork server is
+	// taken for stuck, killed and started again, and the run starts from
+	// scratch.
+	answerTimeout time.Duration
+
 	mu     sync.Mutex
 	live   *fsProc       // nil while down
-	rotate chan struct{} // the live one has forked forkServerRuns runs
+	rotate chan struct{} // the live one has forked maxRuns runs or more
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -77,10 +89,8 @@ type fsProc struct {
 	runs   sync.WaitGroup // its runs not yet destroyed
 }
 
-// forkServerRuns is how many runs a fork server forks before a new one,
-// with a hash secret of its own, takes over: the secret is the one thing
-// its runs share (see forkServer).
-var forkServerRuns int64 = 1000
+// forkServerRuns is forkServer.maxRuns.
+const forkServerRuns = 1000
 
 // forkServerUIDBase is the first uid of the fork server's user namespace
 // mapped to the snippets' host uids: uid forkServerUIDBase+slot is host uid
@@ -89,6 +99,10 @@ const forkServerUIDBase = 1 << 20
 
 // forkServerRestart bounds how fast a dying fork server is started again.
 const forkServerRestart = time.Second
+
+// forkServerAnswer is forkServer.answerTimeout: a fork takes milliseconds,
+// a pre-forked one copying its preloads' pages well under a second.
+const forkServerAnswer = 10 * time.Second
 
 // startForkServer starts the fork server of pl, with preload imported, and
 // keeps it running until close.
@@ -99,8 +113,10 @@ func startForkServer(ctx context.Context, pl *plan, preload []string, log *slog.
 	if pl.cgroup != nil {
 		return nil, errors.New("each run gets its own cgroup, which a fork cannot be placed in here")
 	}
-	fs := &forkServer{plan: pl, preload: strings.Join(preload, ","), log: log, rotate: make(chan struct{}, 1)}
-	live, err := fs.launch(ctx)
+	fs := &forkServer{plan: pl, preload: strings.Join(preload, ","), log: log, maxRuns: forkServerRuns,
+		answerTimeout: forkServerAnswer, rotate: make(chan struct{}, 1)}
+	fs.start = fs.launch
+	live, err := fs.start(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +128,7 @@ func startForkServer(ctx context.Context, pl *plan, preload []string, log *slog.
 }
 
 // keep starts the fork server again whenever it dies, and replaces it
-// after forkServerRuns runs, until ctx ends. A replaced one ends once the
+// after maxRuns runs, until ctx ends. A replaced one ends once the
 // runs forked from it are destroyed.
 func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 	retry := time.NewTimer(0)
@@ -122,7 +138,7 @@ func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 		select {
 		case <-live.done:
 		case <-fs.rotate:
-			next, err := fs.launch(ctx)
+			next, err := fs.start(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					fs.log.Error("start the next fork server", "err", err)
@@ -152,7 +168,7 @@ func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 			case <-ctx.Done():
 				return
 			}
-			next, err := fs.launch(ctx)
+			next, err := fs.start(ctx)
 			if err == nil {
 				live = next
 				break
@@ -378,7 +394,9 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	if live == nil {
 		return nil, errForkServerDown
 	}
-	if live.forks.Add(1) == forkServerRuns {
+	// Every run from the maxRuns-th on asks for a replacement, so one
+	// that fails to start is asked for again by the next run.
+	if live.forks.Add(1) >= fs.maxRuns {
 		select {
 		case fs.rotate <- struct{}{}:
 		default: // a replacement is already asked for
@@ -417,15 +435,45 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	}
 	fds := []int{int(ends.stdin.Fd()), int(ends.stdout.Fd()), int(ends.stderr.Fd()), int(ends.request.Fd()),
 		int(ends.status.Fd()), int(ends.init.Fd()), int(lifeR.Fd())}
-	err = unix.Sendmsg(int(live.ctl.Fd()), msg, unix.UnixRights(fds...), nil, 0)
+	// A fork server whose queue is full is not taking requests: stuck.
+	err = unix.Sendmsg(int(live.ctl.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_DONTWAIT)
 	ends.close()
+	if errors.Is(err, unix.EAGAIN) {
+		p.destroy()
+		return nil, fs.stuck(live, errors.New("its requests are not read"))
+	}
 	if err != nil {
 		p.destroy()
 		return nil, fmt.Errorf("%w: %w", errForkServerDown, err)
 	}
 	p.forked = true
-	return p.ready(ctx, keep)
+	// Past the deadline the fork server is killed, which ends the wait.
+	why := fmt.Errorf("no run ready in %s", fs.answerTimeout)
+	deadline := time.AfterFunc(fs.answerTimeout, func() { fs.stuck(live, why) })
+	p, err = p.ready(ctx, keep)
+	if !deadline.Stop() && err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w: %w", errForkServerDown, why)
+	}
+	return p, err
 }
+
+// stuck takes live, which stopped answering, out of service: runs start
+// from scratch at once, and it is killed (its runs with it: each is
+// started again from scratch, see Executor.Run), so that keep starts it
+// again. It returns the error of the run that found it so.
+func (fs *forkServer) stuck(live *fsProc, why error) error {
+	fs.mu.Lock()
+	if fs.live == live {
+		fs.live = nil
+		fs.log.Warn("the fork server stopped answering; starting it again (runs start from scratch meanwhile)", "why", why)
+	}
+	fs.mu.Unlock()
+	live.kill()
+	return fmt.Errorf("%w: %w", errForkServerDown, why)
+}
+
+// up reports whether a fork server takes runs now.
+func (fs *forkServer) up() bool { return fs.current() != nil }
 
 // sandboxForkServer is the fork server's init: PID 1 of its namespaces,
 // root of its user namespace. It builds the minimal root as a run's init

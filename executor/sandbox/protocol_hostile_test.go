@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,4 +100,90 @@ func vmRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatalf("no VmRSS for %d", pid)
 	return 0
+}
+
+// TestStoppedForkServer: a fork server that stops answering (SIGSTOP) does
+// not block runs: the request is time-bound, the run starts from scratch,
+// the executor says it is not ready while the fork server is started
+// again, and forks resume.
+func TestStoppedForkServer(t *testing.T) {
+	e := newHardened(t, Config{})
+	if e.fork == nil {
+		t.Skipf("no fork server here: %s", e.report.ForkServer.Detail)
+	}
+	e.fork.answerTimeout = 500 * time.Millisecond
+	live := e.fork.current()
+	zygote := childOf(t, live.cmd.Process.Pid)
+	if err := syscall.Kill(zygote, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Readiness is watched throughout: the restart comes a second after.
+	notReady := make(chan struct{})
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if e.Ready() != nil {
+				close(notReady)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-watched }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := e.Run(ctx, executor.Request{Code: "print('from scratch')"})
+	if err != nil || res.Stdout != "from scratch\n" {
+		t.Fatalf("run while the fork server is stopped: %+v, %v", res, err)
+	}
+	select {
+	case <-notReady:
+	case <-ctx.Done():
+		t.Fatal("the executor stayed ready with its fork server stopped")
+	}
+	if !waitFor(ctx, func() bool { c := e.fork.current(); return c != nil && c != live }) {
+		t.Fatal("the stopped fork server was not started again")
+	}
+	if e.Ready() != nil {
+		t.Fatalf("not ready with a new fork server: %v", e.Ready())
+	}
+	if res := runForked(t, e, executor.Request{Code: "print('forked again')"}); res.Stdout != "forked again\n" {
+		t.Fatalf("run through the new fork server: %+v", res)
+	}
+}
+
+// childOf is the one child of pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, d := range entries {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	if len(kids) != 1 {
+		t.Fatalf("%d has children %v, want one", pid, kids)
+	}
+	return kids[0]
 }
