@@ -263,6 +263,8 @@ func (h *Handler) runError(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, message: e.Message, retryAfter: max(e.RetryAfter, time.Second)}
 	case executor.ErrTooLarge:
 		return &apiError{status: http.StatusRequestEntityTooLarge, message: e.Message}
+	case executor.ErrInvalid:
+		return &apiError{status: http.StatusBadRequest, message: e.Message}
 	case executor.ErrShutdown, executor.ErrUnavailable:
 		return &apiError{status: http.StatusServiceUnavailable, message: e.Message, retryAfter: time.Second}
 	case executor.ErrCanceled:

@@ -4,8 +4,8 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -93,19 +93,16 @@ func (p program) request(lim limits) (executor.Request, error) {
 	return req, nil
 }
 
-// checkPath validates an input file's path: relative, inside the work dir.
-func checkPath(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("a file has an empty path")
-	case strings.ContainsRune(p, 0):
-		return fmt.Errorf("file path %q contains a NUL byte", p)
-	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("file path %q must be relative to the work dir", p)
-	case path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == "..":
-		return fmt.Errorf("file path %q must be a clean path inside the work dir (no .., no //)", p)
+// checkPaths applies the input-file rules (executor.CheckInputPaths) to
+// the paths of a request's files, an error naming the field (field is
+// "files[%d].path" or the like) answered 400.
+func checkPaths(field string, paths []string) error {
+	err := executor.CheckInputPaths(paths)
+	var pe *executor.PathError
+	if errors.As(err, &pe) {
+		return badRequest("%s: %s", fmt.Sprintf(field, pe.Index), pe.Error())
 	}
-	return nil
+	return err
 }
 
 // pythonArgs parses a python command line (without the executable) into a

@@ -2,8 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -43,5 +46,48 @@ func TestReadyzFollowsTheSandbox(t *testing.T) {
 		if got := do(t, http.MethodGet, url, "").status; got != tt.want {
 			t.Errorf("sandbox down %v: /readyz %d, want %d", tt.down, got, tt.want)
 		}
+	}
+}
+
+// TestInputPathsAreClientErrors: an input file path the sandbox refuses is
+// a 400 naming the field on all three APIs, logged at most as debug, and
+// nothing runs.
+func TestInputPathsAreClientErrors(t *testing.T) {
+	var runs atomic.Int32
+	r := canaryOK(func(context.Context, executor.Request) (executor.Result, error) {
+		runs.Add(1)
+		return executor.Result{Success: true}, nil
+	})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{})
+	quote := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	bad := [][]string{
+		{"a\tb"}, {`a\b`}, {" lead"}, {strings.Repeat("n", 300)}, {"1/2/3/4/5/6/7/8/9"},
+		{"a", "a"}, {"a", "a/b"}, {"/abs"}, {"../up"},
+	}
+	for _, paths := range bad {
+		var native, snekbox, piston []string
+		piston = append(piston, `{"content":"1"}`)
+		for _, p := range paths {
+			native = append(native, `{"path":`+quote(p)+`,"content":"x"}`)
+			snekbox = append(snekbox, `{"path":`+quote(p)+`,"content":"eA=="}`)
+			piston = append(piston, `{"name":`+quote(p)+`,"content":"x"}`)
+		}
+		at := len(paths) - 1 // the bad one is the last
+		for _, c := range []struct{ url, body, field string }{
+			{"/v1/run", `{"code":"1","files":[` + strings.Join(native, ",") + `]}`, fmt.Sprintf("files[%d].path", at)},
+			{"/eval", `{"input":"1","files":[` + strings.Join(snekbox, ",") + `]}`, fmt.Sprintf("files[%d].path", at)},
+			{"/api/v2/execute", `{"language":"python","version":"*","files":[` + strings.Join(piston, ",") + `]}`, fmt.Sprintf("files[%d].name", at+1)},
+		} {
+			resp := post(t, s.url+c.url, c.body)
+			if resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), c.field) {
+				t.Errorf("%s with files %q: %d %s, want 400 naming %s", c.url, paths, resp.status, resp.body, c.field)
+			}
+		}
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("%d runs of requests with bad input paths", n)
+	}
+	if strings.Contains(s.log.String(), "level=ERROR") {
+		t.Errorf("client errors logged as errors:\n%s", s.log.String())
 	}
 }
