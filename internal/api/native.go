@@ -80,7 +80,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func nativeErrors(w http.ResponseWriter, status int, message string) {
+func nativeErrors(w *answer, status int, message string) {
 	code := "internal"
 	switch status {
 	case http.StatusBadRequest:
@@ -97,7 +97,7 @@ func nativeErrors(w http.ResponseWriter, status int, message string) {
 	writeJSON(w, status, ErrorResponse{Error: message, Code: code})
 }
 
-func (h *Handler) native(w http.ResponseWriter, r *http.Request, client string) error {
+func (h *Handler) native(w *answer, r *http.Request, client string) error {
 	var body RunRequest
 	if err := decode(r, &body, true); err != nil {
 		return err

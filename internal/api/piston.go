@@ -54,11 +54,11 @@ type pistonRuntime struct {
 
 var pythonAliases = []string{"py", "py3", "python3"}
 
-func pistonErrors(w http.ResponseWriter, status int, message string) {
+func pistonErrors(w *answer, status int, message string) {
 	writeJSON(w, status, map[string]string{"message": message})
 }
 
-func (h *Handler) runtimes(w http.ResponseWriter, _ *http.Request, _ string) error {
+func (h *Handler) runtimes(w *answer, _ *http.Request, _ string) error {
 	writeJSON(w, http.StatusOK, []pistonRuntime{{Language: "python", Version: h.cfg.PythonVersion, Aliases: pythonAliases}})
 	return nil
 }
@@ -71,7 +71,7 @@ func (h *Handler) servesVersion(v string) bool {
 	return v == "" || v == "*" || v == "x" || v == "3" || strings.HasPrefix(v, "3.") || strings.HasPrefix(v, "^3") || strings.HasPrefix(v, "~3")
 }
 
-func (h *Handler) piston(w http.ResponseWriter, r *http.Request, client string) error {
+func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 	var body pistonRequest
 	if err := decode(r, &body, false); err != nil {
 		return err

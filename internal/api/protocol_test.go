@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/api"
@@ -89,5 +92,67 @@ func TestInputPathsAreClientErrors(t *testing.T) {
 	}
 	if strings.Contains(s.log.String(), "level=ERROR") {
 		t.Errorf("client errors logged as errors:\n%s", s.log.String())
+	}
+}
+
+// TestUnreadAnswersAreFreed: clients that never read their answer do not
+// pin it: each answer has a write deadline (short here), past which its
+// connection is closed and its memory freed, and the answers in flight
+// stay within their budget meanwhile. Real TCP clients on 127.0.0.1 that
+// send a run and never read.
+func TestUnreadAnswersAreFreed(t *testing.T) {
+	const clients, answer = 16, 8 << 20
+	out := strings.Repeat("x", answer) // shared by every result: what an answer pins is its encoding
+	r := canaryOK(func(context.Context, executor.Request) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: out}, nil
+	})
+	// One run at a time: what is encoded at once is an answer or two,
+	// the rest is what the answers in flight pin.
+	s := open(t, r, executor.Config{Concurrency: 1, QueueSize: 4 * clients},
+		api.Config{AnswerGrace: 300 * time.Millisecond, AnswerRate: 1 << 40, AnswerBytes: 16 << 20})
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	addr := strings.TrimPrefix(s.url, "http://")
+	body := `{"code":"print('x' * 8388608)"}`
+	for range clients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// A small receive buffer: the answer stays in the server.
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4 << 10)
+		}
+		fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+	}
+	var peak int64
+	deadline := time.Now().Add(testTimeout)
+	for {
+		now := heap()
+		peak = max(peak, now)
+		if strings.Count(s.log.String(), "the client did not take its answer")+strings.Count(s.log.String(), "found no room") == clients &&
+			now-before < 16<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the heap stayed at %d MiB (from %d MiB) with %d clients not reading", now>>20, before>>20, clients)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("heap: %d MiB before, %d MiB at most, %d MiB once the deadlines passed", before>>20, peak>>20, heap()>>20)
+	// Encoded answers in flight stay within AnswerBytes, plus the answer
+	// or two being encoded (~24 MiB each, the encoder's buffer growing);
+	// without the budget, the 16 answers alone pinned 128 MiB.
+	if peak-before > 80<<20 {
+		t.Errorf("the heap grew by %d MiB with 16 MiB of answers allowed in flight", (peak-before)>>20)
+	}
+	if resp := post(t, s.url+"/v1/run", `{"code":"1"}`); resp.status != http.StatusOK {
+		t.Errorf("a client that reads: %d", resp.status)
 	}
 }

@@ -39,13 +39,13 @@ type snekboxFile struct {
 }
 
 // snekboxErrors answers as snekbox's web framework (falcon) does.
-func snekboxErrors(w http.ResponseWriter, status int, message string) {
+func snekboxErrors(w *answer, status int, message string) {
 	writeJSON(w, status, map[string]string{"title": http.StatusText(status), "description": message})
 }
 
 var pythonExecutable = regexp.MustCompile(`^python(3(\.[0-9]+)?)?$`)
 
-func (h *Handler) snekbox(w http.ResponseWriter, r *http.Request, client string) error {
+func (h *Handler) snekbox(w *answer, r *http.Request, client string) error {
 	var body snekboxRequest
 	if err := decode(r, &body, false); err != nil {
 		return err
