@@ -623,8 +623,8 @@ func runExecutor(ctx context.Context, c *cli, args []string) int {
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
 	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
-	// files and argv travel to the sandbox inside a launcher too, in base64.
-	ec.MaxCodeBytes = 3*cfg.Executor.MaxCodeBytes + 64<<10
+	// a request that is more than a plain snippet goes with its launcher.
+	ec.MaxCodeBytes = cfg.Executor.MaxCodeBytes + api.LauncherBytes
 	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
 		logger.Error("start-up failed", "err", err)

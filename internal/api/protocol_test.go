@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -154,5 +156,33 @@ func TestUnreadAnswersAreFreed(t *testing.T) {
 	}
 	if resp := post(t, s.url+"/v1/run", `{"code":"1"}`); resp.status != http.StatusOK {
 		t.Errorf("a client that reads: %d", resp.status)
+	}
+}
+
+// TestLimitIsWhatItSays: a request within the API's MaxCodeBytes (code,
+// stdin and files) runs on an executor whose own limit is that plus the
+// launcher: files and arguments go to the sandbox once, not twice.
+func TestLimitIsWhatItSays(t *testing.T) {
+	const limit = 64 << 10
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 5 * time.Second, MaxCodeBytes: limit + api.LauncherBytes, AllowUnisolated: true,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("executor: %v", err)
+	}
+	t.Cleanup(func() { _ = ex.Close() })
+	s := open(t, ex, executor.Config{Concurrency: 1}, api.Config{Timeout: 5 * time.Second, MaxCodeBytes: limit})
+	code := "import sys\nprint(sys.argv, len(open('data/in.txt').read()))\n#" + strings.Repeat("c", 30<<10)
+	body, _ := json.Marshal(api.RunRequest{Code: code, Args: []string{"a", "b"},
+		Files: []api.RunFile{{Path: "data/in.txt", Content: strings.Repeat("d", limit-len(code)-100)}}, Stdin: strings.Repeat("s", 99)})
+	m := post(t, s.url+"/v1/run", string(body)).json(t)
+	want := fmt.Sprintf("['-c', 'a', 'b'] %d\n", limit-len(code)-100)
+	if m["success"] != true || m["stdout"] != want {
+		t.Fatalf("a request within the limit: %v, want stdout %q", m, want)
+	}
+	files, _ := m["files"].([]any)
+	if len(files) != 0 {
+		t.Errorf("the input file came back as written: %v", files)
 	}
 }
