@@ -94,19 +94,19 @@ def _runblock_forkserver(config):
     posix.close(4)
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 8)
+            msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 1)
         except InterruptedError:
             continue
         if not msg:
             posix._exit(0)  # its init closed its end: the service is done
         try:
-            if len(fds) != 7:
-                raise ValueError(f"a run needs 7 descriptors, got {len(fds)}")
+            if len(fds) != conf["run_fds"]:
+                raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
             if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
                 fds = []  # python holds them as 0 to 4 now
                 return  # in a run's python: the guard runs the snippet
         except Exception as exc:
-            if len(fds) == 7:
+            if len(fds) == conf["run_fds"]:
                 _runblock_fork_failed(fds[5], exc)
         finally:
             for fd in fds:

@@ -224,6 +224,8 @@ type forkServerConf struct {
 	IDBase      int      `json:"id_base"`
 	RunInit     string   `json:"run_init"` // argv[0] of the service's binary as a run's init
 	StageEnv    []string `json:"stage_env"`
+	RequestMax  int      `json:"request_max"` // forkRequestMax: the most a run request takes
+	RunFDs      int      `json:"run_fds"`     // descriptors of a run request: python's 0 to 4, its back channel, the lifeline
 }
 
 // forkRlimit is one of a run's rlimits, set as soft = hard.
@@ -254,7 +256,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	conf, err := json.Marshal(forkServerConf{
 		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
-		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
+		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase, RequestMax: forkRequestMax, RunFDs: runReport + 2,
 	})
 	if err != nil {
 		return nil, err
