@@ -20,6 +20,9 @@ type answer struct {
 	r *http.Request
 }
 
+// Unwrap is the server's own writer, for http.ResponseController.
+func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
 // write sends v as JSON with status. The answer takes its room in the
 // answers' budget before it is encoded (at least what answerSize says of
 // it, the rest once encoded), waiting for it until its deadline; then it

@@ -173,10 +173,10 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 		}
 		// A run may wait in the queue: the server's WriteTimeout must not
 		// cut it. The answer gets a deadline of its own (answer.write).
-		if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+		if err := http.NewResponseController(rw).SetWriteDeadline(time.Time{}); err != nil {
 			h.log.Debug("clearing write deadline", "err", err)
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody())
+		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody())
 		err := fn(w, r, client)
 		if err == nil {
 			return

@@ -157,6 +157,13 @@ func TestUnreadAnswersAreFreed(t *testing.T) {
 	if resp := post(t, s.url+"/v1/run", `{"code":"1"}`); resp.status != http.StatusOK {
 		t.Errorf("a client that reads: %d", resp.status)
 	}
+	// The server's own write timeout is lifted for the wait in the queue,
+	// and the answer's deadline set, on the connection itself.
+	for _, failed := range []string{"clearing write deadline", "setting the answer's write deadline"} {
+		if strings.Contains(s.log.String(), failed) {
+			t.Errorf("%s failed:\n%s", failed, s.log.String())
+		}
+	}
 }
 
 // TestLimitIsWhatItSays: a request within the API's MaxCodeBytes (code,
