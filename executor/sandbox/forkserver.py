@@ -125,8 +125,11 @@ def _runblock_fork_failed(fd, exc):
     while tb is not None:
         where = f" (in {tb.tb_frame.f_code.co_name}, line {tb.tb_lineno})"
         tb = tb.tb_next
+    # The init reads one datagram of 4096 bytes (forkHelloMax): 600
+    # characters are at most 3600 bytes in JSON.
+    message = f"fork server: {exc}{where}"[:600]
     try:
-        posix.write(fd, json.dumps({"error": f"fork server: {exc}{where}"}).encode() + b"\n")
+        posix.write(fd, json.dumps({"error": message}).encode() + b"\n")
     except OSError:
         pass
 

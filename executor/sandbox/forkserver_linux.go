@@ -578,6 +578,10 @@ func receivedFDs(oob []byte) []int {
 	return fds
 }
 
+// forkHelloMax bounds python's hello, one datagram; forkserver.py cuts
+// its error to fit.
+const forkHelloMax = 4096
+
 // forkHello is what a forked python says on its back channel once it
 // mounted its /proc and work dir, with its credentials (its pid, as this
 // init sees it) and its work dir; or why it could not.
@@ -631,7 +635,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 			return // killed before python said hello
 		}
 	}
-	buf := make([]byte, 4096)
+	buf := make([]byte, forkHelloMax)
 	oob := make([]byte, unix.CmsgSpace(4)+unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
