@@ -41,6 +41,11 @@ type Config struct {
 	UserRate    float64 // runs per second per user (RUNBLOCK_USER_RATE "5/min" -> 5/60); <= 0 is unlimited
 	UserBurst   int     // RUNBLOCK_USER_BURST, at least 1 when UserRate is set
 	MaxPerUser  int     // queued-or-running jobs per user, default 1
+	// MaxQueuedPerUser is a user's share of the queue: the jobs it may
+	// have waiting (not running), so that one user (an API client) cannot
+	// fill the queue and turn everyone else away. 0: half the queue, at
+	// least 1.
+	MaxQueuedPerUser int
 	// RunTimeout is the longest a run lasts unless its Request sets a
 	// Timeout (the executor's timeout); a user refused for MaxPerUser is
 	// told to retry when their first job will have ended. 0: estimated
@@ -87,6 +92,7 @@ type Scheduler struct {
 	concurrency int
 	queueSize   int
 	maxPerUser  int
+	maxQueued   int // per user
 	runTimeout  time.Duration
 	userRate    rate.Limit
 	userBurst   int
@@ -156,6 +162,7 @@ func NewScheduler(r Runner, cfg Config) *Scheduler {
 		concurrency: cfg.Concurrency,
 		queueSize:   cfg.QueueSize,
 		maxPerUser:  cfg.MaxPerUser,
+		maxQueued:   cfg.MaxQueuedPerUser,
 		runTimeout:  cfg.RunTimeout,
 		userRate:    rate.Limit(cfg.UserRate),
 		userBurst:   cfg.UserBurst,
@@ -175,6 +182,9 @@ func NewScheduler(r Runner, cfg Config) *Scheduler {
 	}
 	if s.maxPerUser <= 0 {
 		s.maxPerUser = 1
+	}
+	if s.maxQueued <= 0 {
+		s.maxQueued = max(s.queueSize/2, 1)
 	}
 	if s.userBurst <= 0 {
 		s.userBurst = 1
@@ -273,6 +283,12 @@ func (s *Scheduler) admit(job Job) (*task, error) {
 		} else {
 			e = Errorf(ErrRateLimited, "you already have %d snippets queued or running", s.maxPerUser)
 		}
+		e.RetryAfter = s.userFreeLocked(u, now)
+		return nil, e
+	}
+	// A user with a job waiting would queue this one too.
+	if u != nil && u.queued >= s.maxQueued {
+		e := Errorf(ErrRateLimited, "you already have %d snippets waiting, your share of the queue", u.queued)
 		e.RetryAfter = s.userFreeLocked(u, now)
 		return nil, e
 	}

@@ -7,8 +7,11 @@
 // executor per address the name resolves to, re-resolved periodically. A
 // run goes to the least-loaded healthy executor (its /readyz load and this
 // runner's own runs in flight); a full one (429) or a draining one (503) is
-// skipped; one that dies mid-run costs one retry on another, which is safe
-// as a run has no effect outside its sandbox. Otherwise the run fails with
+// skipped; one that dies mid-run (the connection lost, or an error that is
+// not the executor's own answer) costs one retry on another, which is safe
+// as a run has no effect outside its sandbox. An executor that answered,
+// with a result or with an error of its own, is never retried elsewhere
+// and keeps its place. Otherwise the run fails with
 // executor.ErrUnavailable: "executor unavailable, try again".
 package remote
 
@@ -542,7 +545,16 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte) (executo
 	case http.StatusRequestEntityTooLarge:
 		return executor.Result{}, refused, executor.Errorf(executor.ErrTooLarge, "%s", msg)
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
-		// The executor failed, not the request: worth the one retry.
+		if er.Code != "" {
+			// The executor itself answered: it is alive and this run
+			// failed there. Another executor would only fail it again
+			// (the same snippet), so no retry, and no word on the
+			// executor's health.
+			r.log.Warn("executor failed the run", "url", base, "status", resp.StatusCode, "err", msg)
+			return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", resp.StatusCode, msg)}
+		}
+		// No answer of the executor's own (a proxy's, or one cut short):
+		// the executor went away, worth the one retry.
 		return executor.Result{}, died, fmt.Errorf("%s: %d %s", base, resp.StatusCode, msg)
 	}
 	r.log.Error("executor refused the run", "url", base, "status", resp.StatusCode, "err", msg)

@@ -205,8 +205,9 @@ func TestDeathMidRunRetriesOnce(t *testing.T) {
 		t.Errorf("the dead executor was tried again: %d runs, %v", dead.runs.Load(), err)
 	}
 
-	// An executor failing the run (500) costs the retry too.
-	broken := newFake(t, 8, status(http.StatusInternalServerError))
+	// A proxy's 502 in front of an executor that went away costs the
+	// retry too.
+	broken := newFake(t, 8, status(http.StatusBadGateway))
 	r3 := open(t, remote.Config{URLs: []string{broken.srv.URL, ok.srv.URL}})
 	if res, err := run(t, r3, "z"); err != nil || res.Stdout != "ok:z" || broken.runs.Load() != 1 {
 		t.Fatalf("run = %+v, %v; broken got %d runs", res, err, broken.runs.Load())
@@ -224,6 +225,29 @@ func TestDeathMidRunRetriesOnce(t *testing.T) {
 	}
 	if n := d1.runs.Load() + d2.runs.Load() + d3.runs.Load(); n != 2 {
 		t.Errorf("%d attempts, want 2", n)
+	}
+}
+
+// TestExecutorsOwnErrorIsNotRetried: an executor that answered a run with
+// an error of its own (500, code "internal") is alive: the run is not
+// sent to a second one (a snippet that fails one would fail it too) and
+// the executor stays in the choice.
+func TestExecutorsOwnErrorIsNotRetried(t *testing.T) {
+	failing := newFake(t, 8, func(w http.ResponseWriter, _ *http.Request, _ api.RunRequest) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(api.ErrorResponse{Error: "internal error", Code: "internal"})
+	})
+	other := newFake(t, 8, echo("other"))
+	other.set(true, 9) // the busiest by its report: picked last
+	r := open(t, remote.Config{URLs: []string{failing.srv.URL, other.srv.URL}})
+	for i := range 2 {
+		_, err := run(t, r, "x")
+		if executor.ErrorCode(err) != executor.ErrInternal || other.runs.Load() != 0 || failing.runs.Load() != int32(i+1) {
+			t.Fatalf("run %d: err = %v, runs %d and %d: want internal, on the failing executor only", i, err, failing.runs.Load(), other.runs.Load())
+		}
+	}
+	if r.Capacity() != 16 {
+		t.Errorf("capacity %d after the executor's own errors: want both executors still counted", r.Capacity())
 	}
 }
 

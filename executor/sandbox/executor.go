@@ -266,6 +266,17 @@ func (e *Executor) Close() error {
 	return nil
 }
 
+// Ready is nil while the executor serves runs as configured, and says why
+// not while its fork server is down (stuck or dead, being started again):
+// runs then start from scratch, slower, so a service reports itself not
+// ready meanwhile.
+func (e *Executor) Ready() error {
+	if e.fork != nil && !e.fork.up() {
+		return errForkServerDown
+	}
+	return nil
+}
+
 // Isolation reports the active tier and layers.
 func (e *Executor) Isolation() Report { return e.report }
 

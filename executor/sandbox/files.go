@@ -125,27 +125,20 @@ func detectMIME(name string, content []byte) string {
 	return http.DetectContentType(content)
 }
 
-// checkFiles validates a request's input files against the caps and
-// cleans nothing: a path must already be what executor.CleanPath returns.
+// checkFiles validates a request's input files against the caps and the
+// input-file rules (executor.CheckInputPaths), and cleans nothing.
 func checkFiles(files []executor.File, maxFiles int, maxBytes int64) error {
 	if len(files) > maxFiles {
 		return executor.Errorf(executor.ErrTooLarge, "%d input files, over the limit of %d", len(files), maxFiles)
 	}
+	paths := make([]string, len(files))
 	var total int64
-	seen := map[string]bool{}
-	for _, f := range files {
-		clean, err := executor.CleanPath(f.Path)
-		if err != nil {
-			return err
-		}
-		if clean != f.Path {
-			return executor.Errorf(executor.ErrInvalid, "input file path %q is not clean (use %q)", f.Path, clean)
-		}
-		if seen[clean] {
-			return executor.Errorf(executor.ErrInvalid, "input file %q given twice", f.Path)
-		}
-		seen[clean] = true
+	for i, f := range files {
+		paths[i] = f.Path
 		total += int64(len(f.Content))
+	}
+	if err := executor.CheckInputPaths(paths); err != nil {
+		return err
 	}
 	if total > maxBytes {
 		return executor.Errorf(executor.ErrTooLarge, "input files are %d bytes, over the limit of %d", total, maxBytes)

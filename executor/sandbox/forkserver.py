@@ -96,19 +96,19 @@ def _runblock_forkserver(config):
     posix.close(4)
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 8)
+            msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 1)
         except InterruptedError:
             continue
         if not msg:
             posix._exit(0)  # its init closed its end: the service is done
         try:
-            if len(fds) != 7:
-                raise ValueError(f"a run needs 7 descriptors, got {len(fds)}")
+            if len(fds) != conf["run_fds"]:
+                raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
             if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
                 fds = []  # python holds them as 0 to 4 now
                 return  # in a run's python: the guard runs the snippet
         except Exception as exc:
-            if len(fds) == 7:
+            if len(fds) == conf["run_fds"]:
                 _runblock_fork_failed(fds[5], exc)
         finally:
             for fd in fds:
@@ -127,8 +127,11 @@ def _runblock_fork_failed(fd, exc):
     while tb is not None:
         where = f" (in {tb.tb_frame.f_code.co_name}, line {tb.tb_lineno})"
         tb = tb.tb_next
+    # The init reads one datagram of 4096 bytes (forkHelloMax): 600
+    # characters are at most 3600 bytes in JSON.
+    message = f"fork server: {exc}{where}"[:600]
     try:
-        posix.write(fd, json.dumps({"error": f"fork server: {exc}{where}"}).encode() + b"\n")
+        posix.write(fd, json.dumps({"error": message}).encode() + b"\n")
     except OSError:
         pass
 

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,9 +61,21 @@ type forkServer struct {
 	preload string
 	log     *slog.Logger
 
+	// maxRuns is how many runs a fork server forks before a new one,
+	// with a hash secret of its own, takes over: the secret is the one
+	// thing its runs share (see forkServer).
+	maxRuns int64
+	// start starts one fork server: launch, or a test's stand-in.
+	start func(context.Context) (*fsProc, error)
+	// answerTimeout bounds how long a run waits for the fork server to
+	// take its request and fork it ready: past it the fork server is
+	// taken for stuck, killed and started again, and the run starts from
+	// scratch.
+	answerTimeout time.Duration
+
 	mu     sync.Mutex
 	live   *fsProc       // nil while down
-	rotate chan struct{} // the live one has forked forkServerRuns runs
+	rotate chan struct{} // the live one has forked maxRuns runs or more
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -80,10 +93,8 @@ type fsProc struct {
 	runs   sync.WaitGroup // its runs not yet destroyed
 }
 
-// forkServerRuns is how many runs a fork server forks before a new one,
-// with a hash secret of its own, takes over: the secret is the one thing
-// its runs share (see forkServer).
-var forkServerRuns int64 = 1000
+// forkServerRuns is forkServer.maxRuns.
+const forkServerRuns = 1000
 
 // forkServerUIDBase is the first uid of the fork server's user namespace
 // mapped to the snippets' host uids: uid forkServerUIDBase+slot is host uid
@@ -92,6 +103,10 @@ const forkServerUIDBase = 1 << 20
 
 // forkServerRestart bounds how fast a dying fork server is started again.
 const forkServerRestart = time.Second
+
+// forkServerAnswer is forkServer.answerTimeout: a fork takes milliseconds,
+// a pre-forked one copying its preloads' pages well under a second.
+const forkServerAnswer = 10 * time.Second
 
 // startForkServer starts the fork server of pl, with preload imported, and
 // keeps it running until close.
@@ -102,8 +117,10 @@ func startForkServer(ctx context.Context, pl *plan, preload []string, log *slog.
 	if pl.cgroup != nil {
 		return nil, errors.New("each run gets its own cgroup, which a fork cannot be placed in here")
 	}
-	fs := &forkServer{plan: pl, preload: strings.Join(preload, ","), log: log, rotate: make(chan struct{}, 1)}
-	live, err := fs.launch(ctx)
+	fs := &forkServer{plan: pl, preload: strings.Join(preload, ","), log: log, maxRuns: forkServerRuns,
+		answerTimeout: forkServerAnswer, rotate: make(chan struct{}, 1)}
+	fs.start = fs.launch
+	live, err := fs.start(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +132,7 @@ func startForkServer(ctx context.Context, pl *plan, preload []string, log *slog.
 }
 
 // keep starts the fork server again whenever it dies, and replaces it
-// after forkServerRuns runs, until ctx ends. A replaced one ends once the
+// after maxRuns runs, until ctx ends. A replaced one ends once the
 // runs forked from it are destroyed.
 func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 	retry := time.NewTimer(0)
@@ -125,7 +142,7 @@ func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 		select {
 		case <-live.done:
 		case <-fs.rotate:
-			next, err := fs.launch(ctx)
+			next, err := fs.start(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					fs.log.Error("start the next fork server", "err", err)
@@ -155,7 +172,7 @@ func (fs *forkServer) keep(ctx context.Context, live *fsProc) {
 			case <-ctx.Done():
 				return
 			}
-			next, err := fs.launch(ctx)
+			next, err := fs.start(ctx)
 			if err == nil {
 				live = next
 				break
@@ -211,6 +228,8 @@ type forkServerConf struct {
 	IDBase      int      `json:"id_base"`
 	RunInit     string   `json:"run_init"` // argv[0] of the service's binary as a run's init
 	StageEnv    []string `json:"stage_env"`
+	RequestMax  int      `json:"request_max"` // forkRequestMax: the most a run request takes
+	RunFDs      int      `json:"run_fds"`     // descriptors of a run request: python's 0 to 4, its back channel, the lifeline
 }
 
 // forkRlimit is one of a run's rlimits, set as soft = hard.
@@ -241,7 +260,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	conf, err := json.Marshal(forkServerConf{
 		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
-		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
+		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase, RequestMax: forkRequestMax, RunFDs: runReport + 2,
 	})
 	if err != nil {
 		return nil, err
@@ -309,9 +328,17 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	live.logs.Go(func() {
 		// What the fork server's python says (a failed fork's traceback)
 		// goes to the log, a line at a time.
-		sc := bufio.NewScanner(logR)
-		for sc.Scan() {
-			fs.log.Warn("fork server", "says", sc.Text())
+		// A line is logged in pieces of at most 4 KiB, and the pipe read
+		// to its end, so the fork server never blocks writing to it.
+		r := bufio.NewReaderSize(logR, 4<<10)
+		for {
+			line, err := r.ReadSlice('\n')
+			if len(line) > 0 {
+				fs.log.Warn("fork server", "says", strings.TrimSpace(string(line)))
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				break
+			}
 		}
 		logR.Close()
 	})
@@ -373,7 +400,9 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	if live == nil {
 		return nil, errForkServerDown
 	}
-	if live.forks.Add(1) == forkServerRuns {
+	// Every run from the maxRuns-th on asks for a replacement, so one
+	// that fails to start is asked for again by the next run.
+	if live.forks.Add(1) >= fs.maxRuns {
 		select {
 		case fs.rotate <- struct{}{}:
 		default: // a replacement is already asked for
@@ -404,20 +433,53 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	}
 	msg, err := json.Marshal(forkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
 		Slot: slot, Collect: fs.plan.transfer()})
+	if err == nil && len(msg) > forkRequestMax {
+		err = fmt.Errorf("a run request of %d bytes, over the bound of %d", len(msg), forkRequestMax)
+	}
 	if err != nil {
 		return p.fail(ends, err)
 	}
 	fds := []int{int(ends.stdin.Fd()), int(ends.stdout.Fd()), int(ends.stderr.Fd()), int(ends.request.Fd()),
 		int(ends.status.Fd()), int(ends.init.Fd()), int(lifeR.Fd())}
-	err = unix.Sendmsg(int(live.ctl.Fd()), msg, unix.UnixRights(fds...), nil, 0)
+	// A fork server whose queue is full is not taking requests: stuck.
+	err = unix.Sendmsg(int(live.ctl.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_DONTWAIT)
 	ends.close()
+	if errors.Is(err, unix.EAGAIN) {
+		p.destroy()
+		return nil, fs.stuck(live, errors.New("its requests are not read"))
+	}
 	if err != nil {
 		p.destroy()
 		return nil, fmt.Errorf("%w: %w", errForkServerDown, err)
 	}
 	p.forked = true
-	return p.ready(ctx, keep)
+	// Past the deadline the fork server is killed, which ends the wait.
+	why := fmt.Errorf("no run ready in %s", fs.answerTimeout)
+	deadline := time.AfterFunc(fs.answerTimeout, func() { fs.stuck(live, why) })
+	p, err = p.ready(ctx, keep)
+	if !deadline.Stop() && err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w: %w", errForkServerDown, why)
+	}
+	return p, err
 }
+
+// stuck takes live, which stopped answering, out of service: runs start
+// from scratch at once, and it is killed (its runs with it: each is
+// started again from scratch, see Executor.Run), so that keep starts it
+// again. It returns the error of the run that found it so.
+func (fs *forkServer) stuck(live *fsProc, why error) error {
+	fs.mu.Lock()
+	if fs.live == live {
+		fs.live = nil
+		fs.log.Warn("the fork server stopped answering; starting it again (runs start from scratch meanwhile)", "why", why)
+	}
+	fs.mu.Unlock()
+	live.kill()
+	return fmt.Errorf("%w: %w", errForkServerDown, why)
+}
+
+// up reports whether a fork server takes runs now.
+func (fs *forkServer) up() bool { return fs.current() != nil }
 
 // sandboxForkServer is the fork server's init: PID 1 of its namespaces,
 // root of its user namespace. It builds the minimal root as a run's init
@@ -468,9 +530,12 @@ func sandboxForkServer() {
 // with the fork server's init, and the lifeline, which the run's PID 1
 // holds as well.
 const (
-	runFDs      = 7
-	runReport   = 5
-	runLifeline = 6
+	// forkRequestMax bounds a run request (forkRun, JSON) on the control
+	// socket, and the fork server's (forkserver.py) read of it.
+	forkRequestMax = 64 << 10
+	runFDs         = 7
+	runReport      = 5
+	runLifeline    = 6
 )
 
 // serveForks takes run requests from the service on ctl, hands python's
@@ -478,7 +543,7 @@ const (
 // supervises each run. When the service closes ctl, it kills the fork
 // server.
 func serveForks(ctl, zygote int, landlock *landlockSet) {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, forkRequestMax)
 	oob := make([]byte, unix.CmsgSpace(runFDs*4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -498,7 +563,7 @@ func serveForks(ctl, zygote int, landlock *landlockSet) {
 			continue
 		}
 		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
-		buf = make([]byte, 64<<10)
+		buf = make([]byte, forkRequestMax)
 	}
 }
 
@@ -516,6 +581,10 @@ func receivedFDs(oob []byte) []int {
 	}
 	return fds
 }
+
+// forkHelloMax bounds python's hello, one datagram; forkserver.py cuts
+// its error to fit.
+const forkHelloMax = 4096
 
 // forkHello is what a forked python says on its back channel once it
 // mounted its /proc and work dir, with its credentials (its pid, as this
@@ -535,8 +604,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	defer unix.Close(report)
 	defer unix.Close(lifeline)
 	fail := func(err error) {
-		b, _ := json.Marshal(initStatus{Error: err.Error()})
-		syscall.Write(report, append(b, '\n'))
+		syscall.Write(report, encodeReport(initStatus{Error: err.Error()}, collectLimits{}))
 	}
 	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -571,7 +639,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 			return // killed before python said hello
 		}
 	}
-	buf := make([]byte, 4096)
+	buf := make([]byte, forkHelloMax)
 	oob := make([]byte, unix.CmsgSpace(2*4)+unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
@@ -626,12 +694,17 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	}
 	if run.Collect.MaxFiles > 0 {
 		if st.Files, st.Omitted, err = collectFilesAt(work, run.Collect); err != nil {
-			fail(fmt.Errorf("read the work dir: %w", err))
-			return
+			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
-	b, _ := json.Marshal(st)
-	syscall.Write(report, append(b, '\n'))
+	b := encodeReport(st, run.Collect)
+	syscall.Write(report, b)
+	// This init lives on: what collecting many files and writing a large
+	// report took goes back to the system now, not at the runtime's
+	// leisure, so that no run leaves memory behind in it.
+	if len(b) >= 64<<10 {
+		debug.FreeOSMemory()
+	}
 }
 
 // lockForkedRun sets python's rlimits and answers its hello with its

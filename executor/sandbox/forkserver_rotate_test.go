@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,16 +12,15 @@ import (
 )
 
 // TestForkServerReplacedAfterItsRuns: the hash secret is the fork server's
-// (see forkServer); after forkServerRuns runs a new fork server, with a
+// (see forkServer); after maxRuns runs a new fork server, with a
 // secret of its own, takes over, and the old one ends once its runs are
 // gone.
 func TestForkServerReplacedAfterItsRuns(t *testing.T) {
-	defer func(n int64) { forkServerRuns = n }(forkServerRuns)
-	forkServerRuns = 3
 	e := newHardened(t, Config{})
 	if e.fork == nil {
 		t.Skipf("no fork server here: %s", e.report.ForkServer.Detail)
 	}
+	e.fork.maxRuns = 3
 	// The canary was the first run of the first fork server.
 	first := e.fork.current()
 	hash := func() string {
@@ -47,5 +47,35 @@ func TestForkServerReplacedAfterItsRuns(t *testing.T) {
 	}
 	if c := hash(); c == a {
 		t.Fatalf("the next fork server hashes as the first: %q", c)
+	}
+}
+
+// TestForkServerRotatesAfterAFailedStart: a replacement that fails to
+// start is asked for again by the next run, not never again.
+func TestForkServerRotatesAfterAFailedStart(t *testing.T) {
+	e := newHardened(t, Config{})
+	if e.fork == nil {
+		t.Skipf("no fork server here: %s", e.report.ForkServer.Detail)
+	}
+	first := e.fork.current()
+	e.fork.maxRuns = 2 // the canary was the first run
+	failed := make(chan struct{})
+	launch := e.fork.start
+	e.fork.start = func(ctx context.Context) (*fsProc, error) {
+		e.fork.start = launch // the next start is a real one
+		close(failed)
+		return nil, errors.New("a start that fails")
+	}
+	runCode(t, e, executor.Request{Code: "pass"}) // the second run asks for a replacement
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	select {
+	case <-failed:
+	case <-ctx.Done():
+		t.Fatal("no replacement asked for after maxRuns runs")
+	}
+	runCode(t, e, executor.Request{Code: "pass"}) // past the boundary: asks again
+	if !waitFor(ctx, func() bool { return e.fork.current() != first }) {
+		t.Fatal("no new fork server after a replacement failed to start")
 	}
 }

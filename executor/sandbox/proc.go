@@ -51,6 +51,7 @@ type proc struct {
 	status     []string      // later status lines, read after statusDone
 	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
 	initStatus []byte
+	reportErr  error // the init's report could not be read whole
 	namespaced bool  // stage 1 runs as the namespaces' init and reports python's end
 	memoryPeak int64 // the most memory the init or the cgroup accounted for the run
 	cgroup     *runCgroup
@@ -187,9 +188,7 @@ func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
 		p.namespaced = true
 		go func() {
 			defer close(p.initDone)
-			// Base64 of the files, and room for names and omitted files.
-			t := p.plan.transfer()
-			p.initStatus, _ = io.ReadAll(io.LimitReader(p.initR, 4*t.MaxBytes/3+int64(t.MaxFiles+4*policy.WorkInodes)*1024+64<<10))
+			p.initStatus, p.reportErr = readReport(p.initR, p.plan.transfer())
 			if p.forked {
 				close(p.waited) // the run's init is gone (or its report is all there)
 			}
@@ -375,7 +374,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	// The init reports how python ended unless it was killed. Killed but not
 	// by us: the sandbox died under the snippet (a pooled one killed from
 	// outside while it was handed over), so a fresh sandbox must take it.
-	if p.namespaced && len(p.initStatus) == 0 && !timedOut && !canceled && !res.OutputLimit && !cgroupOOM {
+	if p.namespaced && len(p.initStatus) == 0 && p.reportErr == nil && !timedOut && !canceled && !res.OutputLimit && !cgroupOOM {
 		return executor.Result{}, errStale
 	}
 	killedForMemory, err := p.exitStatus(&res)
@@ -425,9 +424,9 @@ func (p *proc) files(res *executor.Result, in []executor.File) error {
 	var omitted []executor.OmittedFile
 	switch {
 	case len(p.initStatus) > 0:
-		var st initStatus
-		if err := json.Unmarshal(p.initStatus, &st); err != nil {
-			return &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
+		st, err := p.report()
+		if err != nil {
+			return err
 		}
 		got, omitted = st.Files, st.Omitted
 	case p.hostDir != "" && !res.Timeout && !res.OutputLimit:
@@ -444,10 +443,10 @@ func (p *proc) files(res *executor.Result, in []executor.File) error {
 // in namespaces, else from the process itself; and whether the init killed
 // the run for its memory.
 func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error) {
-	if len(p.initStatus) > 0 {
-		var st initStatus
-		if err := json.Unmarshal(p.initStatus, &st); err != nil {
-			return false, &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
+	if len(p.initStatus) > 0 || p.reportErr != nil {
+		st, err := p.report()
+		if err != nil {
+			return false, err
 		}
 		if st.Error != "" {
 			return false, &executor.Error{Code: executor.ErrInternal, Message: "sandbox failed", Err: errors.New(st.Error)}
@@ -474,6 +473,19 @@ func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error
 	}
 	res.ExitCode = state.ExitCode()
 	return false, nil
+}
+
+// report decodes the init's report.
+func (p *proc) report() (initStatus, error) {
+	var st initStatus
+	err := p.reportErr
+	if err == nil {
+		err = json.Unmarshal(p.initStatus, &st)
+	}
+	if err != nil {
+		return st, &executor.Error{Code: executor.ErrInternal, Message: "read sandbox status", Err: err}
+	}
+	return st, nil
 }
 
 // errorLine is the last line of the traceback, or "Execution failed".

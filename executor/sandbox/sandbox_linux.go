@@ -59,8 +59,7 @@ func readSpec() stageSpec {
 func die(fd int, err error) {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	if fd == fdInitStatus {
-		b, _ := json.Marshal(initStatus{Error: msg})
-		syscall.Write(fd, append(b, '\n'))
+		syscall.Write(fd, encodeReport(initStatus{Error: msg}, collectLimits{}))
 	} else {
 		syscall.Write(fd, []byte("error: "+msg+"\n"))
 	}
@@ -130,11 +129,10 @@ func finishRun(st initStatus, collect collectLimits) {
 	if collect.MaxFiles > 0 {
 		var err error
 		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, collect); err != nil {
-			die(fdInitStatus, fmt.Errorf("read the work dir: %w", err))
+			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
-	b, _ := json.Marshal(st)
-	syscall.Write(fdInitStatus, append(b, '\n'))
+	syscall.Write(fdInitStatus, encodeReport(st, collect))
 	os.Exit(0)
 }
 

@@ -47,16 +47,34 @@ type Config struct {
 	PythonVersion string
 	// Draining reports that the service is shutting down (503).
 	Draining func() bool
-	Logger   *slog.Logger
+	// Answers bound what clients that read slowly, or never, can pin:
+	// an answer must be written within AnswerGrace plus its size at
+	// AnswerRate bytes a second, or its connection is closed and the
+	// answer freed; and at most AnswerBytes of answers are being written
+	// at once (a larger one goes alone), the others wait for room until
+	// their own deadline. Zero: DefaultAnswerGrace, DefaultAnswerRate,
+	// DefaultAnswerBytes.
+	AnswerGrace time.Duration
+	AnswerRate  int64
+	AnswerBytes int64
+	Logger      *slog.Logger
 }
+
+// Defaults of Config's answer bounds.
+const (
+	DefaultAnswerGrace = 10 * time.Second
+	DefaultAnswerRate  = 256 << 10
+	DefaultAnswerBytes = 64 << 20
+)
 
 // Handler serves the execute API.
 type Handler struct {
-	cfg    Config
-	log    *slog.Logger
-	lim    limits
-	tokens []token
-	mux    *http.ServeMux
+	cfg     Config
+	log     *slog.Logger
+	lim     limits
+	tokens  []token
+	mux     *http.ServeMux
+	answers *budget // bytes of answers being written
 }
 
 type token struct {
@@ -73,6 +91,16 @@ func New(cfg Config) *Handler {
 	if h.cfg.Draining == nil {
 		h.cfg.Draining = func() bool { return false }
 	}
+	if h.cfg.AnswerGrace <= 0 {
+		h.cfg.AnswerGrace = DefaultAnswerGrace
+	}
+	if h.cfg.AnswerRate <= 0 {
+		h.cfg.AnswerRate = DefaultAnswerRate
+	}
+	if h.cfg.AnswerBytes <= 0 {
+		h.cfg.AnswerBytes = DefaultAnswerBytes
+	}
+	h.answers = newBudget(h.cfg.AnswerBytes)
 	h.lim = limits{maxTimeout: cfg.Timeout, maxMemory: cfg.MemoryBytes, maxBytes: cfg.MaxCodeBytes}
 	for _, t := range cfg.Tokens {
 		sum := sha256.Sum256([]byte(t))
@@ -122,15 +150,16 @@ func badRequest(format string, args ...any) *apiError {
 }
 
 // errorWriter writes an error in an endpoint's own format.
-type errorWriter func(w http.ResponseWriter, status int, message string)
+type errorWriter func(w *answer, status int, message string)
 
 // handlerFunc is an endpoint: it answers, or returns the error to answer.
-type handlerFunc func(w http.ResponseWriter, r *http.Request, client string) error
+type handlerFunc func(w *answer, r *http.Request, client string) error
 
 // endpoint wraps fn with authentication, draining, the body cap and error
 // answers in the endpoint's format.
 func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := &answer{ResponseWriter: rw, h: h, r: r}
 		client, ok := h.client(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runblock"`)
@@ -142,11 +171,12 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 			writeErr(w, http.StatusServiceUnavailable, "the executor is shutting down, try another one")
 			return
 		}
-		// A run may wait in the queue: the server's WriteTimeout must not cut it.
-		if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+		// A run may wait in the queue: the server's WriteTimeout must not
+		// cut it. The answer gets a deadline of its own (answer.write).
+		if err := http.NewResponseController(rw).SetWriteDeadline(time.Time{}); err != nil {
 			h.log.Debug("clearing write deadline", "err", err)
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody())
+		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody())
 		err := fn(w, r, client)
 		if err == nil {
 			return
@@ -263,6 +293,8 @@ func (h *Handler) runError(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, message: e.Message, retryAfter: max(e.RetryAfter, time.Second)}
 	case executor.ErrTooLarge:
 		return &apiError{status: http.StatusRequestEntityTooLarge, message: e.Message}
+	case executor.ErrInvalid:
+		return &apiError{status: http.StatusBadRequest, message: e.Message}
 	case executor.ErrShutdown, executor.ErrUnavailable:
 		return &apiError{status: http.StatusServiceUnavailable, message: e.Message, retryAfter: time.Second}
 	case executor.ErrCanceled:
@@ -271,8 +303,4 @@ func (h *Handler) runError(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, message: "internal error"}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w *answer, status int, v any) { w.write(status, v) }

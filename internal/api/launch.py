@@ -1,34 +1,18 @@
 # runblock launcher: runs a snippet with files beside it and a sys.argv, as
-# `python [-c CODE | -m MODULE | FILE] ARGS...` would, for the snekbox- and
-# Piston-compatible endpoints. The service appends one line calling
-# _runblock_launch with the request (base64 JSON: files, argv, mode, target).
-# It runs inside the guard, in the snippet's own __main__; it leaves no name
-# behind, and tracebacks start in the snippet, as with a plain run.
+# `python [-c CODE | -m MODULE | FILE] ARGS...` would, for the API's
+# requests that are more than a plain snippet. The sandbox has placed the
+# files; its arguments are the mode ("code", "file" or "module"), the
+# target (the code, the file or the module) and the program's own argv.
+# It runs inside the guard, in the snippet's own __main__; it leaves no
+# name behind, and tracebacks start in the snippet, as with a plain run.
 
 
-def _runblock_launch(blob):
-    import binascii
-    import json
+def _runblock_launch():
     import os
     import sys
 
-    spec = json.loads(binascii.a2b_base64(blob))
-    del blob
-    for f in spec["files"] or ():
-        data = binascii.a2b_base64(f["data"])
-        try:
-            with open(f["path"], "rb") as placed:
-                if placed.read() == data:
-                    continue  # placed by the sandbox already
-        except OSError:
-            pass
-        parent = os.path.dirname(f["path"])
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        with open(f["path"], "wb") as out:
-            out.write(data)
-    mode, target = spec["mode"], spec["target"]
-    sys.argv = spec["argv"]
+    mode, target = sys.argv[1], sys.argv[2]
+    sys.argv = sys.argv[3:]
     main = sys.modules["__main__"].__dict__
     main.pop("_runblock_launch", None)
     # As python does: the script's directory, or the work dir, comes first
@@ -56,7 +40,7 @@ def _runblock_launch(blob):
             name = "<string>"
             linecache.cache[name] = (len(source), None, source.splitlines(True), name)
         code = compile(source, name, "exec")
-        del spec, source, target, mode
+        del source, target, mode
         exec(code, main)
     except (SystemExit, MemoryError, KeyboardInterrupt):
         raise

@@ -80,7 +80,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func nativeErrors(w http.ResponseWriter, status int, message string) {
+func nativeErrors(w *answer, status int, message string) {
 	code := "internal"
 	switch status {
 	case http.StatusBadRequest:
@@ -97,7 +97,7 @@ func nativeErrors(w http.ResponseWriter, status int, message string) {
 	writeJSON(w, status, ErrorResponse{Error: message, Code: code})
 }
 
-func (h *Handler) native(w http.ResponseWriter, r *http.Request, client string) error {
+func (h *Handler) native(w *answer, r *http.Request, client string) error {
 	var body RunRequest
 	if err := decode(r, &body, true); err != nil {
 		return err
@@ -110,13 +110,17 @@ func (h *Handler) native(w http.ResponseWriter, r *http.Request, client string) 
 	if len(body.Files) > maxFiles {
 		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
 	}
-	for _, f := range body.Files {
-		if err := checkPath(f.Path); err != nil {
-			return badRequest("%v", err)
-		}
+	paths := make([]string, len(body.Files))
+	for i, f := range body.Files {
+		paths[i] = f.Path
+	}
+	if err := checkPaths("files[%d].path", paths); err != nil {
+		return err
+	}
+	for i, f := range body.Files {
 		data, err := content(f.Content, f.Encoding)
 		if err != nil {
-			return badRequest("file %q: %v", f.Path, err)
+			return badRequest("files[%d].content: %v", i, err)
 		}
 		p.files = append(p.files, file{Path: f.Path, Data: data})
 	}

@@ -54,11 +54,11 @@ type pistonRuntime struct {
 
 var pythonAliases = []string{"py", "py3", "python3"}
 
-func pistonErrors(w http.ResponseWriter, status int, message string) {
+func pistonErrors(w *answer, status int, message string) {
 	writeJSON(w, status, map[string]string{"message": message})
 }
 
-func (h *Handler) runtimes(w http.ResponseWriter, _ *http.Request, _ string) error {
+func (h *Handler) runtimes(w *answer, _ *http.Request, _ string) error {
 	writeJSON(w, http.StatusOK, []pistonRuntime{{Language: "python", Version: h.cfg.PythonVersion, Aliases: pythonAliases}})
 	return nil
 }
@@ -71,7 +71,7 @@ func (h *Handler) servesVersion(v string) bool {
 	return v == "" || v == "*" || v == "x" || v == "3" || strings.HasPrefix(v, "3.") || strings.HasPrefix(v, "^3") || strings.HasPrefix(v, "~3")
 }
 
-func (h *Handler) piston(w http.ResponseWriter, r *http.Request, client string) error {
+func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 	var body pistonRequest
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -90,19 +90,22 @@ func (h *Handler) piston(w http.ResponseWriter, r *http.Request, client string) 
 		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
 	}
 	p := program{mode: "file", stdin: body.Stdin}
+	names := make([]string, len(body.Files))
 	for i, f := range body.Files {
-		name := f.Name
-		if name == "" {
-			name = fmt.Sprintf("file%d.code", i)
+		names[i] = f.Name
+		if names[i] == "" {
+			names[i] = fmt.Sprintf("file%d.code", i)
 		}
-		if err := checkPath(name); err != nil {
-			return badRequest("%v", err)
-		}
+	}
+	if err := checkPaths("files[%d].name", names); err != nil {
+		return err
+	}
+	for i, f := range body.Files {
 		data, err := pistonContent(f.Content, f.Encoding)
 		if err != nil {
-			return badRequest("file %q: %v", name, err)
+			return badRequest("files[%d].content: %v", i, err)
 		}
-		p.files = append(p.files, file{Path: name, Data: data})
+		p.files = append(p.files, file{Path: names[i], Data: data})
 	}
 	p.target = p.files[0].Path
 	p.argv = append([]string{p.target}, body.Args...)

@@ -2,10 +2,8 @@ package api
 
 import (
 	_ "embed"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -14,6 +12,14 @@ import (
 
 //go:embed launch.py
 var launcher string
+
+// launchCall runs the launcher, after its definition.
+const launchCall = "\n_runblock_launch()\n"
+
+// LauncherBytes is what the launcher adds to a request's code: an
+// executor behind the API takes code and stdin up to the API's
+// MaxCodeBytes plus this.
+var LauncherBytes = int64(len(launcher) + len(launchCall))
 
 // maxFiles bounds the files of one request.
 const maxFiles = 100
@@ -49,7 +55,8 @@ type limits struct {
 const minMemory = 32 << 20
 
 // request turns p into an executor.Request within lim. A plain snippet
-// goes as it is; files, argv, a script or a module go through the launcher.
+// goes as it is; files, argv, a script or a module go through the
+// launcher (launch.py).
 func (p program) request(lim limits) (executor.Request, error) {
 	n := int64(len(p.target) + len(p.stdin))
 	for _, f := range p.files {
@@ -73,39 +80,27 @@ func (p program) request(lim limits) (executor.Request, error) {
 		req.Code = p.target
 		return req, nil
 	}
-	spec, err := json.Marshal(struct {
-		Files  []file   `json:"files"`
-		Argv   []string `json:"argv"`
-		Mode   string   `json:"mode"`
-		Target string   `json:"target"`
-	}{p.files, p.argv, p.mode, p.target})
-	if err != nil {
-		return executor.Request{}, err
-	}
-	req.Code = launcher + "\n_runblock_launch(\"" + base64.StdEncoding.EncodeToString(spec) + "\")\n"
-	// A sandbox that places files and arguments itself gets them too: the
-	// launcher then finds the files in place and leaves them untouched, so
-	// they do not come back as files the run wrote.
-	req.Args = p.argv[1:]
+	// One path: the sandbox places the files and passes the arguments;
+	// the launcher reads its mode, target and argv[0] from the first of
+	// them.
+	req.Code = launcher + launchCall
+	req.Args = append([]string{p.mode, p.target}, p.argv...)
 	for _, f := range p.files {
 		req.Files = append(req.Files, executor.File{Path: f.Path, Size: int64(len(f.Data)), Content: f.Data})
 	}
 	return req, nil
 }
 
-// checkPath validates an input file's path: relative, inside the work dir.
-func checkPath(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("a file has an empty path")
-	case strings.ContainsRune(p, 0):
-		return fmt.Errorf("file path %q contains a NUL byte", p)
-	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("file path %q must be relative to the work dir", p)
-	case path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == "..":
-		return fmt.Errorf("file path %q must be a clean path inside the work dir (no .., no //)", p)
+// checkPaths applies the input-file rules (executor.CheckInputPaths) to
+// the paths of a request's files, an error naming the field (field is
+// "files[%d].path" or the like) answered 400.
+func checkPaths(field string, paths []string) error {
+	err := executor.CheckInputPaths(paths)
+	var pe *executor.PathError
+	if errors.As(err, &pe) {
+		return badRequest("%s: %s", fmt.Sprintf(field, pe.Index), pe.Error())
 	}
-	return nil
+	return err
 }
 
 // pythonArgs parses a python command line (without the executable) into a

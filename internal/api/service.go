@@ -31,6 +31,11 @@ type ServiceConfig struct {
 	// API configures the handler; its Scheduler, PythonVersion and Draining
 	// are the Service's.
 	API Config
+	// Ready, when set, is nil while the sandbox serves runs as configured;
+	// while it says why not (the sandbox's fork server down and being
+	// started again), /readyz is not ready, so balancers and remote
+	// runners prefer other executors. Runs are still taken.
+	Ready func() error
 	// Isolation is the sandbox's tier, reported by /readyz.
 	Isolation      string
 	Metrics        http.Handler
@@ -152,8 +157,9 @@ func (s *Service) watch(ctx context.Context) {
 
 func (s *Service) readiness() httpserver.Readiness {
 	draining := s.draining.Load()
+	sandboxReady := s.cfg.Ready == nil || s.cfg.Ready() == nil
 	rd := httpserver.Readiness{
-		Ready:     s.healthy.Load() && !draining,
+		Ready:     s.healthy.Load() && !draining && sandboxReady,
 		Isolation: s.cfg.Isolation,
 		Draining:  draining,
 	}

@@ -39,13 +39,13 @@ type snekboxFile struct {
 }
 
 // snekboxErrors answers as snekbox's web framework (falcon) does.
-func snekboxErrors(w http.ResponseWriter, status int, message string) {
+func snekboxErrors(w *answer, status int, message string) {
 	writeJSON(w, status, map[string]string{"title": http.StatusText(status), "description": message})
 }
 
 var pythonExecutable = regexp.MustCompile(`^python(3(\.[0-9]+)?)?$`)
 
-func (h *Handler) snekbox(w http.ResponseWriter, r *http.Request, client string) error {
+func (h *Handler) snekbox(w *answer, r *http.Request, client string) error {
 	var body snekboxRequest
 	if err := decode(r, &body, false); err != nil {
 		return err
@@ -70,13 +70,17 @@ func (h *Handler) snekbox(w http.ResponseWriter, r *http.Request, client string)
 	if len(body.Files) > maxFiles {
 		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
 	}
-	for _, f := range body.Files {
-		if err := checkPath(f.Path); err != nil {
-			return badRequest("%v", err)
-		}
+	paths := make([]string, len(body.Files))
+	for i, f := range body.Files {
+		paths[i] = f.Path
+	}
+	if err := checkPaths("files[%d].path", paths); err != nil {
+		return err
+	}
+	for i, f := range body.Files {
 		data, err := base64.StdEncoding.DecodeString(f.Content)
 		if err != nil {
-			return badRequest("file %q: content is not valid base64", f.Path)
+			return badRequest("files[%d].content: not valid base64", i)
 		}
 		p.files = append(p.files, file{Path: f.Path, Data: data})
 	}

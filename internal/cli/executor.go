@@ -77,8 +77,8 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
 	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
-	// files and argv travel to the sandbox inside a launcher too, in base64.
-	ec.MaxCodeBytes = 3*cfg.Executor.MaxCodeBytes + 64<<10
+	// a request that is more than a plain snippet goes with its launcher.
+	ec.MaxCodeBytes = cfg.Executor.MaxCodeBytes + api.LauncherBytes
 	if m.exec, err = sandbox.New(ctx, ec); err != nil {
 		return err
 	}
@@ -110,6 +110,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 			MemoryBytes:  cfg.Executor.MemoryBytes,
 			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
 		},
+		Ready:     m.exec.Ready,
 		Isolation: m.exec.Isolation().Tier,
 		Metrics:   reg.Handler(),
 		Logger:    logger.With("component", "api"),

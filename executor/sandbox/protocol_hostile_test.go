@@ -1,0 +1,189 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The tests of issue 20 on the messages between the sandbox and the
+// service: what a hostile snippet sends through them must stay within
+// their bounds, and its failure is a result, never the executor's.
+
+// manyEscapedFiles leaves 3000 empty files with long names that JSON
+// escapes six bytes a byte (control characters, invalid UTF-8), fifteen
+// directories of such names deep: unbounded, their list is ~70 MB.
+const manyEscapedFiles = `
+import os
+d = os.open(".", os.O_RDONLY)
+for level in range(15):
+    name = b"\x1b" * 240 + b"\xff" * 10 + b"%02d" % level
+    os.mkdir(name, dir_fd=d)
+    sub = os.open(name, os.O_RDONLY, dir_fd=d)
+    os.close(d)
+    d = sub
+for i in range(3000):
+    os.close(os.open(b"\x01" * 200 + b"\xfe" * 40 + b"%05d" % i, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=d))
+print("left", 3000)
+`
+
+// TestReportOfManyEscapedNamesIsBounded: the report of a run that left
+// thousands of long, heavily escaped names is a result (named as omitted
+// within the report's bounds), not an internal error, and the fork
+// server's init does not keep what it took to write it.
+func TestReportOfManyEscapedNamesIsBounded(t *testing.T) {
+	bothPaths(t, func(t *testing.T, path Config) {
+		e := newHardened(t, path)
+		var before int64
+		if e.fork != nil {
+			before = vmRSS(t, e.fork.current().cmd.Process.Pid)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		res, err := e.Run(ctx, executor.Request{Code: manyEscapedFiles, Timeout: 20 * time.Second})
+		if e.fork != nil {
+			after := vmRSS(t, e.fork.current().cmd.Process.Pid)
+			t.Logf("fork server's init: %d MiB before the run, %d MiB after", before>>20, after>>20)
+			// Unbounded, it grew by ~280 MiB; bounded, by ~4 MiB.
+			if after-before > raceGrowth*16<<20 {
+				t.Errorf("the fork server's init grew by %d MiB for one run's report", (after-before)>>20)
+			}
+		}
+		if err != nil {
+			t.Fatalf("a run that left many files is not a result: %v", err)
+		}
+		if !res.Success || strings.TrimSpace(res.Stdout) != "left 3000" {
+			t.Fatalf("run: success %v, stdout %q, stderr %.300q", res.Success, res.Stdout, res.Stderr)
+		}
+		// The report names reportMaxOmitted and counts the rest; the
+		// service adds the files it collected past its caps.
+		if bound := reportMaxOmitted + 1 + e.plan.transfer().MaxFiles; len(res.FilesOmitted) > bound {
+			t.Fatalf("%d omitted files named, over the bound of %d", len(res.FilesOmitted), bound)
+		}
+		last := res.FilesOmitted[len(res.FilesOmitted)-1]
+		named := len(res.Files) + len(res.FilesOmitted) - 1
+		if last.Reason != executor.OmitNotNamed || last.Path != notNamedPath(3000-named) {
+			t.Fatalf("the excess is not named as omitted: last entry %+v of %d", last, len(res.FilesOmitted))
+		}
+		for _, f := range res.FilesOmitted {
+			if len(f.Path) > 3*reportMaxPath { // JSON reads a byte that is not UTF-8 as U+FFFD
+				t.Fatalf("an omitted path of %d bytes, over the bound of %d", len(f.Path), reportMaxPath)
+			}
+		}
+	})
+}
+
+// vmRSS is the resident memory of pid.
+func vmRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kB, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kB << 10
+		}
+	}
+	t.Fatalf("no VmRSS for %d", pid)
+	return 0
+}
+
+// TestStoppedForkServer: a fork server that stops answering (SIGSTOP) does
+// not block runs: the request is time-bound, the run starts from scratch,
+// the executor says it is not ready while the fork server is started
+// again, and forks resume.
+func TestStoppedForkServer(t *testing.T) {
+	e := newHardened(t, Config{})
+	if e.fork == nil {
+		t.Skipf("no fork server here: %s", e.report.ForkServer.Detail)
+	}
+	e.fork.answerTimeout = 500 * time.Millisecond
+	live := e.fork.current()
+	zygote := childOf(t, live.cmd.Process.Pid)
+	if err := syscall.Kill(zygote, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Readiness is watched throughout: the restart comes a second after.
+	notReady := make(chan struct{})
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if e.Ready() != nil {
+				close(notReady)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-watched }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := e.Run(ctx, executor.Request{Code: "print('from scratch')"})
+	if err != nil || res.Stdout != "from scratch\n" {
+		t.Fatalf("run while the fork server is stopped: %+v, %v", res, err)
+	}
+	select {
+	case <-notReady:
+	case <-ctx.Done():
+		t.Fatal("the executor stayed ready with its fork server stopped")
+	}
+	if !waitFor(ctx, func() bool { c := e.fork.current(); return c != nil && c != live }) {
+		t.Fatal("the stopped fork server was not started again")
+	}
+	if e.Ready() != nil {
+		t.Fatalf("not ready with a new fork server: %v", e.Ready())
+	}
+	if res := runForked(t, e, executor.Request{Code: "print('forked again')"}); res.Stdout != "forked again\n" {
+		t.Fatalf("run through the new fork server: %+v", res)
+	}
+}
+
+// childOf is the one child of pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, d := range entries {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	if len(kids) != 1 {
+		t.Fatalf("%d has children %v, want one", pid, kids)
+	}
+	return kids[0]
+}
