@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/mcp"
 )
 
 // Submitter is what the API needs of the executor's Scheduler.
@@ -45,6 +46,10 @@ type Config struct {
 	MaxCodeBytes int64
 	// PythonVersion is the interpreter's version, such as "3.13.5".
 	PythonVersion string
+	// MCP, when set, serves the tool run_python over MCP's streamable HTTP
+	// transport at /mcp behind the same tokens; its Scheduler (and
+	// PythonVersion, when unset) are the Handler's.
+	MCP *mcp.Config
 	// Draining reports that the service is shutting down (503).
 	Draining func() bool
 	// Answers bound what clients that read slowly, or never, can pin:
@@ -107,6 +112,9 @@ func New(cfg Config) *Handler {
 		h.tokens = append(h.tokens, token{hash: sum, id: "token:" + hex.EncodeToString(sum[:4])})
 	}
 	h.mux.Handle("POST /v1/run", h.endpoint(nativeErrors, h.native))
+	if cfg.MCP != nil {
+		h.mux.Handle("/mcp", h.mcpHandler(*cfg.MCP))
+	}
 	h.mux.Handle("POST /eval", h.endpoint(snekboxErrors, h.snekbox))
 	for _, prefix := range []string{"/api/v2", "/api/v2/piston"} {
 		h.mux.Handle("POST "+prefix+"/execute", h.endpoint(pistonErrors, h.piston))

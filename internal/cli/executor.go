@@ -109,6 +109,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 			Timeout:      cfg.Executor.Timeout,
 			MemoryBytes:  cfg.Executor.MemoryBytes,
 			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
+			MCP:          new(mcpConfig(ctx, cfg, m.Version, logger, m.exec)),
 		},
 		Ready:     m.exec.Ready,
 		Isolation: m.exec.Isolation().Tier,

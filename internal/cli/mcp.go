@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -54,7 +55,8 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 			logger.Warn("closing scheduler", "err", err)
 		}
 	}()
-	mc := mcpConfig(ctx, c, ex, sched)
+	mc := mcpConfig(ctx, cfg, c.version, logger, ex)
+	mc.Scheduler = sched
 	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", ex.Isolation().Tier)
 	t := &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}}
 	if err := mcp.NewServer(mc, mcpUser).Run(ctx, t); err != nil && ctx.Err() == nil {
@@ -64,21 +66,21 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 	return 0
 }
 
-// mcpConfig is the MCP server's configuration: the run limits of cfg, and
-// the interpreter's version and packages for the tool's description.
-func mcpConfig(ctx context.Context, c *invocation, ex *sandbox.Executor, sched *executor.Scheduler) mcp.Config {
-	cfg := c.cfg
+// mcpConfig is the MCP server's configuration but its Scheduler: the run
+// limits of cfg, and the interpreter's version and packages for the
+// tool's description.
+func mcpConfig(ctx context.Context, cfg config.Config, version string, logger *slog.Logger, ex *sandbox.Executor) mcp.Config {
 	mc := mcp.Config{
-		Scheduler: sched, Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
+		Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
 		MaxCodeBytes: cfg.Executor.MaxCodeBytes, MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes,
-		PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: c.version,
-		Logger: c.logger.With("component", "mcp"),
+		PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: version,
+		Logger: logger.With("component", "mcp"),
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pkgs, err := ex.Packages(ctx)
 	if err != nil {
-		c.logger.Warn("the tool's description names no packages", "err", err)
+		logger.Warn("the MCP tool's description names no packages", "err", err)
 	}
 	for _, p := range pkgs {
 		mc.Packages = append(mc.Packages, p.Name+" "+p.Version)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -94,4 +95,48 @@ func TestMCPOverStdio(t *testing.T) {
 	if res.IsError || !png {
 		t.Errorf("plot: isError %v, no PNG image in %d contents", res.IsError, len(res.Content))
 	}
+}
+
+// TestMCPOverHTTP drives `runblock executor`'s /mcp with the SDK's client
+// over streamable HTTP: behind the API's token (a wrong one is refused), a
+// run and a tool error, and the token never logged.
+func TestMCPOverHTTP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token = "mcp-test-token-0123456789abcdef"
+	p := startExecutor(t, ctx, runblockBinary(t), "RUNBLOCK_CONCURRENCY=1", "RUNBLOCK_API_TOKEN="+token, "RUNBLOCK_TIMEOUT=10s")
+	connect := func(tok string) (*sdk.ClientSession, error) {
+		hc := &http.Client{Transport: bearer(tok)}
+		return sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v1"}, nil).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: p.url + "/mcp", HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	}
+	if cs, err := connect("wrong-token-0123456789abcdef"); err == nil {
+		_ = cs.Close()
+		t.Fatal("a wrong token connected")
+	}
+	cs, err := connect(token)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.logs.String())
+	}
+	defer func() { _ = cs.Close() }()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "print(2**10)"}})
+	if err != nil || res.IsError || !strings.HasPrefix(res.Content[0].(*sdk.TextContent).Text, "1024\nOK · ") {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "import sys; sys.exit(3)"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "exit code 3") {
+		t.Fatalf("exit 3: %+v, %v", res, err)
+	}
+	if strings.Contains(p.logs.String(), token) {
+		t.Error("the token reached the log")
+	}
+}
+
+// bearer sends every request with a bearer token.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -86,11 +86,13 @@ func NewServer(cfg Config, user string) *sdk.Server {
 
 // HTTPHandler serves MCP's streamable HTTP transport; userOf names the
 // client of a request (the API's token id), each client one user of the
-// fair queue. Authentication is the caller's: wrap it.
+// fair queue. It is stateless (the tool keeps nothing between calls, so
+// the server holds no session a client could pile up) and answers with
+// plain JSON. Authentication is the caller's: wrap it.
 func HTTPHandler(cfg Config, userOf func(*http.Request) string) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		return NewServer(cfg, userOf(r))
-	}, &sdk.StreamableHTTPOptions{Logger: cfg.Logger, MaxRequestBodyBytes: cfg.requestBytes()})
+	}, &sdk.StreamableHTTPOptions{Logger: cfg.Logger, MaxRequestBodyBytes: cfg.requestBytes(), Stateless: true, JSONResponse: true})
 }
 
 // requestBytes bounds an HTTP request body: the code cap with room for
