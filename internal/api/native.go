@@ -107,22 +107,14 @@ func (h *Handler) native(w *answer, r *http.Request, client string) error {
 	}
 	p := program{mode: "code", target: body.Code, argv: append([]string{"-c"}, body.Args...), stdin: body.Stdin,
 		timeout: time.Duration(body.Timeout), memory: body.Memory}
-	if len(body.Files) > maxFiles {
-		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
-	}
 	paths := make([]string, len(body.Files))
 	for i, f := range body.Files {
 		paths[i] = f.Path
 	}
-	if err := checkPaths("files[%d].path", paths); err != nil {
+	if err := p.addFiles("files[%d].path", paths, func(i int) ([]byte, error) {
+		return content(body.Files[i].Content, body.Files[i].Encoding)
+	}); err != nil {
 		return err
-	}
-	for i, f := range body.Files {
-		data, err := content(f.Content, f.Encoding)
-		if err != nil {
-			return badRequest("files[%d].content: %v", i, err)
-		}
-		p.files = append(p.files, file{Path: f.Path, Data: data})
 	}
 	req, err := p.request(h.lim)
 	if err != nil {

@@ -86,9 +86,6 @@ func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 	if len(body.Files) == 0 {
 		return badRequest("files is required as an array with at least one file")
 	}
-	if len(body.Files) > maxFiles {
-		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
-	}
 	p := program{mode: "file", stdin: body.Stdin}
 	names := make([]string, len(body.Files))
 	for i, f := range body.Files {
@@ -97,15 +94,10 @@ func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 			names[i] = fmt.Sprintf("file%d.code", i)
 		}
 	}
-	if err := checkPaths("files[%d].name", names); err != nil {
+	if err := p.addFiles("files[%d].name", names, func(i int) ([]byte, error) {
+		return pistonContent(body.Files[i].Content, body.Files[i].Encoding)
+	}); err != nil {
 		return err
-	}
-	for i, f := range body.Files {
-		data, err := pistonContent(f.Content, f.Encoding)
-		if err != nil {
-			return badRequest("files[%d].content: %v", i, err)
-		}
-		p.files = append(p.files, file{Path: names[i], Data: data})
 	}
 	p.target = p.files[0].Path
 	p.argv = append([]string{p.target}, body.Args...)

@@ -103,6 +103,26 @@ func checkPaths(field string, paths []string) error {
 	return err
 }
 
+// addFiles checks a request's input files, at paths and named by field
+// ("files[%d].path") in errors, and adds each with the content that data
+// decodes for it.
+func (p *program) addFiles(field string, paths []string, data func(i int) ([]byte, error)) error {
+	if len(paths) > maxFiles {
+		return badRequest("%d files, over the limit of %d", len(paths), maxFiles)
+	}
+	if err := checkPaths(field, paths); err != nil {
+		return err
+	}
+	for i, path := range paths {
+		b, err := data(i)
+		if err != nil {
+			return badRequest("files[%d].content: %v", i, err)
+		}
+		p.files = append(p.files, file{Path: path, Data: b})
+	}
+	return nil
+}
+
 // pythonArgs parses a python command line (without the executable) into a
 // program: -c CODE, -m MODULE or FILE, then the script's arguments. Options
 // that change nothing here (-u, -B, -E, -s, -S, -I, -q, -O, -W x, -X x) are

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"path"
 	"regexp"
@@ -67,22 +68,18 @@ func (h *Handler) snekbox(w *answer, r *http.Request, client string) error {
 	if err != nil {
 		return badRequest("args: %v", err)
 	}
-	if len(body.Files) > maxFiles {
-		return badRequest("%d files, over the limit of %d", len(body.Files), maxFiles)
-	}
 	paths := make([]string, len(body.Files))
 	for i, f := range body.Files {
 		paths[i] = f.Path
 	}
-	if err := checkPaths("files[%d].path", paths); err != nil {
-		return err
-	}
-	for i, f := range body.Files {
-		data, err := base64.StdEncoding.DecodeString(f.Content)
+	if err := p.addFiles("files[%d].path", paths, func(i int) ([]byte, error) {
+		data, err := base64.StdEncoding.DecodeString(body.Files[i].Content)
 		if err != nil {
-			return badRequest("files[%d].content: not valid base64", i)
+			return nil, errors.New("not valid base64")
 		}
-		p.files = append(p.files, file{Path: f.Path, Data: data})
+		return data, nil
+	}); err != nil {
+		return err
 	}
 	req, err := p.request(h.lim)
 	if err != nil {
