@@ -30,18 +30,27 @@
 //     ```py {linenos=true}, ```python showLineNumbers), unless the line
 //     reads as Python (c = 1, c: int = 1, d [0]); when code rather than
 //     attributes follows the name (```py print(1)), that code runs, as in
-//     a one-line block;
+//     a one-line block (not on Discord: see below);
 //   - on Discord, any line made only of letters, digits and _ + - . #:
 //     Discord takes it as the language and hides it, so ```pass is a
 //     language (not Python: the hint), not a line of code.
 //
 // Any other first line is code, so a Slack block typed as ```print(1)```
-// runs, and on Slack ```pass\nprint(1)``` runs both lines. A one-line block
-// ("```py print(1)```") takes its first word as the tag when the word is a
-// known name and the rest does not start with an operator ("```c = 1```" is
-// code). A language word alone on the line of the trigger ("!run js", "<@bot>
-// py" then an untagged block) tags the untagged blocks; an inline span whose
-// first line is a lone language name (`py\nx = 4`) is tagged the same way.
+// runs, and on Slack ```pass\nprint(1)``` runs both lines. On Discord a
+// language is only ever a word right before a line break (its client's
+// code block rule is ^```(?:([a-z0-9_+\-.#]+?)\n)?\n*([^\n][^]*?)\n*```,
+// and python-discord's eval reads blocks the same way), so a block on one
+// line has no language and its content is the code, as Discord shows it:
+// ```py print(1)``` runs "py print(1)" (a SyntaxError that shows the
+// user what Discord showed), ```js``` runs "js"; and so does a first line
+// of a word and code (```py print(1)\nprint(2)). Slack has no language at
+// all, so there a one-line block ("```py print(1)```") takes its first word
+// as the tag when the word is a known name and the rest does not start with
+// an operator ("```c = 1```" is code), and the code after a name on the
+// fence line runs. A language word alone on the line of the trigger
+// ("!run js", "<@bot> py" then an untagged block) tags the untagged blocks;
+// an inline span whose first line is a lone language name (`py\nx = 4`) is
+// tagged the same way.
 //
 // An untagged block right after a line labelling output ("Output:",
 // "Result:", "Expected output:", "You should see:", "This prints:", ...,
