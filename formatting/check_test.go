@@ -23,12 +23,13 @@ func replyProblems(p Platform, text string) []string {
 	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
 		probs = append(probs, fmt.Sprintf("%d UTF-16 units, over the limit of %d", utf16Len(text), limit))
 	}
-	if p == Console {
-		for _, r := range text {
-			if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
-				probs = append(probs, fmt.Sprintf("control character %U", r))
-			}
+	for _, r := range text {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 ||
+			r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' || r == '\u2028' || r == '\u2029' {
+			probs = append(probs, fmt.Sprintf("control character %U", r))
 		}
+	}
+	if p == Console {
 		return probs
 	}
 	if p == Slack {

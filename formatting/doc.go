@@ -171,4 +171,13 @@
 // webhooks included; Slack: parse=none and link_names=false), and their
 // tests check that no payload lets a mention ping. Reply.Full is only made
 // valid and free of control characters: a file does not ping.
+//
+// Names a snippet chose (the files it wrote, in the files note) and every
+// note and inline code span are shown with control characters, C1
+// controls, bidirectional overrides and isolates, line separators and bytes
+// that are not UTF-8 written as Go escapes (\x1b, \u009b, \u202e, \n,
+// \xff), so a name cannot forge a line or drive a terminal. The console's
+// text, which the console adapter and runblock exec print to a terminal,
+// passes the same escaping as a whole (newline and tab kept), so no path of
+// the renderer hands ESC, CSI or another control to the terminal raw.
 package formatting

@@ -43,6 +43,10 @@ func fuzzResult(stdout, stderr, errLine string, flags uint8, lines, chars int) (
 		MemoryLimit:     int64(flags) << 20,
 		Duration:        time.Duration(lines) * time.Microsecond,
 	}
+	if lines%2 != 0 {
+		// The error line doubles as the name of a file left out.
+		res.FilesOmitted = []executor.OmittedFile{{Path: errLine, Size: int64(chars), Reason: "over the file count limit"}}
+	}
 	return res, RenderOptions{MaxLines: lines, MaxChars: chars}
 }
 

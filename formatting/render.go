@@ -124,6 +124,9 @@ func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptio
 		}
 		text, cut = r.render(min(opts.MaxLines, lo), min(opts.MaxChars, lo))
 	}
+	if p == Console {
+		text = terminalSafe(text)
+	}
 	reply := Reply{Text: text, OK: res.Outcome() == "ok"}
 	if cut {
 		reply.Full = r.full()
@@ -298,16 +301,20 @@ func (r result) bold(s string) string {
 	return s
 }
 
-// code shows one line of output as inline code; it holds no backtick.
+// code shows one line of output or a name as inline code; it holds no
+// backtick and no control character (escapeControls).
 func (r result) code(s string) string {
+	s = escapeControls(s)
 	if r.p == Console {
 		return s
 	}
 	return "`" + neutralize(r.p, strings.ReplaceAll(s, "`", "ˋ")) + "`"
 }
 
-// note is a remark of ours (not output).
+// note is a remark of ours (not output) on one line; a name or reason in
+// it cannot break the line or hold a control character (escapeControls).
 func (r result) note(s string) string {
+	s = escapeControls(s)
 	if r.p == Console {
 		return s
 	}
