@@ -157,7 +157,8 @@
 //
 // Output is text from an untrusted program. Before any markup it is made
 // valid UTF-8 (invalid bytes and lone surrogates become U+FFFD), ANSI escape
-// sequences and control characters other than newline and tab are removed,
+// sequences and control characters other than newline and tab are removed
+// (on Discord colours are kept as below),
 // carriage returns and backspaces overwrite the line as a terminal would,
 // bidirectional overrides are removed and Unicode line separators become
 // newlines. Inside code blocks a zero-width space breaks every run of three
@@ -171,6 +172,22 @@
 // webhooks included; Slack: parse=none and link_names=false), and their
 // tests check that no payload lets a mention ping. Reply.Full is only made
 // valid and free of control characters: a file does not ping.
+//
+// Colours. Discord is the only platform that renders ANSI colour: in a code
+// block tagged ansi, the SGR codes 0 (reset), 1 (bold), 4 (underline), 30–37
+// (foreground) and 40–47 (background). On Discord the output's SGR
+// sequences (a program's colours, Python 3.13's coloured tracebacks) are
+// read as a terminal reads them: the state carries across lines, 22, 24, 39
+// and 49 turn one attribute off, bright colours (90–97, 100–107), 256
+// colours and truecolour become the nearest of the eight colours, and other
+// SGR codes (italic, reverse, ...) and every other escape sequence (cursor
+// moves, OSC titles and hyperlinks, C1 controls) are dropped. A block with a
+// styled character shown is tagged ansi and its lines carry only the codes
+// Discord renders, each line on its own: it starts in the default style and
+// ends with a reset when it changed it. The codes are put in after the view
+// is cut, which cuts plain text, so a cut never splits a sequence nor leaves
+// a colour open, and the 2000-unit limit counts them exactly. The error in
+// the status line, Reply.Full and the other platforms get plain text.
 //
 // Names a snippet chose (the files it wrote, in the files note) and every
 // note and inline code span are shown with control characters, C1
