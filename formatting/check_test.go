@@ -23,12 +23,16 @@ func replyProblems(p Platform, text string) []string {
 	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
 		probs = append(probs, fmt.Sprintf("%d UTF-16 units, over the limit of %d", utf16Len(text), limit))
 	}
-	if p == Console {
-		for _, r := range text {
-			if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
-				probs = append(probs, fmt.Sprintf("control character %U", r))
-			}
+	for _, r := range text {
+		if r == 0x1b && p == Discord {
+			continue // checked below: only Discord's SGR codes, in an ansi block
 		}
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 ||
+			r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' || r == '\u2028' || r == '\u2029' {
+			probs = append(probs, fmt.Sprintf("control character %U", r))
+		}
+	}
+	if p == Console {
 		return probs
 	}
 	if p == Slack {
@@ -42,11 +46,14 @@ func replyProblems(p Platform, text string) []string {
 			}
 		}
 	}
-	inBlock := false
+	inBlock, ansi := false, false
 	for i, line := range strings.Split(text, "\n") {
-		if line == "```" {
-			inBlock = !inBlock
+		if line == "```" || !inBlock && p == Discord && line == "```ansi" {
+			inBlock, ansi = !inBlock, line == "```ansi"
 			continue
+		}
+		if strings.Contains(line, "\x1b") {
+			probs = append(probs, sgrProblems(i+1, line, ansi)...)
 		}
 		if strings.Contains(line, "```") {
 			probs = append(probs, fmt.Sprintf("line %d could close a code block: %q", i+1, line))
@@ -78,6 +85,37 @@ func fullProblems(full string) []string {
 			probs = append(probs, fmt.Sprintf("full: control character %U", r))
 			break
 		}
+	}
+	return probs
+}
+
+// discordSGR matches the SGR sequences Discord renders: reset, bold,
+// underline, foreground 30–37, background 40–47.
+var discordSGR = regexp.MustCompile(`^\x1b\[(?:0|1|4|3[0-7]|4[0-7])(?:;(?:0|1|4|3[0-7]|4[0-7]))*m`)
+
+// sgrProblems checks a line holding ESC: in an ansi block, every ESC starts
+// a sequence Discord renders, and the last one is a reset, so the line
+// ends in the default style.
+func sgrProblems(n int, line string, ansi bool) []string {
+	if !ansi {
+		return []string{fmt.Sprintf("line %d has an escape outside an ansi block: %q", n, line)}
+	}
+	var probs []string
+	last := ""
+	for i := strings.IndexByte(line, 0x1b); i >= 0; {
+		last = discordSGR.FindString(line[i:])
+		if last == "" {
+			probs = append(probs, fmt.Sprintf("line %d has an escape Discord does not render: %q", n, line[i:]))
+			last = "\x1b"
+		}
+		k := strings.IndexByte(line[i+len(last):], 0x1b)
+		if k < 0 {
+			break
+		}
+		i += len(last) + k
+	}
+	if last != "\x1b[0m" {
+		probs = append(probs, fmt.Sprintf("line %d does not end with a reset: %q", n, line))
 	}
 	return probs
 }

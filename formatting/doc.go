@@ -30,18 +30,27 @@
 //     ```py {linenos=true}, ```python showLineNumbers), unless the line
 //     reads as Python (c = 1, c: int = 1, d [0]); when code rather than
 //     attributes follows the name (```py print(1)), that code runs, as in
-//     a one-line block;
+//     a one-line block (not on Discord: see below);
 //   - on Discord, any line made only of letters, digits and _ + - . #:
 //     Discord takes it as the language and hides it, so ```pass is a
 //     language (not Python: the hint), not a line of code.
 //
 // Any other first line is code, so a Slack block typed as ```print(1)```
-// runs, and on Slack ```pass\nprint(1)``` runs both lines. A one-line block
-// ("```py print(1)```") takes its first word as the tag when the word is a
-// known name and the rest does not start with an operator ("```c = 1```" is
-// code). A language word alone on the line of the trigger ("!run js", "<@bot>
-// py" then an untagged block) tags the untagged blocks; an inline span whose
-// first line is a lone language name (`py\nx = 4`) is tagged the same way.
+// runs, and on Slack ```pass\nprint(1)``` runs both lines. On Discord a
+// language is only ever a word right before a line break (its client's
+// code block rule is ^```(?:([a-z0-9_+\-.#]+?)\n)?\n*([^\n][^]*?)\n*```,
+// and python-discord's eval reads blocks the same way), so a block on one
+// line has no language and its content is the code, as Discord shows it:
+// ```py print(1)``` runs "py print(1)" (a SyntaxError that shows the
+// user what Discord showed), ```js``` runs "js"; and so does a first line
+// of a word and code (```py print(1)\nprint(2)). Slack has no language at
+// all, so there a one-line block ("```py print(1)```") takes its first word
+// as the tag when the word is a known name and the rest does not start with
+// an operator ("```c = 1```" is code), and the code after a name on the
+// fence line runs. A language word alone on the line of the trigger
+// ("!run js", "<@bot> py" then an untagged block) tags the untagged blocks;
+// an inline span whose first line is a lone language name (`py\nx = 4`) is
+// tagged the same way.
 //
 // An untagged block right after a line labelling output ("Output:",
 // "Result:", "Expected output:", "You should see:", "This prints:", ...,
@@ -148,7 +157,8 @@
 //
 // Output is text from an untrusted program. Before any markup it is made
 // valid UTF-8 (invalid bytes and lone surrogates become U+FFFD), ANSI escape
-// sequences and control characters other than newline and tab are removed,
+// sequences and control characters other than newline and tab are removed
+// (on Discord colours are kept as below),
 // carriage returns and backspaces overwrite the line as a terminal would,
 // bidirectional overrides are removed and Unicode line separators become
 // newlines. Inside code blocks a zero-width space breaks every run of three
@@ -162,4 +172,29 @@
 // webhooks included; Slack: parse=none and link_names=false), and their
 // tests check that no payload lets a mention ping. Reply.Full is only made
 // valid and free of control characters: a file does not ping.
+//
+// Colours. Discord is the only platform that renders ANSI colour: in a code
+// block tagged ansi, the SGR codes 0 (reset), 1 (bold), 4 (underline), 30–37
+// (foreground) and 40–47 (background). On Discord the output's SGR
+// sequences (a program's colours, Python 3.13's coloured tracebacks) are
+// read as a terminal reads them: the state carries across lines, 22, 24, 39
+// and 49 turn one attribute off, bright colours (90–97, 100–107), 256
+// colours and truecolour become the nearest of the eight colours, and other
+// SGR codes (italic, reverse, ...) and every other escape sequence (cursor
+// moves, OSC titles and hyperlinks, C1 controls) are dropped. A block with a
+// styled character shown is tagged ansi and its lines carry only the codes
+// Discord renders, each line on its own: it starts in the default style and
+// ends with a reset when it changed it. The codes are put in after the view
+// is cut, which cuts plain text, so a cut never splits a sequence nor leaves
+// a colour open, and the 2000-unit limit counts them exactly. The error in
+// the status line, Reply.Full and the other platforms get plain text.
+//
+// Names a snippet chose (the files it wrote, in the files note) and every
+// note and inline code span are shown with control characters, C1
+// controls, bidirectional overrides and isolates, line separators and bytes
+// that are not UTF-8 written as Go escapes (\x1b, \u009b, \u202e, \n,
+// \xff), so a name cannot forge a line or drive a terminal. The console's
+// text, which the console adapter and runblock exec print to a terminal,
+// passes the same escaping as a whole (newline and tab kept), so no path of
+// the renderer hands ESC, CSI or another control to the terminal raw.
 package formatting

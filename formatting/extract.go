@@ -361,9 +361,16 @@ func unquote(content, marker string) string {
 
 // parseBlock splits a block's content into its tag and body. The first
 // line is the info string when it is a language name, an info string with
-// attributes (see infoTag) or, with discordLanguage set, any word Discord
-// takes as the language and hides (```pass, ```python3.12).
-func parseBlock(content string, discordLanguage bool) fenced {
+// attributes (see infoTag) or, with discord set, any word Discord takes as
+// the language and hides (```pass, ```python3.12). On Discord a language
+// is only ever a word followed by a line break, so with discord set a
+// block on one line (```py print(1)```, ```js```) has no tag, and a
+// first line of a word and code (```py print(1)) is code: its content is
+// the code, as Discord shows it.
+func parseBlock(content string, discord bool) fenced {
+	if discord && !strings.ContainsRune(content, '\n') {
+		return fenced{body: content}
+	}
 	if nl := strings.IndexByte(content, '\n'); nl >= 0 {
 		first := strings.TrimSpace(content[:nl])
 		switch tag := strings.ToLower(first); {
@@ -371,10 +378,13 @@ func parseBlock(content string, discordLanguage bool) fenced {
 			return fenced{body: content[nl+1:]}
 		case !strings.ContainsFunc(first, unicode.IsSpace) && isTag(tag):
 			return fenced{tag: tag, body: content[nl+1:]}
-		case discordLanguage && hiddenLanguage(content[:nl]):
+		case discord && hiddenLanguage(content[:nl]):
 			return fenced{tag: tag, body: content[nl+1:]}
 		}
 		if tag, code, ok := infoTag(first); ok {
+			if code != "" && discord {
+				return fenced{body: content}
+			}
 			if code != "" {
 				return fenced{tag: tag, body: code + "\n" + content[nl+1:]}
 			}

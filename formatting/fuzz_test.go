@@ -25,6 +25,9 @@ var fuzzSeeds = []string{
 	strings.Repeat("<", 800),
 	strings.Repeat("`", 700),
 	guardTraceback,
+	colouredTraceback,
+	ansiColours,
+	"\x1b[38;5;196;48;2;1;2;3;1;4mx\x1b[22;24;39;49m\x1b[38:2::9:9:9my\x1b[",
 }
 
 func fuzzResult(stdout, stderr, errLine string, flags uint8, lines, chars int) (executor.Result, RenderOptions) {
@@ -42,6 +45,12 @@ func fuzzResult(stdout, stderr, errLine string, flags uint8, lines, chars int) (
 		TimeoutLimit:    time.Duration(flags) * 100 * time.Millisecond,
 		MemoryLimit:     int64(flags) << 20,
 		Duration:        time.Duration(lines) * time.Microsecond,
+	}
+	if lines%2 != 0 {
+		// The head of the error line doubles as the name of a file left
+		// out (a name as long as a path can be does not fit a reply: the
+		// files note is not shrunk to the platform's limit).
+		res.FilesOmitted = []executor.OmittedFile{{Path: errLine[:min(len(errLine), 64)], Size: int64(chars), Reason: "over the file count limit"}}
 	}
 	return res, RenderOptions{MaxLines: lines, MaxChars: chars}
 }

@@ -104,8 +104,8 @@ func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptio
 		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
 		r.check = r.transcriptNote(c)
 	}
-	r.stdout = splitLines(cleanOutput(res.Stdout))
-	r.stderr = splitLines(trimGuardFrames(cleanOutput(res.Stderr)))
+	r.stdout, r.outSpans = styledLines(p, res.Stdout)
+	r.stderr, r.errSpans = styledLines(p, res.Stderr)
 	r.outChars, r.errChars = chars(r.stdout), chars(r.stderr)
 	text, cut := r.render(opts.MaxLines, opts.MaxChars)
 	if limit := p.MaxText(); limit > 0 && utf16Len(text) > limit {
@@ -124,6 +124,9 @@ func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptio
 		}
 		text, cut = r.render(min(opts.MaxLines, lo), min(opts.MaxChars, lo))
 	}
+	if p == Console {
+		text = terminalSafe(text)
+	}
 	reply := Reply{Text: text, OK: res.Outcome() == "ok"}
 	if cut {
 		reply.Full = r.full()
@@ -136,6 +139,10 @@ type result struct {
 	res    executor.Result
 	stdout []string
 	stderr []string
+	// outSpans and errSpans style the lines of stdout and stderr on
+	// Discord, which renders colour; nil elsewhere or when no line is
+	// styled.
+	outSpans, errSpans [][]styleSpan
 	// outChars and errChars count the code points of stdout and stderr.
 	outChars, errChars int
 	check              string // the transcript check note, or ""
@@ -159,7 +166,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 		r.line(&b, r.note("(no output)"))
 	default:
 		if len(r.stdout) > 0 {
-			r.block(&b, out.lines)
+			r.block(&b, out.lines, r.outSpans)
 			if n := out.moreNote(); n != "" {
 				r.line(&b, r.note(n))
 			}
@@ -176,7 +183,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 				label = "--- " + label + " ---"
 			}
 			r.line(&b, r.note(label))
-			r.block(&b, errs.lines)
+			r.block(&b, errs.lines, tail(r.errSpans, errs.first))
 			if errs.moreChars > 0 {
 				r.line(&b, r.note("… "+more(errs.moreChars, "character")))
 			}
@@ -302,16 +309,20 @@ func (r result) bold(s string) string {
 	return s
 }
 
-// code shows one line of output as inline code; it holds no backtick.
+// code shows one line of output or a name as inline code; it holds no
+// backtick and no control character (escapeControls).
 func (r result) code(s string) string {
+	s = escapeControls(s)
 	if r.p == Console {
 		return s
 	}
 	return "`" + neutralize(r.p, strings.ReplaceAll(s, "`", "ˋ")) + "`"
 }
 
-// note is a remark of ours (not output).
+// note is a remark of ours (not output) on one line; a name or reason in
+// it cannot break the line or hold a control character (escapeControls).
 func (r result) note(s string) string {
+	s = escapeControls(s)
 	if r.p == Console {
 		return s
 	}
@@ -324,8 +335,10 @@ func (r result) line(b *strings.Builder, s string) {
 }
 
 // block writes lines of output as a code block. On the console the lines
-// are written as they are.
-func (r result) block(b *strings.Builder, lines []string) {
+// are written as they are. spans, when not nil, style the lines (spans[i]
+// line i): when a line shown has a styled character, the block is tagged
+// ansi and the lines carry the SGR codes Discord renders.
+func (r result) block(b *strings.Builder, lines []string, spans [][]styleSpan) {
 	if len(lines) == 0 {
 		return
 	}
@@ -335,14 +348,66 @@ func (r result) block(b *strings.Builder, lines []string) {
 		}
 		return
 	}
-	b.WriteString("\n```\n")
+	ansi := false
+	for i, l := range lines {
+		ansi = ansi || i < len(spans) && coloured(spans[i], len(l))
+	}
+	if ansi {
+		b.WriteString("\n```ansi\n")
+	} else {
+		b.WriteString("\n```\n")
+	}
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
+		if ansi && i < len(spans) {
+			l = sgrLine(l, spans[i])
+		}
 		b.WriteString(neutralize(r.p, l))
 	}
 	b.WriteString("\n```")
+}
+
+// styledLines cleans a stream of output into lines (stderr: without the
+// runner's traceback frames) and, on Discord, the styles of the lines.
+func styledLines(p Platform, out string) ([]string, [][]styleSpan) {
+	if p != Discord {
+		return splitLines(trimGuardFrames(cleanOutput(out))), nil
+	}
+	text, spans := cleanStyled(out)
+	if !strings.Contains(text, tracebackHeader) {
+		lines := splitLines(text)
+		if spans != nil {
+			spans = spans[:len(lines)]
+		}
+		return lines, spans
+	}
+	all := strings.Split(text, "\n")
+	kept := keptLines(all)
+	lines := make([]string, 0, len(kept))
+	var styles [][]styleSpan
+	for _, i := range kept {
+		lines = append(lines, all[i])
+		if spans != nil {
+			styles = append(styles, spans[i])
+		}
+	}
+	if n := len(lines); n > 0 && lines[n-1] == "" {
+		lines = lines[:n-1]
+	}
+	if styles != nil {
+		styles = styles[:len(lines)]
+	}
+	return lines, styles
+}
+
+// tail returns spans from line first on, nil when there are none.
+func tail(spans [][]styleSpan, first int) [][]styleSpan {
+	if first >= len(spans) {
+		return nil
+	}
+	return spans[first:]
 }
 
 // full is the whole output as plain text.

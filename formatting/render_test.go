@@ -78,7 +78,34 @@ var renderCases = []struct {
 		{Path: "d", Reason: "over the file count limit"}, {Path: "e", Reason: "over the file count limit"}, {Path: "f", Reason: "over the file count limit"}, {Path: "g", Reason: "over the file count limit"},
 	}}, RenderOptions{}},
 	{"custom_limits", executor.Result{Success: true, Stdout: lines(8, "row %d"), Duration: time.Millisecond}, RenderOptions{MaxLines: 3, MaxChars: 1000}},
+	{"ansi_colours", executor.Result{Success: true, Duration: time.Millisecond, Stdout: ansiColours}, RenderOptions{}},
+	{"coloured_traceback", executor.Result{Stdout: "parsing\n", Stderr: colouredTraceback, ExitCode: 1,
+		Error: "\x1b[1;35mjson.decoder.JSONDecodeError\x1b[0m: \x1b[35mExpecting value: line 1 column 1 (char 0)\x1b[0m",
+	}, RenderOptions{}},
+	{"ansi_long", executor.Result{Success: true, Duration: time.Millisecond, Stdout: strings.Repeat("\x1b[1;31mr\x1b[0;4;42mg\x1b[0m", 900) + "\n" + lines(30, "\x1b[3%dmline\x1b[0m")}, RenderOptions{MaxLines: 100, MaxChars: 5000}},
 }
+
+// ansiColours is terminal output with the SGR codes Discord renders and
+// the ones it does not, and other escape sequences.
+var ansiColours = "\x1b[31mred\x1b[0m \x1b[1;32mbold green\x1b[22m green\x1b[39m plain\n" +
+	"\x1b[4munder\x1b[24m \x1b[44;37mwhite on blue\x1b[49m white\x1b[0m\n" +
+	"\x1b[91mbright red\x1b[0m \x1b[38;5;208m256 orange\x1b[0m \x1b[38;2;0;128;255mtruecolour\x1b[0m \x1b[38:2::0:200:0mcolon\x1b[m\n" +
+	"\x1b[35mspans\nlines\x1b[0m \x1b[3mitalic\x1b[23m \x1b[7mreverse\x1b[27m \x1b[9mstrike\x1b[0m\n" +
+	"\x1b[2K\x1b[1Gcursor \x1b]0;title\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b[?25lhidden cursor\x1b[?25h\n" +
+	"\x1b[32m10%\r\x1b[33m50%\r\x1b[0m100%\n"
+
+// colouredTraceback is stderr as Python 3.13+ writes it with colours on
+// (CPython's Lib/traceback.py: File, line and function in magenta, the
+// failing expression in red and bold red, the exception type in bold
+// magenta and the message in magenta), the runner's frames included.
+var colouredTraceback = "Traceback (most recent call last):\n" +
+	"  File \x1b[35m\"/runblock/guard.py\"\x1b[0m, line \x1b[35m88\x1b[0m, in \x1b[35m<module>\x1b[0m\n" +
+	"    \x1b[31m_run\x1b[0m\x1b[1;31m(_code)\x1b[0m\n" +
+	"  File \x1b[35m\"<snippet>\"\x1b[0m, line \x1b[35m4\x1b[0m, in \x1b[35m<module>\x1b[0m\n" +
+	"    \x1b[31mparse\x1b[0m\x1b[1;31m(\"\")\x1b[0m\n" +
+	"  File \x1b[35m\"/usr/lib/python3.13/json/__init__.py\"\x1b[0m, line \x1b[35m346\x1b[0m, in \x1b[35mloads\x1b[0m\n" +
+	"    return \x1b[31m_default_decoder.decode\x1b[0m\x1b[1;31m(s)\x1b[0m\n" +
+	"\x1b[1;35mjson.decoder.JSONDecodeError\x1b[0m: \x1b[35mExpecting value: line 1 column 1 (char 0)\x1b[0m\n"
 
 func TestRenderGolden(t *testing.T) {
 	for _, tc := range renderCases {

@@ -26,7 +26,7 @@ var extractRules = []struct {
 	{"info_word", Slack, "```python showLineNumbers\nx = 2\nprint(x ** 10)\n```", "x = 2\nprint(x ** 10)", nil},
 	{"info_many_attributes", Discord, "```python title=\"my file.py\" hl_lines=\"1 3\" linenums='1'\nprint('attrs')\n```", "print('attrs')", nil},
 	{"info_version_word", Discord, "```Python 3\nprint('three')\n```", "print('three')", nil},
-	{"info_code_on_fence_line", Discord, "```py print(1)\nprint(2)\n```", "print(1)\nprint(2)", nil},
+	{"info_code_on_fence_line", Slack, "```py print(1)\nprint(2)\n```", "print(1)\nprint(2)", nil},
 	{"info_statement_on_fence_line", Slack, "```python import os\nprint(os.sep)\n```", "import os\nprint(os.sep)", nil},
 	{"info_other_language", Discord, "```js title=\"app.js\"\nconsole.log(1)\n```", "", []string{"js"}},
 	{"info_not_annotation", Discord, "```\nc: int = 1\nprint(c)\n```", "c: int = 1\nprint(c)", nil},
@@ -62,6 +62,16 @@ var extractRules = []struct {
 	{"prefix_language_js", Discord, " js\n```\nconsole.log([1, 2].map(x => x * 2))\n```", "", []string{"js"}},
 	{"prefix_language_trigger", Slack, "<@U0BOT> rust\n```\nfn main() {}\n```", "", []string{"rust"}},
 	{"prefix_language_python", Discord, " py\n```\nprint('prefix')\n```", "print('prefix')", nil},
+	// 7. Issue 23: on Discord a language is a word followed by a line break
+	// (its client's code block rule: ^```(?:([a-z0-9_+\-.#]+?)\n)?…), so a
+	// block on one line, or a word and code on the fence line, has no
+	// language: its content is the code, as Discord shows it.
+	{"discord_one_line_tag_word", Discord, "```py print(\"hi\")```", "py print(\"hi\")", nil},
+	{"discord_one_line_text_around", Discord, "can someone run ```python print(\"hi\")``` for me?", "python print(\"hi\")", nil},
+	{"discord_one_line_language_word", Discord, "```r```", "r", nil},
+	{"discord_one_line_other_language", Discord, "```js console.log(1)```", "js console.log(1)", nil},
+	{"discord_one_line_closed_below", Discord, "```py print(1)\n```", "py print(1)", nil},
+	{"discord_code_on_fence_line", Discord, "```py print(1)\nprint(2)\n```", "py print(1)\nprint(2)", nil},
 }
 
 func TestExtractRules(t *testing.T) {

@@ -12,27 +12,53 @@ const zwsp = "\u200b"
 // returns and backspaces applied as a terminal would, no bidirectional
 // overrides, Unicode line separators as newlines.
 func cleanOutput(s string) string {
+	text, _ := clean(s, false)
+	return text
+}
+
+// cleanStyled is cleanOutput that also keeps the colours and styles the
+// output's SGR sequences gave its characters, as far as Discord renders
+// them: spans[i] styles line i of the text (split at "\n"). spans is nil
+// when no visible character is styled.
+func cleanStyled(s string) (text string, spans [][]styleSpan) {
+	return clean(s, true)
+}
+
+func clean(s string, styled bool) (string, [][]styleSpan) {
 	s = strings.ToValidUTF8(s, "\ufffd")
 	if isPlain(s) {
-		return s
+		return s, nil
 	}
 	var out strings.Builder
 	out.Grow(len(s))
-	var line []rune // the current line, rewritten by CR and BS
+	var line []rune    // the current line, rewritten by CR and BS
+	var styles []style // the style of each rune of line
+	var spans [][]styleSpan
 	col := 0
+	cur, coloured := style{}, false
 	put := func(r rune) {
 		if col < len(line) {
-			line[col] = r
+			line[col], styles[col] = r, cur
 		} else {
-			line = append(line, r)
+			line, styles = append(line, r), append(styles, cur)
 		}
 		col++
+		coloured = coloured || cur != (style{})
 	}
 	flush := func() {
-		for _, r := range line {
+		var sp []styleSpan
+		at := 0
+		for k, r := range line {
+			if styled && (k == 0 && styles[k] != (style{}) || k > 0 && styles[k] != styles[k-1]) {
+				sp = append(sp, styleSpan{at: at, st: styles[k]})
+			}
 			out.WriteRune(r)
+			at += utf8.RuneLen(r)
 		}
-		line, col = line[:0], 0
+		if styled {
+			spans = append(spans, sp)
+		}
+		line, styles, col = line[:0], styles[:0], 0
 	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -50,7 +76,11 @@ func cleanOutput(s string) string {
 		case r == '\t':
 			put(r)
 		case r == 0x1b:
-			i += escapeLen(s[i:])
+			n := escapeLen(s[i:])
+			if styled && n >= 3 && s[i+1] == '[' {
+				cur = cur.apply(s[i+2 : i+n])
+			}
+			i += n
 			continue
 		case r == 0x9b: // C1 CSI
 			i += size + csiLen(s[i+size:])
@@ -66,7 +96,10 @@ func cleanOutput(s string) string {
 		i += size
 	}
 	flush()
-	return out.String()
+	if !coloured {
+		spans = nil
+	}
+	return out.String(), spans
 }
 
 // isPlain reports text that cleanOutput would leave as it is.

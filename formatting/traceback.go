@@ -19,38 +19,49 @@ func trimGuardFrames(stderr string) string {
 		return stderr
 	}
 	lines := strings.Split(stderr, "\n")
-	out := make([]string, 0, len(lines))
+	kept := keptLines(lines)
+	out := make([]string, len(kept))
+	for k, i := range kept {
+		out[k] = lines[i]
+	}
+	return strings.Join(out, "\n")
+}
+
+// keptLines returns the indexes of the lines of stderr that trimGuardFrames
+// keeps, in order.
+func keptLines(lines []string) []int {
+	out := make([]int, 0, len(lines))
 	for i := 0; i < len(lines); i++ {
-		out = append(out, lines[i])
+		out = append(out, i)
 		if strings.TrimSpace(lines[i]) != tracebackHeader {
 			continue
 		}
 		indent := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " "))]
-		var frames [][]string // each frame: its File line and the lines below it
+		var frames [][]int // each frame: its File line and the lines below it
 		j := i + 1
 		for ; j < len(lines) && strings.HasPrefix(lines[j], indent+"  "); j++ {
 			if _, ok := frameFile(lines[j], indent); ok || len(frames) == 0 {
 				frames = append(frames, nil)
 			}
-			frames[len(frames)-1] = append(frames[len(frames)-1], lines[j])
+			frames[len(frames)-1] = append(frames[len(frames)-1], j)
 		}
-		out = append(out, userFrames(frames, indent)...)
+		out = append(out, userFrames(lines, frames, indent)...)
 		i = j - 1
 	}
-	return strings.Join(out, "\n")
+	return out
 }
 
 // userFrames drops the runner's frames, keeping all when none is the
 // snippet's.
-func userFrames(frames [][]string, indent string) []string {
+func userFrames(lines []string, frames [][]int, indent string) []int {
 	first := -1
 	for k, f := range frames {
-		if file, _ := frameFile(f[0], indent); file == SnippetFile {
+		if file, _ := frameFile(lines[f[0]], indent); file == SnippetFile {
 			first = k
 			break
 		}
 	}
-	var kept []string
+	var kept []int
 	if first < 0 {
 		for _, f := range frames {
 			kept = append(kept, f...)
@@ -59,12 +70,12 @@ func userFrames(frames [][]string, indent string) []string {
 	}
 	guard := map[string]bool{}
 	for _, f := range frames[:first] {
-		if file, ok := frameFile(f[0], indent); ok {
+		if file, ok := frameFile(lines[f[0]], indent); ok {
 			guard[file] = true
 		}
 	}
 	for _, f := range frames[first:] {
-		if file, ok := frameFile(f[0], indent); !ok || !guard[file] {
+		if file, ok := frameFile(lines[f[0]], indent); !ok || !guard[file] {
 			kept = append(kept, f...)
 		}
 	}

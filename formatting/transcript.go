@@ -313,7 +313,7 @@ func (r result) transcriptNote(c TranscriptCheck) string {
 		shown++
 	}
 	if len(lines) > 0 {
-		r.block(&b, lines)
+		r.block(&b, lines, nil)
 	}
 	if n := len(c.Differences) - shown; n > 0 {
 		r.line(&b, r.note("… "+more(n, "difference")))
@@ -323,7 +323,7 @@ func (r result) transcriptNote(c TranscriptCheck) string {
 
 func (r result) blockText(lines []string) string {
 	var b strings.Builder
-	r.block(&b, lines)
+	r.block(&b, lines, nil)
 	return b.String()
 }
 
