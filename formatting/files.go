@@ -1,11 +1,9 @@
 package formatting
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/runblock/runblock/executor"
 )
@@ -17,29 +15,7 @@ import (
 // paragraph separators and bytes that are not UTF-8 are written as Go
 // escapes (\n, \x1b, \u202e, \xff), so that a name can neither forge a
 // line of a listing nor drive a terminal. Other names are themselves.
-func FileName(name string) string {
-	if !strings.ContainsFunc(name, unsafeInName) && utf8.ValidString(name) {
-		return name
-	}
-	var b strings.Builder
-	for i := 0; i < len(name); {
-		r, size := utf8.DecodeRuneInString(name[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, name[i])
-		case unsafeInName(r):
-			if q := strconv.QuoteRune(r); q[1] == '\\' { // '\n', '\x1b', '\u202e'
-				b.WriteString(q[1 : len(q)-1])
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
-		default:
-			b.WriteString(name[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
+func FileName(name string) string { return escapeRunes(name, unsafeInName) }
 
 // unsafeInName: the runes FileName escapes.
 func unsafeInName(r rune) bool {

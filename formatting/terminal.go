@@ -37,6 +37,8 @@ func unsafeRune(r rune) bool {
 		r == '\u2028' || r == '\u2029'
 }
 
+// escapeRunes writes the runes of s that escape reports, and the bytes
+// that are not UTF-8, as Go escapes.
 func escapeRunes(s string, escape func(rune) bool) string {
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, escape) {
 		return s
@@ -48,8 +50,11 @@ func escapeRunes(s string, escape func(rune) bool) string {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case escape(r):
-			q := strconv.QuoteRune(r) // '\n', '\x1b', '\u202e'
-			b.WriteString(q[1 : len(q)-1])
+			if q := strconv.QuoteRune(r); q[1] == '\\' { // '\n', '\x1b', '\u202e'
+				b.WriteString(q[1 : len(q)-1])
+			} else { // a format character Go prints as itself
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
 		default:
 			b.WriteString(s[i : i+size])
 		}
