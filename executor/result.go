@@ -42,7 +42,13 @@ type OmittedFile struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	Reason string `json:"reason"`
+	// Count, when over 1, is how many files the entry stands for: the one
+	// entry (OmitNotNamed) that counts those not named one by one.
+	Count int `json:"count,omitempty"`
 }
+
+// Files is how many files the entry stands for: Count, or 1.
+func (f OmittedFile) Files() int { return max(f.Count, 1) }
 
 // Result is how one run ended.
 type Result struct {

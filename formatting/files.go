@@ -46,17 +46,23 @@ func (r result) filesLine(files []executor.OmittedFile, what string) string {
 	if len(files) == 0 {
 		return ""
 	}
+	total := 0
+	for _, f := range files {
+		total += f.Files()
+	}
 	var b strings.Builder
-	b.WriteString(plural(len(files), "file"))
+	b.WriteString(plural(total, "file"))
 	b.WriteString(" " + what + ": ")
+	named := 0
 	for i, f := range files {
 		if i == maxFilesNamed {
-			b.WriteString(", and " + strconv.Itoa(len(files)-i) + " more")
+			b.WriteString(", and " + strconv.Itoa(total-named) + " more")
 			break
 		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
+		named += f.Files()
 		b.WriteString(r.code(FileName(f.Path)))
 		var why []string
 		if f.Size > 0 {

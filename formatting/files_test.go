@@ -1,6 +1,7 @@
 package formatting
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -38,5 +39,24 @@ func TestFilesNoteEscapesNames(t *testing.T) {
 		if strings.Count(note, "\n") != 0 || strings.ContainsAny(note, "\x1b\u202e") {
 			t.Errorf("%v: %q", p, note)
 		}
+	}
+}
+
+// TestFilesNoteCountsFilesNotNamed: the entry a run's report uses for the
+// files past those it names one by one counts them all in the note.
+func TestFilesNoteCountsFilesNotNamed(t *testing.T) {
+	var omitted []executor.OmittedFile
+	for i := range 100 {
+		omitted = append(omitted, executor.OmittedFile{Path: fmt.Sprintf("f%d", i), Reason: executor.OmitCount})
+	}
+	omitted = append(omitted, executor.OmittedFile{Path: "(2900 more files)", Reason: executor.OmitNotNamed, Count: 2900})
+	got := FilesNote(Console, nil, omitted)
+	want := "3000 files not attached: f0 (over the file count limit), f1 (over the file count limit), f2 (over the file count limit), f3 (over the file count limit), f4 (over the file count limit), and 2995 more"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	only := FilesNote(Console, nil, omitted[100:])
+	if !strings.HasPrefix(only, "2900 files not attached: (2900 more files)") {
+		t.Errorf("the counting entry alone: %q", only)
 	}
 }

@@ -71,7 +71,7 @@ func TestReportOfManyEscapedNamesIsBounded(t *testing.T) {
 		}
 		last := res.FilesOmitted[len(res.FilesOmitted)-1]
 		named := len(res.Files) + len(res.FilesOmitted) - 1
-		if last.Reason != executor.OmitNotNamed || last.Path != notNamedPath(3000-named) {
+		if last.Reason != executor.OmitNotNamed || last.Path != notNamedPath(3000-named) || last.Count != 3000-named {
 			t.Fatalf("the excess is not named as omitted: last entry %+v of %d", last, len(res.FilesOmitted))
 		}
 		for _, f := range res.FilesOmitted {

@@ -72,7 +72,7 @@ func (st *initStatus) bound(lim collectLimits) {
 		omitted[i].Reason = cutString(omitted[i].Reason, 256)
 	}
 	if more > 0 {
-		omitted = append(omitted, executor.OmittedFile{Path: notNamedPath(more), Reason: executor.OmitNotNamed})
+		omitted = append(omitted, executor.OmittedFile{Path: notNamedPath(more), Reason: executor.OmitNotNamed, Count: more})
 	}
 	st.Omitted = omitted
 }
@@ -104,7 +104,8 @@ func encodeReport(st initStatus, lim collectLimits) []byte {
 	b, err := json.Marshal(st)
 	if err != nil || int64(len(b)) >= reportMaxBytes(lim) {
 		// Not reached: bound keeps every part within reportMaxBytes.
-		st.Files, st.Omitted = nil, []executor.OmittedFile{{Path: notNamedPath(len(st.Files) + len(st.Omitted)), Reason: executor.OmitNotNamed}}
+		n := len(st.Files) + len(st.Omitted)
+		st.Files, st.Omitted = nil, []executor.OmittedFile{{Path: notNamedPath(n), Reason: executor.OmitNotNamed, Count: n}}
 		b, _ = json.Marshal(st)
 	}
 	return append(b, '\n')
