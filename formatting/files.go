@@ -22,8 +22,13 @@ func unsafeInName(r rune) bool {
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
-// maxFilesNamed bounds the file names a files note spells out.
-const maxFilesNamed = 5
+// maxFilesNamed bounds the file names a files note spells out, and
+// maxNameShown the characters of each (a snippet's path may be kilobytes
+// long): the note, and so every reply, stays within the platform's limit.
+const (
+	maxFilesNamed = 5
+	maxNameShown  = 100
+)
 
 // FilesNote is the line that names the files a run left out, one line per
 // direction: "2 files not attached: `big.csv` (12 MiB, over the total size
@@ -63,7 +68,11 @@ func (r result) filesLine(files []executor.OmittedFile, what string) string {
 			b.WriteString(", ")
 		}
 		named += f.Files()
-		b.WriteString(r.code(FileName(f.Path)))
+		name := FileName(f.Path)
+		if k := cutIndex(name, maxNameShown); k < len(name) {
+			name = name[:k] + "…"
+		}
+		b.WriteString(r.code(name))
 		var why []string
 		if f.Size > 0 {
 			why = append(why, bytesText(f.Size))

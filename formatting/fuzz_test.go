@@ -47,10 +47,10 @@ func fuzzResult(stdout, stderr, errLine string, flags uint8, lines, chars int) (
 		Duration:        time.Duration(lines) * time.Microsecond,
 	}
 	if lines%2 != 0 {
-		// The head of the error line doubles as the name of a file left
-		// out (a name as long as a path can be does not fit a reply: the
-		// files note is not shrunk to the platform's limit).
-		res.FilesOmitted = []executor.OmittedFile{{Path: errLine[:min(len(errLine), 64)], Size: int64(chars), Reason: "over the file count limit"}}
+		// The error line doubles as the name of a file left out: the
+		// files note shows at most maxNameShown characters of a name, so
+		// the reply fits the platform's limit however long the path.
+		res.FilesOmitted = []executor.OmittedFile{{Path: errLine, Size: int64(chars), Reason: "over the file count limit"}}
 	}
 	return res, RenderOptions{MaxLines: lines, MaxChars: chars}
 }
