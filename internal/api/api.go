@@ -285,8 +285,13 @@ func jsonKind(goKind string) string {
 	return "a number"
 }
 
-// submit runs req as client's job through the scheduler.
-func (h *Handler) submit(r *http.Request, client string, req executor.Request) (executor.Result, error) {
+// run checks p against the server's limits and runs it as client's job
+// through the scheduler.
+func (h *Handler) run(r *http.Request, client string, p program) (executor.Result, error) {
+	req, err := p.request(h.lim)
+	if err != nil {
+		return executor.Result{}, err
+	}
 	return h.cfg.Scheduler.Submit(r.Context(), executor.Job{User: client, Request: req})
 }
 

@@ -116,11 +116,7 @@ func (h *Handler) native(w *answer, r *http.Request, client string) error {
 	}); err != nil {
 		return err
 	}
-	req, err := p.request(h.lim)
-	if err != nil {
-		return err
-	}
-	res, err := h.submit(r, client, req)
+	res, err := h.run(r, client, p)
 	if err != nil {
 		return err
 	}

@@ -107,11 +107,7 @@ func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 	if m := body.RunMemoryLimit; m != nil && *m > 0 {
 		p.memory = int64(*m)
 	}
-	req, err := p.request(h.lim)
-	if err != nil {
-		return err
-	}
-	res, err := h.submit(r, client, req)
+	res, err := h.run(r, client, p)
 	if err != nil {
 		return err
 	}
