@@ -1,0 +1,57 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The second outside battery of issue 20, on both paths: the cases that
+// failed, each with the class of its fix.
+
+// TestTinyMemoryLimitIsAResult: a request's memory limit below what the
+// interpreter needs to start is raised to MinMemoryBytes, so the run is a
+// result, never the executor's failure (before: "internal: sandbox setup
+// failed: <nil>" for 1 byte or 1 MiB, on both paths, as for
+// `runblock exec --memory 1MiB`).
+func TestTinyMemoryLimitIsAResult(t *testing.T) {
+	bothPaths(t, func(t *testing.T, path Config) {
+		e := newHardened(t, path)
+		for _, memory := range []int64{1, 1 << 20, 4 << 20} {
+			res, err := e.Run(context.Background(), executor.Request{Code: "print('ran')", MemoryBytes: memory})
+			if err != nil {
+				t.Fatalf("memory %d: %v", memory, err)
+			}
+			if !res.Success || res.Stdout != "ran\n" || res.MemoryLimit != MinMemoryBytes {
+				t.Errorf("memory %d: success=%v stdout=%q limit=%d error=%q stderr=%.300q", memory, res.Success, res.Stdout, res.MemoryLimit, res.Error, res.Stderr)
+			}
+		}
+	})
+}
+
+// TestReservedInputNamesRefused: an input file the sandbox cannot place
+// because the sandbox itself holds that name in the work dir (the shared
+// memory tmpfs) is a client's error naming it, not runblock's own
+// traceback (before: IsADirectoryError from _runblock_unpack, on both
+// paths).
+func TestReservedInputNamesRefused(t *testing.T) {
+	bothPaths(t, func(t *testing.T, path Config) {
+		e := newHardened(t, path)
+		for _, p := range []string{".shm", ".shm/x", "ok", "a/.shm"} {
+			res, err := e.Run(context.Background(), executor.Request{Code: "print('ran')", Files: []executor.File{{Path: p, Content: []byte("x")}}})
+			reserved := p == ".shm" || strings.HasPrefix(p, ".shm/")
+			var pe *executor.PathError
+			switch {
+			case reserved && (!errors.As(err, &pe) || executor.ErrorCode(err) != executor.ErrInvalid || pe.Index != 0 || !strings.Contains(err.Error(), "reserved")):
+				t.Errorf("input %q: got %v (result %+v), want an invalid request naming it reserved", p, err, res)
+			case !reserved && (err != nil || !res.Success):
+				t.Errorf("input %q: err=%v success=%v stderr=%.300q", p, err, res.Success, res.Stderr)
+			}
+		}
+	})
+}
