@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor"
 )
@@ -52,6 +53,41 @@ func TestReservedInputNamesRefused(t *testing.T) {
 			case !reserved && (err != nil || !res.Success):
 				t.Errorf("input %q: err=%v success=%v stderr=%.300q", p, err, res.Success, res.Stderr)
 			}
+		}
+	})
+}
+
+// TestNonDumpableProcessesCounted: a process that makes itself
+// non-dumpable (prctl PR_SET_DUMPABLE 0) is still charged to the run. On
+// the fork path the count reads smaps_rollup, which a non-dumpable process
+// opens only to a reader holding CAP_SYS_PTRACE over it, once the resident
+// sum passes the limit; a process it cannot read would count as 0.
+func TestNonDumpableProcessesCounted(t *testing.T) {
+	bothPaths(t, func(t *testing.T, path Config) {
+		e := newHardened(t, path)
+		p, err := startRun(e, limits{Timeout: 10 * time.Second, Memory: 256 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.run(context.Background(), executor.Request{Code: `import ctypes, os, time
+libc = ctypes.CDLL(None)
+r, w = os.pipe()
+for _ in range(4):
+    if os.fork() == 0:
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+        b = b"x" * (100 << 20)
+        os.write(w, b"k")
+        time.sleep(30)
+        os._exit(0)
+for _ in range(4):
+    os.read(r, 1)
+time.sleep(1)
+print("survived")`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.MemoryExceeded || res.Success || strings.Contains(res.Stdout, "survived") {
+			t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
 		}
 	})
 }
