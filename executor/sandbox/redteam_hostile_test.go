@@ -91,3 +91,31 @@ print("survived")`})
 		}
 	})
 }
+
+// TestUnlinkedFilesCounted: a file of the shared memory tmpfs that is
+// unlinked but held open keeps its pages, and is charged to the run: 200
+// MiB of it and 150 MiB resident, each under the 256 MiB limit alone.
+func TestUnlinkedFilesCounted(t *testing.T) {
+	bothPaths(t, func(t *testing.T, path Config) {
+		e := newHardened(t, path)
+		p, err := startRun(e, limits{Timeout: 10 * time.Second, Memory: 256 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.run(context.Background(), executor.Request{Code: `import os, time
+fd = os.open("/dev/shm/held", os.O_CREAT | os.O_RDWR)
+for _ in range(200):
+    os.write(fd, b"y" * (1 << 20))
+os.unlink("/dev/shm/held")
+print("unlinked", flush=True)
+b = b"z" * (150 << 20)
+time.sleep(1)
+print("survived")`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.MemoryExceeded || res.Success || strings.Contains(res.Stdout, "survived") {
+			t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%.500s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
+		}
+	})
+}
