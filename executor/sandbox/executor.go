@@ -250,10 +250,16 @@ func (e *Executor) limits(req executor.Request) limits {
 		lim.Timeout = req.Timeout
 	}
 	if req.MemoryBytes > 0 {
-		lim.Memory = req.MemoryBytes
+		lim.Memory = max(req.MemoryBytes, MinMemoryBytes)
 	}
 	return lim
 }
+
+// MinMemoryBytes is the least memory limit a request gets (a smaller one
+// is raised to it): below ~8 MiB the interpreter dies before the snippet
+// starts, which read as the executor's failure ("sandbox setup failed"),
+// not as the run's result. The HTTP API raises to the same value.
+const MinMemoryBytes = 32 << 20
 
 // Close stops the pool, if any, and destroys its idle sandboxes.
 func (e *Executor) Close() error {

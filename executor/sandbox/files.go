@@ -140,6 +140,12 @@ func checkFiles(files []executor.File, maxFiles int, maxBytes int64) error {
 	if err := executor.CheckInputPaths(paths); err != nil {
 		return err
 	}
+	for i, p := range paths {
+		if p == policy.ShmDir || strings.HasPrefix(p, policy.ShmDir+"/") {
+			pe := &executor.PathError{Index: i, Path: p, Reason: "is reserved: " + policy.ShmDir + " is the shared memory directory of the work dir"}
+			return &executor.Error{Code: executor.ErrInvalid, Message: pe.Error(), Err: pe}
+		}
+	}
 	if total > maxBytes {
 		return executor.Errorf(executor.ErrTooLarge, "input files are %d bytes, over the limit of %d", total, maxBytes)
 	}
