@@ -802,11 +802,18 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 			// Python is a zombie until its init dies: its status is in
 			// its stat file.
 			ws, err := exitStatus(r.python)
+			var used int64
+			if limit > 0 {
+				used, _ = r.memory(limit) // before the kill: what the rest of the run still holds
+			}
 			kill()
 			if err != nil {
 				return st, err
 			}
 			st.setEnd(ws)
+			if limit > 0 {
+				st.countEnd(used, limit)
+			}
 			return st, nil
 		}
 		if n != 0 || limit == 0 {

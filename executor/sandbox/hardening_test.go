@@ -314,6 +314,39 @@ print("held")`
 	}
 }
 
+// TestMemoryLeftAtExitCounted: a run whose work dir and shared memory
+// tmpfs hold more than its limit when python exits gets the memory
+// verdict, not success, though python exited on its own before the next
+// count. (Before, about one run in three of these succeeded.)
+func TestMemoryLeftAtExitCounted(t *testing.T) {
+	bothPaths(t, testMemoryLeftAtExitCounted)
+}
+
+func testMemoryLeftAtExitCounted(t *testing.T, cfg Config) {
+	e := newHardened(t, cfg)
+	const work = 30 << 20
+	// Together 1 MiB past the limit, so that the run passes it at the
+	// very end, and exits at once.
+	code := fmt.Sprintf(`import os
+for name, size in (("big", %d), ("/dev/shm/big", %d)):
+    fd = os.open(name, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.posix_fallocate(fd, 0, size)
+os._exit(0)`, work, e.cfg.MemoryBytes-work+(1<<20))
+	for i := range 10 {
+		p, err := startRun(e, e.defaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.run(context.Background(), executor.Request{Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.MemoryExceeded || res.Success {
+			t.Errorf("run %d: memory=%v success=%v exit=%d stderr=%s (counted %d KiB at most)", i, res.MemoryExceeded, res.Success, res.ExitCode, res.Stderr, p.memoryPeak>>10)
+		}
+	}
+}
+
 // TestKernelSurfacesDenied: shared memory that escapes per-process
 // accounting, inotify/fanotify and every socket family but AF_UNIX are
 // refused.
