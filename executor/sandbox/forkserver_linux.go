@@ -672,10 +672,6 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 		fail(errors.New("python's hello came without its credentials, work dir or sock_diag socket"))
 		return
 	}
-	if err := lockForkedRun(back[0], int(cred.Pid), run.Rlimits, landlock); err != nil {
-		fail(err)
-		return
-	}
 	// Opened before the snippet exists: the mount python made.
 	shm, err := unix.Openat(work, policy.ShmDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -684,7 +680,9 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	}
 	defer unix.Close(shm)
 	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm, diag: newSocketDiag(diag)}
-	st, err := r.supervise(run.Memory, lifeline)
+	st, err := r.supervise(run.Memory, lifeline, func() error {
+		return lockForkedRun(back[0], int(cred.Pid), run.Rlimits, landlock)
+	})
 	if errors.Is(err, errLifeline) {
 		return
 	}
@@ -757,9 +755,10 @@ type forkedRun struct {
 	diag         *socketDiag // of the run's network namespace
 }
 
-// supervise waits for python to end, accounting the run's memory, then
-// kills the run and returns how python ended.
-func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
+// supervise lets python run the snippet (start), waits for python to end,
+// accounting the run's memory, then kills the run and returns how python
+// ended.
+func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (initStatus, error) {
 	var st initStatus
 	// The run's PID 1 never reaps python: until the run is killed, python's
 	// pid, stat file and namespace links stay its own, even once it ended.
@@ -783,11 +782,19 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 		unix.PidfdSendSignal(initfd, unix.SIGKILL, nil, 0)
 		unix.Poll([]unix.PollFd{{Fd: int32(initfd), Events: unix.POLLIN}}, -1) // everything in the run is dead
 	}
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(lifeline), Events: unix.POLLIN}}
 	wait := -1
 	if limit > 0 {
-		wait = 0 // account at once
+		// Counted once before the snippet exists, so that every run,
+		// however short, is counted while python lives (the canary's
+		// peak is how the start-up check knows the count works).
+		st.Peak, _ = r.memory(limit)
+		wait = memoryWait(limit, st.Peak)
 	}
+	if err := start(); err != nil {
+		kill()
+		return st, err
+	}
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(lifeline), Events: unix.POLLIN}}
 	for {
 		n, err := unix.Poll(fds, wait)
 		if err != nil && !errors.Is(err, unix.EINTR) {
@@ -802,11 +809,18 @@ func (r *forkedRun) supervise(limit int64, lifeline int) (initStatus, error) {
 			// Python is a zombie until its init dies: its status is in
 			// its stat file.
 			ws, err := exitStatus(r.python)
+			var used int64
+			if limit > 0 {
+				used, _ = r.memory(limit) // before the kill: what the rest of the run still holds
+			}
 			kill()
 			if err != nil {
 				return st, err
 			}
 			st.setEnd(ws)
+			if limit > 0 {
+				st.countEnd(used, limit)
+			}
 			return st, nil
 		}
 		if n != 0 || limit == 0 {

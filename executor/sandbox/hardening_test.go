@@ -291,10 +291,14 @@ print("spawned", flush=True)
 for pid in pids:
     os.waitpid(pid, 0)
 print("all held")`
+	// The work dir's file is written in one go, then the snippet goes
+	// past the limit by far more than the poll lets through (see
+	// policy.MemoryRate; on the fork path the count of a large process
+	// also walks its page tables, some 5 ms for 250 MiB): "held" comes
+	// only after the run must have been killed.
 	workDir := `with open("big", "wb") as f:
-    for _ in range(30):
-        f.write(b"x" * (1 << 20))
-b = b"y" * (235 << 20)
+    f.write(b"x" * (30 << 20))
+b = b"y" * (300 << 20)
 print("held")`
 	for _, tt := range []struct{ name, code string }{{"six children", children}, {"work dir", workDir}} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,6 +314,65 @@ print("held")`
 				t.Errorf("memory=%v success=%v timeout=%v stdout=%q error=%q stderr=%s", res.MemoryExceeded, res.Success, res.Timeout, res.Stdout, res.Error, res.Stderr)
 			}
 			t.Logf("killed after %v holding %d KiB by the last count, %d KiB over the limit", res.Duration, p.memoryPeak>>10, (p.memoryPeak-e.cfg.MemoryBytes)>>10)
+		})
+	}
+}
+
+// TestMemoryLeftAtExitCounted: a run whose work dir and shared memory
+// tmpfs hold more than its limit when python exits gets the memory
+// verdict, not success, though python exited on its own before the next
+// count. (Before, about one run in three of these succeeded.)
+func TestMemoryLeftAtExitCounted(t *testing.T) {
+	bothPaths(t, testMemoryLeftAtExitCounted)
+}
+
+func testMemoryLeftAtExitCounted(t *testing.T, cfg Config) {
+	e := newHardened(t, cfg)
+	const work = 30 << 20
+	// Together 1 MiB past the limit, so that the run passes it at the
+	// very end, and exits at once.
+	code := fmt.Sprintf(`import os
+for name, size in (("big", %d), ("/dev/shm/big", %d)):
+    fd = os.open(name, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.posix_fallocate(fd, 0, size)
+os._exit(0)`, work, e.cfg.MemoryBytes-work+(1<<20))
+	for i := range 10 {
+		p, err := startRun(e, e.defaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.run(context.Background(), executor.Request{Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.MemoryExceeded || res.Success {
+			t.Errorf("run %d: memory=%v success=%v exit=%d stderr=%s (counted %d KiB at most)", i, res.MemoryExceeded, res.Success, res.ExitCode, res.Stderr, p.memoryPeak>>10)
+		}
+	}
+}
+
+// TestShortForkedRunCounted: a forked run is counted while python lives
+// however soon it ends: the start-up canary's run-memory check needs a
+// count above zero, and without one the fork server is turned off. (Before,
+// the first count came after python was let go; beside two busy loops 3
+// of 120 such runs ended before it, and a loaded machine started without
+// its fork server now and then.)
+func TestShortForkedRunCounted(t *testing.T) {
+	for _, cfg := range []Config{{}, Unguarded(Config{})} {
+		t.Run(map[bool]string{false: "fork", true: "fork-unguarded"}[cfg.unguarded], func(t *testing.T) {
+			e := newHardened(t, cfg)
+			for i := range 40 {
+				p, err := startRun(e, e.defaultLimits())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.run(context.Background(), executor.Request{Code: "import os\nos._exit(0)"}); err != nil {
+					t.Fatal(err)
+				}
+				if p.memoryPeak <= 0 {
+					t.Errorf("run %d ended uncounted", i)
+				}
+			}
 		})
 	}
 }

@@ -215,6 +215,9 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 			}
 			if reaped == pid {
 				st.setEnd(ws)
+				if limit > 0 && !st.Memory {
+					st.countEnd(runMemory(diag), limit)
+				}
 				return st, nil
 			}
 		}
@@ -243,6 +246,16 @@ func (st *initStatus) setEnd(ws unix.WaitStatus) {
 	if ws.Signaled() {
 		st.Signal = int(ws.Signal())
 	}
+}
+
+// countEnd records the count of what a run holds once python ended (its
+// work dir and shared memory tmpfs, and what its other processes still
+// hold, before they are killed): past limit, the run gets the memory
+// verdict though python exited on its own. A snippet that goes past its
+// limit and exits before the next count must not succeed.
+func (st *initStatus) countEnd(used, limit int64) {
+	st.Peak = max(st.Peak, used)
+	st.Memory = used > limit
 }
 
 // memoryWait is how long the run may go unaccounted, in milliseconds:
