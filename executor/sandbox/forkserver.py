@@ -165,7 +165,10 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
 
             # The orphans of the run are its PID 1's to reap, all but
             # python, whose zombie tells the fork server's init how it
-            # ended (and ends the run).
+            # ended (and ends the run). The handler runs again, nested, on
+            # a SIGCHLD that arrives while it runs: a child the nested call
+            # reaped is gone, never an exception out of the read below
+            # (which would end PID 1, and with it the run).
             def reap(signum, frame):
                 while True:
                     try:
@@ -174,7 +177,10 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
                         return
                     if child is None or child.si_pid == python:
                         return
-                    posix.waitpid(child.si_pid, 0)
+                    try:
+                        posix.waitpid(child.si_pid, posix.WNOHANG)
+                    except ChildProcessError:
+                        pass
 
             signal.signal(signal.SIGCHLD, reap)
             reap(0, None)
