@@ -286,7 +286,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	}
 	spec := stageSpec{
 		Python:  p.py.Executable,
-		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code)), rlimitArg(lim), mode, fontCache, p.preload}, p.py.Site),
+		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code))}, guardArgv(rlimitArg(lim), mode, fontCache, p.preload, p.py.Site)),
 		Env:     env(dir),
 		Dir:     dir,
 		Seccomp: p.seccomp,
