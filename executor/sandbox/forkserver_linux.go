@@ -225,7 +225,9 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	conf, err := json.Marshal(forkServerConf{
 		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
-		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase, RequestMax: forkRequestMax, RunFDs: runFDs,
+		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
+		ControlFD: fdForkControl, StatusFD: fdStatus, Ready: statusReady, RequestMax: forkRequestMax, RunFDs: runFDs,
+		RunPythonFDs: runPythonFDs, RunBack: runReport, RunLifeline: runLifeline, HelloMax: forkHelloMax, ErrorMax: forkErrorMax,
 	})
 	if err != nil {
 		return nil, err

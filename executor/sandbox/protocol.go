@@ -6,7 +6,11 @@ import "github.com/runblock/runblock/executor"
 // re-executed as an init or the locker), the fork server (forkserver.py,
 // in a python its init starts) and python with its guard (guard.py): every
 // descriptor, argv slot and message, with its direction, encoding and
-// bound, declared here and nowhere else.
+// bound, declared here and nowhere else. The Python side takes its numbers
+// from here: the fork server from its configuration (forkServerConf), the
+// guard from the protocol lines of guard.py, which TestPythonProtocol holds
+// to these declarations (as it holds the keys forkserver.py reads of its
+// configuration to forkServerConf's).
 //
 // A run started from scratch (spawn):
 //
@@ -56,7 +60,7 @@ import "github.com/runblock/runblock/executor"
 // hello (forkHello, JSON, one datagram of at most forkHelloMax bytes, with
 // its credentials, its work dir and a sock_diag socket) and the init
 // answers "{}" with the Landlock ruleset, or python sends forkHello.Error
-// when its run could not be made.
+// (forkErrorMax characters at most) when its run could not be made.
 
 // The executor re-executes its own binary (/proc/self/exe) as the sandbox.
 // os.Args[0] tells the stage; os.Args[stageArgSpec] carries the stageSpec
@@ -186,20 +190,28 @@ const (
 // guardArgConfig: the policy, for the mechanics there to apply, and the
 // protocol's numbers it uses.
 type forkServerConf struct {
-	CloneFlags  uintptr  `json:"clone_flags"`
-	SysClone    int      `json:"sys_clone"` // clone(2)'s number here
-	Seccomp     string   `json:"seccomp"`   // hex of the assembled filter
-	ProcOptions string   `json:"proc_options"`
-	WorkDir     string   `json:"work_dir"`
-	ShmDir      string   `json:"shm_dir"`
-	WorkInodes  int      `json:"work_inodes"`
-	WorkNoExec  bool     `json:"work_noexec"`
-	UID         int      `json:"uid"`
-	IDBase      int      `json:"id_base"`
-	RunInit     string   `json:"run_init"` // argv[0] of the service's binary as a run's init
-	StageEnv    []string `json:"stage_env"`
-	RequestMax  int      `json:"request_max"` // forkRequestMax: the most a run request takes
-	RunFDs      int      `json:"run_fds"`     // descriptors of a run request: python's 0 to 4, its back channel, the lifeline
+	CloneFlags  uintptr `json:"clone_flags"`
+	SysClone    int     `json:"sys_clone"` // clone(2)'s number here
+	Seccomp     string  `json:"seccomp"`   // hex of the assembled filter
+	ProcOptions string  `json:"proc_options"`
+	WorkDir     string  `json:"work_dir"`
+	ShmDir      string  `json:"shm_dir"`
+	WorkInodes  int     `json:"work_inodes"`
+	WorkNoExec  bool    `json:"work_noexec"`
+	UID         int     `json:"uid"`
+	IDBase      int     `json:"id_base"`
+
+	// The protocol's numbers, from the declarations below.
+	ControlFD    int    `json:"control_fd"`     // fdForkControl
+	StatusFD     int    `json:"status_fd"`      // fdStatus
+	Ready        string `json:"ready"`          // statusReady
+	RequestMax   int    `json:"request_max"`    // forkRequestMax: the most a run request takes
+	RunFDs       int    `json:"run_fds"`        // runFDs: descriptors of a run request
+	RunPythonFDs int    `json:"run_python_fds"` // runPythonFDs: python's 0 to 4, first of a run's descriptors
+	RunBack      int    `json:"run_back"`       // runReport: the back channel to the init, in the fork server
+	RunLifeline  int    `json:"run_lifeline"`   // runLifeline
+	HelloMax     int    `json:"hello_max"`      // forkHelloMax: one datagram on the back channel
+	ErrorMax     int    `json:"error_max"`      // forkErrorMax
 }
 
 // forkRlimit is one of a run's rlimits, set as soft = hard.
@@ -232,9 +244,15 @@ const (
 	runFDs         = runLifeline + 1
 )
 
-// forkHelloMax bounds python's hello, one datagram; forkserver.py cuts
-// its error to fit.
-const forkHelloMax = 4096
+const (
+	// forkHelloMax bounds a datagram on a run's back channel: python's
+	// hello, the init's answer.
+	forkHelloMax = 4096
+	// forkErrorMax is how many characters of its error forkserver.py
+	// sends in a hello: at most 6 bytes each in JSON, they fit in
+	// forkHelloMax.
+	forkErrorMax = 600
+)
 
 // forkHello is what a forked python says on its back channel once it
 // mounted its /proc and work dir, with its credentials (its pid, as this
