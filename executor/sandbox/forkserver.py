@@ -129,10 +129,11 @@ def _runblock_fork_failed(conf, fd, exc):
         where = f" (in {tb.tb_frame.f_code.co_name}, line {tb.tb_lineno})"
         tb = tb.tb_next
     # The init reads one datagram of hello_max bytes: error_max characters
-    # fit in it as JSON.
+    # fit in it as JSON in UTF-8, 6 bytes each at most (ASCII escapes
+    # would take 12 for one outside the BMP; a lone surrogate becomes "?").
     message = f"fork server: {exc}{where}"[:conf["error_max"]]
     try:
-        posix.write(fd, json.dumps({"error": message}).encode() + b"\n")
+        posix.write(fd, json.dumps({"error": message}, ensure_ascii=False).encode("utf-8", "replace") + b"\n")
     except OSError:
         pass
 

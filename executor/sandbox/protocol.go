@@ -249,8 +249,8 @@ const (
 	// hello, the init's answer.
 	forkHelloMax = 4096
 	// forkErrorMax is how many characters of its error forkserver.py
-	// sends in a hello: at most 6 bytes each in JSON, they fit in
-	// forkHelloMax.
+	// sends in a hello: JSON in UTF-8 takes at most 6 bytes each, so they
+	// fit in forkHelloMax (TestForkErrorFitsTheHello).
 	forkErrorMax = 600
 )
 

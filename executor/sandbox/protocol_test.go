@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os/exec"
 	"reflect"
 	"regexp"
 	"slices"
@@ -146,6 +149,52 @@ func TestPythonProtocol(t *testing.T) {
 			errs := protocolErrors(cmp.Or(c.guard, guardSource), cmp.Or(c.forkserver, forkserverSource), c.lines, c.confKeys)
 			if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, c.want) }) {
 				t.Errorf("the change is not caught: want an error with %q, got %q", c.want, errs)
+			}
+		})
+	}
+}
+
+// TestForkErrorFitsTheHello: the error a forked run's python sends on its
+// back channel fits in one datagram of forkHelloMax bytes and reads back,
+// whatever characters it holds (a character outside the BMP took 12 bytes
+// of JSON, and 600 of them a cut, unreadable hello).
+func TestForkErrorFitsTheHello(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const send = `import json, sys
+_runblock_fork_failed(json.loads(sys.argv[1]), 1, Exception(json.loads(sys.argv[2])))`
+	conf, err := json.Marshal(forkServerConf{ErrorMax: forkErrorMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := func(s string) string {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// The messages in JSON, which can hold a lone surrogate for python.
+	for _, c := range []struct{ name, message string }{
+		{"ascii", quoted(strings.Repeat("x", 10000))},
+		{"outside the BMP", quoted(strings.Repeat("\U0001F600", 1000))},
+		{"control characters", quoted(strings.Repeat("\x01", 1000))},
+		{"quotes and backslashes", quoted(strings.Repeat(`"\`, 1000))},
+		{"lone surrogates", `"` + strings.Repeat(`\ud800`, 1000) + `"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := exec.Command(py.Real, "-I", "-S", "-c", forkserverSource+"\n"+send, string(conf), c.message).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) > forkHelloMax {
+				t.Errorf("the error takes %d bytes, over forkHelloMax (%d)", len(out), forkHelloMax)
+			}
+			var hello forkHello
+			if err := json.Unmarshal(out, &hello); err != nil || !strings.HasPrefix(hello.Error, "fork server: ") {
+				t.Errorf("the error does not read back: %v, %.80q", err, out)
 			}
 		})
 	}
