@@ -47,7 +47,7 @@ import (
 //     only), and no socket of any other family (IP, packet, netlink, vsock,
 //     bluetooth, any family added later): socket() fails with EPERM, and
 //     Landlock also denies every TCP bind and connect where the kernel's
-//     has network rules;
+//     Landlock has network rules;
 //   - may not debug other processes, mount, create namespaces, load BPF,
 //     use keyrings, perf, io_uring, modules, the clock, inotify or fanotify,
 //     nor memory outside its processes' own (memfd, SysV shared memory,
