@@ -21,7 +21,9 @@ import (
 // tmpfs, drops its uid and sets no_new_privs, Landlock and seccomp; the
 // fork server's init sets its rlimits, makes its Landlock ruleset,
 // accounts its memory and collects its files. The canary checks that path
-// too.
+// too. The two paths take the lockdown's steps in different orders, each
+// declared with where its code takes them in lockdown_test.go
+// (TestLockdownOrder).
 //
 // A tier may leave kernel layers out where the machine lacks them (see
 // tiers; `runblock doctor` reports what is in force). In the full tier, a
