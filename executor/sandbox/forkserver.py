@@ -7,10 +7,11 @@
 # The fork server is uid 0 of the fork-server sandbox's own user
 # namespace, inside its mount, PID, network, IPC, UTS and cgroup
 # namespaces and minimal root, built by its init (Go, sandboxForkServer).
-# It never runs user code. Its descriptors: 3 the socket to its init
+# It never runs user code. Its descriptors (protocol.go, whose numbers
+# come in its configuration): control_fd the socket to its init
 # (SOCK_SEQPACKET: one message per run, a JSON object and the run's
-# descriptors: python's 0 to 4, a back channel to the init and the run's
-# lifeline), 4 its status pipe ("ready").
+# descriptors: python's 0 to 4, a back channel to the init at run_back and
+# the run's lifeline at run_lifeline), status_fd its status pipe ("ready").
 #
 # A run is two processes:
 #   its init, cloned from the fork server into fresh user, mount, PID,
@@ -86,14 +87,14 @@ def _runblock_forkserver(config):
 
     import gc
 
-    ctl = socket.socket(fileno=3)
+    ctl = socket.socket(fileno=conf["control_fd"])
     # The runs' inits are children of this process: the kernel reaps them.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     # Out of the collector's sight: a collection in a fork would write to
     # every object, and so copy the whole heap.
     gc.freeze()
-    posix.write(4, b"ready\n")
-    posix.close(4)
+    posix.write(conf["status_fd"], conf["ready"].encode() + b"\n")
+    posix.close(conf["status_fd"])
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 1)
@@ -105,11 +106,11 @@ def _runblock_forkserver(config):
             if len(fds) != conf["run_fds"]:
                 raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
             if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
-                fds = []  # python holds them as 0 to 4 now
+                fds = []  # python holds its own now, as 0 to 4
                 return  # in a run's python: the guard runs the snippet
         except Exception as exc:
             if len(fds) == conf["run_fds"]:
-                _runblock_fork_failed(fds[5], exc)
+                _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         finally:
             for fd in fds:
                 try:
@@ -118,7 +119,7 @@ def _runblock_forkserver(config):
                     pass
 
 
-def _runblock_fork_failed(fd, exc):
+def _runblock_fork_failed(conf, fd, exc):
     import json
     import posix
 
@@ -127,11 +128,12 @@ def _runblock_fork_failed(fd, exc):
     while tb is not None:
         where = f" (in {tb.tb_frame.f_code.co_name}, line {tb.tb_lineno})"
         tb = tb.tb_next
-    # The init reads one datagram of 4096 bytes (forkHelloMax): 600
-    # characters are at most 3600 bytes in JSON.
-    message = f"fork server: {exc}{where}"[:600]
+    # The init reads one datagram of hello_max bytes: error_max characters
+    # fit in it as JSON in UTF-8, 6 bytes each at most (ASCII escapes
+    # would take 12 for one outside the BMP; a lone surrogate becomes "?").
+    message = f"fork server: {exc}{where}"[:conf["error_max"]]
     try:
-        posix.write(fd, json.dumps({"error": message}).encode() + b"\n")
+        posix.write(fd, json.dumps({"error": message}, ensure_ascii=False).encode("utf-8", "replace") + b"\n")
     except OSError:
         pass
 
@@ -153,14 +155,14 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             posix.close(sync_r)
             # PID 1 of the run: it only holds the namespaces, until the
             # fork server's init kills it or the service lets go of the
-            # run (the lifeline, fds[6], closes); either ends the run.
+            # run (the lifeline closes); either ends the run.
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             kit["check"](kit["libc"].prctl(4, 0, 0, 0, 0), "set not dumpable")  # PR_SET_DUMPABLE
             python = posix.fork()
             if python == 0:
                 return _runblock_run_python(conf, run, fds, kit)
-            for fd in fds[:6]:
+            for fd in fds[:conf["run_lifeline"]]:
                 posix.close(fd)
 
             # The orphans of the run are its PID 1's to reap, all but
@@ -184,11 +186,11 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
 
             signal.signal(signal.SIGCHLD, reap)
             reap(0, None)
-            while posix.read(fds[6], 1):
+            while posix.read(fds[conf["run_lifeline"]], 1):
                 pass
             posix._exit(0)
         except BaseException as exc:
-            _runblock_fork_failed(fds[5], exc)
+            _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
             posix._exit(1)
     posix.close(sync_r)
     try:
@@ -232,24 +234,24 @@ def _runblock_run_python(conf, run, fds, kit):
         # sock_diag of the run's network namespace: its socket buffers are
         # the run's memory too.
         diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 4)  # NETLINK_SOCK_DIAG
-        back = socket.socket(fileno=fds[5])
+        back = socket.socket(fileno=fds[conf["run_back"]])
         socket.send_fds(back, [b"{}"], [workfd, diag.fileno()])
         posix.close(workfd)
         diag.close()
-        answer, got, _, _ = socket.recv_fds(back, 4096, 1)
+        answer, got, _, _ = socket.recv_fds(back, conf["hello_max"], 1)
         back.detach()
         if answer != b"{}":
             raise OSError(f"the fork server's init refused the run: {answer[:200]!r}")
         ruleset = got[0] if got else -1
     except BaseException as exc:
-        _runblock_fork_failed(fds[5], exc)
+        _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         posix._exit(1)
     try:
         _runblock_lock_run(conf, fds, uid, ruleset, kit)
         if run["prefault"]:
             _runblock_prefault(kit)
     except BaseException as exc:
-        _runblock_fork_failed(2, exc)  # the run's stderr by now
+        _runblock_fork_failed(conf, 2, exc)  # the run's stderr by now
         posix._exit(1)
     return True
 
@@ -266,7 +268,8 @@ def _runblock_lock_run(conf, fds, uid, ruleset, kit):
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any python
     posix.setsid()
     # Out of the way of 0 to 5 first.
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds[:5] + ([ruleset] if ruleset >= 0 else [])]
+    keep = conf["run_python_fds"]
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds[:keep] + ([ruleset] if ruleset >= 0 else [])]
     for i, fd in enumerate(high):
         posix.dup2(fd, i, inheritable=i < 3)
     posix.closerange(len(high), 1 << 30)
@@ -284,8 +287,8 @@ def _runblock_lock_run(conf, fds, uid, ruleset, kit):
     check(libc.capset(kit["cap_header"], kit["cap_data"]), "drop capabilities")
     check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
     if ruleset >= 0:
-        check(libc.syscall(446, 5, 0), "landlock_restrict_self")
-        posix.close(5)
+        check(libc.syscall(446, keep, 0), "landlock_restrict_self")
+        posix.close(keep)
     if kit["fprog"] is not None:
         check(libc.prctl(22, 2, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")  # PR_SET_SECCOMP, FILTER
 

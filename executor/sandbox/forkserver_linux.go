@@ -213,41 +213,6 @@ func (fs *forkServer) current() *fsProc {
 	return fs.live
 }
 
-// forkServerConf is the fork server's configuration (forkserver.py): the
-// policy, for the mechanics there to apply.
-type forkServerConf struct {
-	CloneFlags  uintptr  `json:"clone_flags"`
-	SysClone    int      `json:"sys_clone"` // clone(2)'s number here
-	Seccomp     string   `json:"seccomp"`   // hex of the assembled filter
-	ProcOptions string   `json:"proc_options"`
-	WorkDir     string   `json:"work_dir"`
-	ShmDir      string   `json:"shm_dir"`
-	WorkInodes  int      `json:"work_inodes"`
-	WorkNoExec  bool     `json:"work_noexec"`
-	UID         int      `json:"uid"`
-	IDBase      int      `json:"id_base"`
-	RunInit     string   `json:"run_init"` // argv[0] of the service's binary as a run's init
-	StageEnv    []string `json:"stage_env"`
-	RequestMax  int      `json:"request_max"` // forkRequestMax: the most a run request takes
-	RunFDs      int      `json:"run_fds"`     // descriptors of a run request: python's 0 to 4, its back channel, the lifeline
-}
-
-// forkRlimit is one of a run's rlimits, set as soft = hard.
-type forkRlimit struct {
-	Resource int    `json:"resource"`
-	Value    uint64 `json:"value"`
-}
-
-// forkRun is the message that asks the fork server for one run.
-type forkRun struct {
-	Rlimits   []forkRlimit  `json:"rlimits"`
-	Memory    int64         `json:"memory"` // bound of the whole run, accounted by its init
-	WorkBytes int64         `json:"work_bytes"`
-	Prefault  bool          `json:"prefault"` // a pre-forked run: copy the shared pages before "ready"
-	Slot      int           `json:"slot"`     // the snippet's uid slot, -1: none (the service is not root)
-	Collect   collectLimits `json:"collect"`
-}
-
 // launch starts one fork server and waits until it is ready.
 func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	pl := fs.plan
@@ -260,7 +225,9 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	conf, err := json.Marshal(forkServerConf{
 		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
-		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase, RequestMax: forkRequestMax, RunFDs: runReport + 2,
+		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
+		ControlFD: fdForkControl, StatusFD: fdStatus, Ready: statusReady, RequestMax: forkRequestMax, RunFDs: runFDs,
+		RunPythonFDs: runPythonFDs, RunBack: runReport, RunLifeline: runLifeline, HelloMax: forkHelloMax, ErrorMax: forkErrorMax,
 	})
 	if err != nil {
 		return nil, err
@@ -269,7 +236,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	if pl.fontCache != "" {
 		fontCache = policy.FontCacheDir
 	}
-	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", forkServerLoader, pl.py.Guard, string(conf), pl.guardMode("forkserver"), fontCache, fs.preload}, pl.py.Site)
+	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", forkServerLoader, pl.py.Guard}, guardArgv(string(conf), pl.guardMode("forkserver"), fontCache, fs.preload, pl.py.Site))
 	// The fork server is root of its namespace, and owns its own work dir.
 	// spec.Landlock is the runs' (its init makes each run's ruleset).
 	spec.Seccomp, spec.MemoryBytes, spec.UID, spec.GID = nil, 0, 0, 0
@@ -355,7 +322,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	}()
 	select {
 	case line := <-ready:
-		if line == "ready" {
+		if line == statusReady {
 			return live, nil
 		}
 		live.stop()
@@ -485,7 +452,7 @@ func (fs *forkServer) up() bool { return fs.current() != nil }
 // root of its user namespace. It builds the minimal root as a run's init
 // does and starts python as the fork server, not locked down (it makes
 // each run's namespaces). Then it is every forked run's init: the service
-// asks it for runs on the control socket (fdRequest), it passes each on to
+// asks it for runs on the control socket (fdForkControl), it passes each on to
 // the fork server and supervises what comes back (superviseFork). When
 // the fork server ends it reports how, and everything in the namespaces
 // dies with it.
@@ -498,7 +465,7 @@ func sandboxForkServer() {
 	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2, uintptr(pair[1]), fdStatus},
+		Files: []uintptr{0, 1, 2, fdForkControl: uintptr(pair[1]), fdStatus: fdStatus},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true},
 	})
 	if err != nil {
@@ -506,7 +473,7 @@ func sandboxForkServer() {
 	}
 	unix.Close(pair[1])
 	unix.Close(fdStatus)
-	go serveForks(fdRequest, pair[0], spec.Landlock)
+	go serveForks(fdForkControl, pair[0], spec.Landlock)
 	var st initStatus
 	for {
 		var ws unix.WaitStatus
@@ -524,19 +491,6 @@ func sandboxForkServer() {
 	}
 	finishRun(st, collectLimits{})
 }
-
-// Descriptors of a run request, as the service sends them (see
-// forkServer.spawn): python's 0 to 4, then the init's report, which stays
-// with the fork server's init, and the lifeline, which the run's PID 1
-// holds as well.
-const (
-	// forkRequestMax bounds a run request (forkRun, JSON) on the control
-	// socket, and the fork server's (forkserver.py) read of it.
-	forkRequestMax = 64 << 10
-	runFDs         = 7
-	runReport      = 5
-	runLifeline    = 6
-)
 
 // serveForks takes run requests from the service on ctl, hands python's
 // descriptors and a back channel to the fork server (zygote), and
@@ -582,17 +536,6 @@ func receivedFDs(oob []byte) []int {
 	return fds
 }
 
-// forkHelloMax bounds python's hello, one datagram; forkserver.py cuts
-// its error to fit.
-const forkHelloMax = 4096
-
-// forkHello is what a forked python says on its back channel once it
-// mounted its /proc and work dir, with its credentials (its pid, as this
-// init sees it) and its work dir; or why it could not.
-type forkHello struct {
-	Error string `json:"error,omitempty"`
-}
-
 // superviseFork runs one forked run: asks the fork server for it, waits
 // for python's hello, then does what a cold run's init does: accounts the
 // run's memory, and when python ends kills the run, collects the files
@@ -618,8 +561,8 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	}
 	// The run's PID 1 holds the lifeline too, and ends the run when it
 	// closes: nothing of a run outlives the service's hold on it.
-	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:runReport:runReport], back[1], lifeline)...), nil, 0)
-	for _, fd := range append(fds[:runReport:runReport], back[1]) {
+	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:runPythonFDs:runPythonFDs], back[1], lifeline)...), nil, 0)
+	for _, fd := range append(fds[:runPythonFDs:runPythonFDs], back[1]) {
 		unix.Close(fd)
 	}
 	if err != nil {

@@ -11,7 +11,9 @@
 # (the guard then refuses nothing);
 # FONTCACHE is a read-only directory holding matplotlib's prebuilt font
 # cache, or ""; PRELOAD names modules to import before "ready"
-# ("numpy,matplotlib.pyplot"), or "". The fds are:
+# ("numpy,matplotlib.pyplot"), or "". (protocol.go declares these slots and
+# the descriptors; the protocol lines at the top of _runblock_run name
+# them here.) The fds are:
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
 #   3 request pipe: this program, then the request (see _runblock_unpack
 #     below), until EOF,
@@ -40,23 +42,29 @@ def _runblock_run():
 
     import resource
 
+    # The protocol (protocol.go declares it; TestPythonProtocol holds these
+    # lines to it): descriptors, argv slots, status lines.
+    REQUEST, STATUS, INIT_STATUS = 3, 4, 5  # protocol: fdRequest fdStatus fdInitStatus
+    CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: guardArgConfig guardArgMode guardArgFontCache guardArgPreload guardArgSite
+    READY, STARTED = b"ready\n", b"started\n"  # protocol: statusReady statusStarted
+
     read, write, close = posix.read, posix.write, posix.close
-    mode, _, unguarded = sys.argv[2].partition("+")
+    mode, _, unguarded = sys.argv[MODE].partition("+")
     forkserver = mode == "forkserver"
     if not forkserver:
         # The stages mark everything else close-on-exec; the tier without
         # them relies on this.
-        posix.closerange(5, 1 << 30)
-        posix.set_inheritable(3, False)
-        posix.set_inheritable(4, False)
-        for item in sys.argv[1].split(","):
+        posix.closerange(INIT_STATUS, 1 << 30)
+        posix.set_inheritable(REQUEST, False)
+        posix.set_inheritable(STATUS, False)
+        for item in sys.argv[CONFIG].split(","):
             res, limit = map(int, item.split(":"))
             resource.setrlimit(res, (limit, limit))
     del resource
     strict = mode == "strict" and not unguarded
-    fontcache = sys.argv[3]
-    preload = [name for name in sys.argv[4].split(",") if name]
-    sys.path.extend(sys.argv[5:])
+    fontcache = sys.argv[FONTCACHE]
+    preload = [name for name in sys.argv[PRELOAD].split(",") if name]
+    sys.path.extend(sys.argv[SITE:])
     workdir = posix.getcwd()
     faulthandler.disable()
 
@@ -201,20 +209,20 @@ def _runblock_run():
     if forkserver:
         # Returns only in a run: a fork in namespaces of its own, locked
         # down, holding the run's descriptors 0 to 4, in a fresh work dir.
-        _runblock_forkserver(sys.argv[1])
+        _runblock_forkserver(sys.argv[CONFIG])
         link_fonts()
         _runblock_reseed()
 
-    write(4, b"ready\n")
+    write(STATUS, READY)
     chunks = []
     while True:
-        chunk = read(3, 1 << 20)
+        chunk = read(REQUEST, 1 << 20)
         if not chunk:
             break
         chunks.append(chunk)
-    close(3)
-    write(4, b"started\n")
-    close(4)
+    close(REQUEST)
+    write(STATUS, STARTED)
+    close(STATUS)
     source, args = _runblock_unpack(b"".join(chunks), workdir)
     del chunks
     sys.argv = ["<snippet>"] + args

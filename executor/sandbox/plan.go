@@ -60,18 +60,18 @@ type python struct {
 // request pipe, where the service writes it first (see spawn), and runs
 // it. (On the command line, as 42 KB of hex, the guard cost every start
 // ~5 ms of CPU here: the init's spec and python's argv both carried it.)
-const guardLoader = `import marshal, posix, sys
-n, b = int(sys.argv.pop(1)), b""
+var guardLoader = fmt.Sprintf(`import marshal, posix, sys
+n, b = int(sys.argv.pop(%d)), b""
 while len(b) < n:
-    c = posix.read(3, n - len(b))
+    c = posix.read(%d, n - len(b))
     if not c:
         raise SystemExit("runblock: the guard did not arrive")
     b += c
-exec(marshal.loads(b))`
+exec(marshal.loads(b))`, loaderArg, fdRequest)
 
 // forkServerLoader is the fork server's -c program: it starts once, so it
 // takes the compiled guard on its command line, as hex.
-const forkServerLoader = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
+var forkServerLoader = fmt.Sprintf("import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(%d))))", loaderArg)
 
 // findPython resolves name (or python3 on PATH) to the real interpreter by
 // asking it: python3 on PATH may be a shim script.
@@ -286,7 +286,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	}
 	spec := stageSpec{
 		Python:  p.py.Executable,
-		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code)), rlimitArg(lim), mode, fontCache, p.preload}, p.py.Site),
+		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code))}, guardArgv(rlimitArg(lim), mode, fontCache, p.preload, p.py.Site)),
 		Env:     env(dir),
 		Dir:     dir,
 		Seccomp: p.seccomp,

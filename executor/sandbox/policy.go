@@ -11,31 +11,45 @@ import (
 // snekbox's nsjail config. The mechanics that apply it read it from here:
 // the namespaces and mounts in command_linux.go and sandbox_linux.go, the
 // Landlock rules in plan.go and sandbox_linux.go, the seccomp filter in
-// seccomp_linux.go, the rlimits and environment in plan.go and guard.py.
-// The canary run (probe.go) checks that what is promised here is enforced.
+// seccomp_linux.go, the rlimits and environment in plan.go and guard.py,
+// the memory accounting in sandbox_linux.go. The canary run (probe.go)
+// checks that what is promised here is enforced.
 //
 // A run forked from the fork server (forkserver_linux.go) gets the same
-// policy, applied by its own process after the clone instead of by a fresh
-// init; the canary checks that path too.
+// policy, applied after the clone instead of by a fresh init: its own
+// python (forkserver.py) mounts its /proc, work dir and shared memory
+// tmpfs, drops its uid and sets no_new_privs, Landlock and seccomp; the
+// fork server's init sets its rlimits, makes its Landlock ruleset,
+// accounts its memory and collects its files. The canary checks that path
+// too. The two paths take the lockdown's steps in different orders, each
+// declared with where its code takes them in lockdown_test.go
+// (TestLockdownOrder).
 //
 // A tier may leave kernel layers out where the machine lacks them (see
 // tiers; `runblock doctor` reports what is in force). In the full tier, a
 // snippet:
 //
-//   - runs as uid 1000 of its own user namespace (when the service is
-//     root: a host uid of its own, 1_900_000_000 plus a per-sandbox slot, so
-//     the process limit counts per run), with no_new_privs, in fresh mount, PID,
-//     network, IPC, UTS and cgroup namespaces: it sees only its own
-//     processes, and a network with no interface but a loopback that is down;
+//   - runs in its own user namespace: where the service is root, as uid
+//     1000 of it, which is a host uid of its own (1_900_000_000 plus a
+//     per-sandbox slot, so the process limit counts per run); where it is
+//     not, as uid 0 of it, which is the service's uid, with no capabilities
+//     (securebits: none gained as root, none regained by exec); with
+//     no_new_privs, in fresh mount, PID, network, IPC, UTS and cgroup
+//     namespaces: it sees only its own processes, and a network with no
+//     interface but a loopback that is down;
 //   - sees a read-only root holding the interpreter and the system
 //     libraries, a /dev of four devices, its own /proc, and one writable,
-//     size-limited, noexec work dir (also its /tmp, HOME and TMPDIR);
-//   - has descriptors 0, 1 and 2 only: whatever else the service holds or
-//     inherited is closed before python starts;
+//     size-limited, noexec work dir (also its /tmp, HOME and TMPDIR) with
+//     its shared memory tmpfs in it (/dev/shm);
+//   - has descriptors 0, 1 and 2 only: python starts with 0 to 4 (see
+//     protocol.go), nothing else the service holds or inherited, and the
+//     guard closes 3 and 4 once it has the snippet, before the snippet
+//     runs;
 //   - may create Unix-domain sockets and socket pairs (inside the sandbox
 //     only), and no socket of any other family (IP, packet, netlink, vsock,
 //     bluetooth, any family added later): socket() fails with EPERM, and
-//     Landlock also denies every TCP bind and connect;
+//     Landlock also denies every TCP bind and connect where the kernel's
+//     Landlock has network rules;
 //   - may not debug other processes, mount, create namespaces, load BPF,
 //     use keyrings, perf, io_uring, modules, the clock, inotify or fanotify,
 //     nor memory outside its processes' own (memfd, SysV shared memory,
@@ -43,9 +57,10 @@ import (
 //     a syscall of another ABI (int 0x80, x32): that kills it;
 //   - is bounded as a whole run by its memory limit: with a delegated
 //     cgroup v2 subtree, by the cgroup's memory.max; without one, the init
-//     sums the resident memory of every thread group of the sandbox, the
-//     use of its work dir and shared memory tmpfs and its Unix socket
-//     buffers (see MemoryPoll) and kills the run past the limit;
+//     (for a forked run, the fork server's init) sums the memory of every
+//     thread group of the sandbox, the use of its work dir and shared
+//     memory tmpfs and its Unix socket buffers (see MemoryPoll) and kills
+//     the run past the limit;
 //   - is bounded by rlimits: address space (a loose backstop per process
 //     where the run's memory is accounted, the memory limit where it is
 //     not), CPU time, file size, open files, processes, no core dumps;
@@ -53,8 +68,10 @@ import (
 //     matplotlib drawing off-screen with its config in the work dir,
 //     Python's remote debugging (PEP 768) off;
 //   - gets back the files it leaves in its work dir, within the caps of the
-//     executor's Config, read by the service without following symlinks
-//     (see collectFiles); names starting with "_" or "." are scratch.
+//     executor's Config: read without following symlinks (see
+//     collectFiles) by the init once every process of the run is dead, and
+//     sent in its bounded report (protocol.go); names starting with "_" or
+//     "." are scratch.
 var policy = struct {
 	// Python runs as `python <PythonFlags> -c <guard loader> ...`:
 	// isolated mode (no user site, no PYTHON* variables), no site import,
@@ -71,11 +88,15 @@ var policy = struct {
 	CloneDenied []string
 	Hostname    string
 
-	// The snippet's uid and gid inside the sandbox, and on the host when
-	// the service is root: HostUID plus a slot below HostUIDs, so that
-	// concurrent sandboxes have distinct host uids (RLIMIT_NPROC and the
-	// kernel's per-user pipe and inotify budgets count per run). High,
-	// unused, owning nothing on the host.
+	// Where the service is root: the snippet's uid and gid inside the
+	// sandbox (UID), and on the host HostUID plus a slot below HostUIDs, so
+	// that concurrent sandboxes have distinct host uids (RLIMIT_NPROC and
+	// the kernel's per-user pipe and inotify budgets count per run). High,
+	// unused, owning nothing on the host. Where it is not, the snippet is
+	// uid 0 of its namespace, the service's uid, without capabilities.
+	// The tiers without namespaces run it as a host uid of these where the
+	// service is root and others can reach the interpreter, else as the
+	// service's own uid.
 	UID, HostUID, HostUIDs int
 
 	// File system of the namespaced tiers: a tmpfs root, then these.
@@ -119,7 +140,9 @@ var policy = struct {
 	// Landlock (both tiers that have it): read the interpreter and system
 	// directories (and /etc, /proc with namespaces); read ReadFiles; write
 	// the work dir and WriteFiles; with namespaces, list the root. Nothing
-	// else, and no TCP bind or connect at all.
+	// else, and no TCP bind or connect at all where the kernel's Landlock
+	// has network rules (ABI 4, Linux 6.7; the rules are applied best
+	// effort, and seccomp allows no TCP socket anyway).
 	ReadFiles  []string
 	WriteFiles []string
 
@@ -134,14 +157,18 @@ var policy = struct {
 
 	// Memory of a run without a cgroup: the init sums RssAnon, RssShmem
 	// and HugetlbPages of every thread group in the sandbox's PID namespace
-	// (read through a live thread where the group's leader has exited) plus
-	// the use of the work dir and shared memory tmpfs, and kills the whole
-	// run past its memory limit. It checks again
-	// before the run could have allocated what is left at
-	// MemoryRate bytes a second (faster than a snippet faults pages in on
-	// one core), every MemoryPoll at least and MemoryPollMin at most, so
-	// the run passes its limit by at most MemoryRate × MemoryPollMin plus
-	// what it allocates while being killed. The run's Unix socket buffers
+	// but its own (read through a live thread where the group's leader has
+	// exited) plus the use of the work dir and shared memory tmpfs, and
+	// kills the whole run past its memory limit. For a forked run the fork
+	// server's init sums the same of the run's PID namespace, and where
+	// that passes the limit, the proportional share instead (Pss_Anon,
+	// Pss_Shmem and hugetlb pages of smaps_rollup: pages the fork still
+	// shares with the fork server count by their share). It checks again
+	// before the run could have allocated what is left at MemoryRate
+	// bytes a second (faster than a snippet faults pages in on one core):
+	// at least every MemoryPoll and at most every MemoryPollMin, so the run
+	// passes its limit by at most MemoryRate × MemoryPollMin plus what it
+	// allocates while being killed. The run's Unix socket buffers
 	// are counted (through sock_diag of its network namespace, see
 	// socketDiag); other kernel memory (page tables, pipe buffers, bounded
 	// by the uid's pipe budget) is not (README.md, "Memory of a run").
@@ -153,7 +180,9 @@ var policy = struct {
 	// run's memory limit, and these files are written as given.
 	Cgroup map[string]string
 
-	// Rlimits, set as soft = hard by the guard before it says "ready".
+	// Rlimits, set as soft = hard before the guard says "ready": by the
+	// guard in a run started from scratch, by the fork server's init
+	// (prlimit) in a forked run, before python locks itself down.
 	Rlimits []rlimitRule
 
 	// Env is the snippet's whole environment; WorkDirEnv variables are set

@@ -199,7 +199,7 @@ func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
 
 	select {
 	case line := <-p.readyLine:
-		if line == "ready" {
+		if line == statusReady {
 			return p, nil
 		}
 		err := errors.New(line)
@@ -222,7 +222,7 @@ const exitedEarly = "exited before ready"
 
 func (p *proc) readStatus(r io.Reader) {
 	defer close(p.statusDone)
-	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
+	sc := bufio.NewScanner(io.LimitReader(r, statusMax))
 	first := true
 	for sc.Scan() {
 		if first {
@@ -361,7 +361,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	res.StdoutBytes, res.StderrBytes = p.stdout.n, p.stderr.n
 	res.OutputTruncated = outCut || errCut
 	res.OutputLimit = p.budget.total.Load() > p.budget.limit
-	started := slices.Contains(p.status, "started")
+	started := slices.Contains(p.status, statusStarted)
 	// With a cgroup, the kernel kills the whole sandbox, init included,
 	// when the run passes its memory.max.
 	var cgroupOOM bool

@@ -10,25 +10,6 @@ import (
 	"github.com/runblock/runblock/executor"
 )
 
-// The init's report (initStatus, one JSON line on fdInitStatus) is bounded
-// by construction, whatever the snippet left in its work dir: the init
-// cuts it to these bounds before it writes it (encodeReport) and the
-// service reads no more than reportMaxBytes of it (readReport). A
-// snippet's thousands of files or long, escaped names come back as
-// omitted files, named one by one up to reportMaxOmitted and counted
-// past it; never as a report the service cannot read.
-const (
-	// reportMaxOmitted is how many omitted files the report names one by
-	// one; one more entry (executor.OmitNotNamed) counts the rest.
-	reportMaxOmitted = 100
-	// reportMaxPath bounds a path in the report, in bytes before JSON
-	// escaping (which takes up to 6 bytes a byte): a longer omitted path
-	// is cut, a returned file with a longer path is omitted.
-	reportMaxPath = 8 << 10
-	// reportMaxError bounds the init's error message.
-	reportMaxError = 4 << 10
-)
-
 // notNamedPath stands for n omitted files not named one by one.
 func notNamedPath(n int) string { return fmt.Sprintf("(%d more files)", n) }
 

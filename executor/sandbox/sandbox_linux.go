@@ -46,10 +46,10 @@ func Main() {
 
 func readSpec() stageSpec {
 	var spec stageSpec
-	if len(os.Args) < 2 {
+	if len(os.Args) <= stageArgSpec {
 		die(fdStatus, errors.New("missing stage spec"))
 	}
-	if err := json.Unmarshal([]byte(os.Args[1]), &spec); err != nil {
+	if err := json.Unmarshal([]byte(os.Args[stageArgSpec]), &spec); err != nil {
 		die(fdStatus, fmt.Errorf("decode stage spec: %w", err))
 	}
 	return spec
