@@ -228,7 +228,7 @@ def _runblock_run_python(conf, run, fds, kit):
         check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
         shm = f"{work}/{conf['shm_dir']}"
         posix.mkdir(shm, 0o700)
-        opts = f"size={run['memory']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
+        opts = f"size={run['memory'] + run['memory'] // 8},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
         check(libc.mount(b"tmpfs", shm.encode(), b"tmpfs", flags, opts.encode()), f"mount shared memory ({opts})")
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
         # sock_diag of the run's network namespace: its socket buffers are

@@ -730,7 +730,7 @@ func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (in
 		// Counted once before the snippet exists, so that every run,
 		// however short, is counted while python lives (the canary's
 		// peak is how the start-up check knows the count works).
-		st.Peak, _ = r.memory(limit)
+		st.Peak, _, _ = r.memory(limit)
 		wait = memoryWait(limit, st.Peak)
 	}
 	if err := start(); err != nil {
@@ -754,7 +754,7 @@ func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (in
 			ws, err := exitStatus(r.python)
 			var used int64
 			if limit > 0 {
-				used, _ = r.memory(limit) // before the kill: what the rest of the run still holds
+				used, _, _ = r.memory(limit) // before the kill: what the rest of the run still holds
 			}
 			kill()
 			if err != nil {
@@ -769,7 +769,7 @@ func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (in
 		if n != 0 || limit == 0 {
 			continue
 		}
-		used, complete := r.memory(limit)
+		used, complete, recounted := r.memory(limit)
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -778,20 +778,19 @@ func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (in
 			return st, nil
 		}
 		wait = memoryWait(limit, used)
-		if !complete {
-			wait = int(policy.MemoryPollMin.Milliseconds()) // python is changing its uid: look again soon
+		if !complete || recounted {
+			// Python is changing its uid, or the run was spared by the
+			// recount (see countRun): look again soon.
+			wait = int(policy.MemoryPollMin.Milliseconds())
 		}
 	}
 }
 
-// memory is what the run holds: its processes' proportional share of
-// anonymous and shared memory (pages still shared with the fork server
-// count by their share), the use of the work dir and its shared memory
-// tmpfs and the buffers of its sockets; and whether every process could be
-// read. Their resident memory bounds that share from above and
-// is cheaper to read (smaps_rollup walks the page tables), so the share
-// is read only when the bound passes limit.
-func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
+// memory is what the run holds (see countRun: past limit, pages still
+// shared with the fork server count by their share): its processes'
+// memory, the use of the work dir and its shared memory tmpfs and the
+// buffers of its sockets; and whether every process could be read.
+func (r *forkedRun) memory(limit int64) (total int64, complete, recounted bool) {
 	held, _ := r.diag.memory() // 0 where the kernel has no unix_diag
 	for _, fd := range []int{r.work, r.shm} {
 		var fs unix.Statfs_t
@@ -801,7 +800,7 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return held, false
+		return held, false, false
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -815,25 +814,8 @@ func (r *forkedRun) memory(limit int64) (total int64, complete bool) {
 			pids = append(pids, name)
 		}
 	}
-	buf := make([]byte, 4096)
-	sum := func(file string, keys [][]byte) (int64, bool) {
-		total, complete := held, true
-		for _, pid := range pids {
-			n, ok := groupMemory("/proc/"+pid, file, keys, buf)
-			total += n
-			complete = complete && ok
-		}
-		return total, complete
-	}
-	if total, complete = sum("status", rssKeys); total <= limit {
-		return total, complete
-	}
-	return sum("smaps_rollup", pssKeys)
+	return countRun(held, pids, limit)
 }
-
-// pssKeys are the lines of /proc/PID/smaps_rollup a forked run's memory
-// sums.
-var pssKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:"), []byte("Shared_Hugetlb:"), []byte("Private_Hugetlb:")}
 
 // parentOf is pid's parent, from its stat file.
 func parentOf(pid int) (int, error) {

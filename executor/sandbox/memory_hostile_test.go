@@ -268,3 +268,54 @@ func TestDoctorStatesTheMemoryBound(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedPagesCountedOnce: shared memory counts once, however many
+// processes map it (red team, medium): a 130 MiB SharedMemory (its pages
+// were counted as the .shm tmpfs's use and again as the mapping's) and 100
+// MiB of MAP_SHARED|MAP_ANONYMOUS touched by a parent and 4 children (the
+// cold path counted it once per process, 279 MiB) succeed under 256 MiB.
+func TestSharedPagesCountedOnce(t *testing.T) {
+	bothPaths(t, func(t *testing.T, path Config) {
+		e := newHardened(t, path)
+		for _, tc := range []struct{ name, code, stdout string }{
+			{"SharedMemory", `from multiprocessing import shared_memory
+import time
+s = shared_memory.SharedMemory(create=True, size=130 << 20)
+for i in range(0, s.size, 1 << 20):
+    s.buf[i:i + (1 << 20)] = b"x" * (1 << 20)
+time.sleep(0.5)
+print("held 130")
+s.close()
+s.unlink()`, "held 130\n"},
+			{"shared anonymous", `import mmap, os, time
+m = mmap.mmap(-1, 100 << 20, flags=mmap.MAP_SHARED)
+for i in range(0, len(m), 4096):
+    m[i] = 1
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        for i in range(0, len(m), 4096):
+            m[i] = 2
+        time.sleep(1.5)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("shared ok")`, "shared ok\n"},
+		} {
+			p, err := startRun(e, limits{Timeout: 10 * time.Second, Memory: 256 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.run(context.Background(), executor.Request{Code: tc.code})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Success || res.Stdout != tc.stdout {
+				t.Errorf("%s: memory=%v success=%v stdout=%q error=%q stderr=%.500s", tc.name, res.MemoryExceeded, res.Success, res.Stdout, res.Error, res.Stderr)
+			}
+			t.Logf("%s: the highest count was %d KiB (limit 256 MiB)", tc.name, p.memoryPeak>>10)
+		}
+	})
+}

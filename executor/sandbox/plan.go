@@ -296,7 +296,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 		spec.FontCache = p.fontCache
 		spec.Collect = p.transfer()
 		spec.WorkBytes = min(policy.WorkBytes, lim.Memory)
-		spec.ShmBytes = lim.Memory
+		spec.ShmBytes = lim.Memory + lim.Memory/8 // see policy.ShmDir
 		if p.cgroup == nil {
 			spec.MemoryBytes = lim.Memory
 		}

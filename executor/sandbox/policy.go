@@ -124,7 +124,9 @@ var policy = struct {
 	WorkInodes int
 	WorkNoExec bool
 	// ShmDir, in the work dir, is a tmpfs of its own of the run's memory
-	// limit (and WorkInodes inodes), mounted by the init (on the fork path
+	// limit and an eighth (and WorkInodes inodes; the eighth lets the count
+	// see a run fill it past its limit before it is full, as its mapped
+	// pages count once, by its use), mounted by the init (on the fork path
 	// by the run's python before it drops its privileges) and linked from
 	// /dev/shm: POSIX shared memory and semaphores (multiprocessing) are
 	// bounded by the run's memory, which counts their use with the work

@@ -59,7 +59,7 @@ func TestReservedInputNamesRefused(t *testing.T) {
 
 // TestNonDumpableProcessesCounted: a process that makes itself
 // non-dumpable (prctl PR_SET_DUMPABLE 0) is still charged to the run. On
-// the fork path the count reads smaps_rollup, which a non-dumpable process
+// the fork path the count reads smaps, which a non-dumpable process
 // opens only to a reader holding CAP_SYS_PTRACE over it, once the resident
 // sum passes the limit; a process it cannot read would count as 0.
 func TestNonDumpableProcessesCounted(t *testing.T) {

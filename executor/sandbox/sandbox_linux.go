@@ -86,6 +86,9 @@ func sandboxInit() {
 	if err != nil {
 		die(fdInitStatus, err)
 	}
+	// Before seccomp, which denies memfd_create: the device of shared
+	// anonymous memory, for the run's precise memory count (see countRun).
+	shmemDevice()
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
@@ -216,7 +219,8 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 			if reaped == pid {
 				st.setEnd(ws)
 				if limit > 0 && !st.Memory {
-					st.countEnd(runMemory(diag), limit)
+					used, _ := runMemory(diag, limit)
+					st.countEnd(used, limit)
 				}
 				return st, nil
 			}
@@ -228,7 +232,7 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 		if n != 0 || limit == 0 || st.Memory {
 			continue
 		}
-		used := runMemory(diag)
+		used, recounted := runMemory(diag, limit)
 		st.Peak = max(st.Peak, used)
 		if used > limit {
 			st.Memory = true
@@ -237,6 +241,9 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 			continue
 		}
 		wait = memoryWait(limit, used)
+		if recounted {
+			wait = int(policy.MemoryPollMin.Milliseconds()) // spared by the recount: look again soon
+		}
 	}
 }
 
@@ -265,46 +272,88 @@ func memoryWait(limit, used int64) int {
 	return int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
 }
 
-// runMemory is what the run holds: the resident anonymous and shared
-// memory of every thread group in the PID namespace but the init's, the
-// use of the work dir and its shared memory tmpfs, and the buffers of the
-// network namespace's sockets (diag).
-func runMemory(diag *socketDiag) int64 {
-	total, _ := diag.memory() // 0 where the kernel has no unix_diag
+// runMemory is what the run holds (see countRun): the memory of every
+// thread group in the PID namespace but the init's, the use of the work
+// dir and its shared memory tmpfs, and the buffers of the network
+// namespace's sockets (diag).
+func runMemory(diag *socketDiag, limit int64) (used int64, recounted bool) {
+	held, _ := diag.memory() // 0 where the kernel has no unix_diag
 	for _, dir := range []string{policy.WorkDir, policy.WorkDir + "/" + policy.ShmDir} {
 		var fs unix.Statfs_t
 		if unix.Statfs(dir, &fs) == nil {
-			total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return total
+		return held, false
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	buf := make([]byte, 4096)
+	var pids []string
 	for _, name := range names {
-		if name == "1" || name[0] < '0' || name[0] > '9' {
-			continue
+		if name != "1" && name[0] >= '0' && name[0] <= '9' {
+			pids = append(pids, name)
 		}
-		n, _ := groupMemory("/proc/"+name, "status", rssKeys, buf)
-		total += n
 	}
-	return total
+	total, _, recounted := countRun(held, pids, limit)
+	return total, recounted
 }
 
-// rssKeys are the lines of /proc/PID/status that runMemory sums (hugetlb
-// pages are in neither Rss line).
+// countRun is the memory of a run that holds held (the use of its tmpfs
+// and its socket buffers) and the thread groups pids; !complete when one
+// of them could not be read. Their resident anonymous and shared memory
+// is cheap to read but counts a shared page in every process that maps it,
+// and a page of the run's tmpfs again in each of its mappings; so past
+// limit the run is counted again by the proportional share of each mapping
+// (see smapsShare), which counts every page once. That walks the page
+// tables, and is done only where the cheap count would kill (recounted);
+// a run it spares is close to its limit as its tmpfs fills (it counts its
+// mapped pages once, by its use), so is counted again soon after.
+func countRun(held int64, pids []string, limit int64) (total int64, complete, recounted bool) {
+	buf := make([]byte, 4096)
+	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
+	resident := make([]int64, len(pids))
+	total, complete = held, true
+	for i, pid := range pids {
+		n, ok := groupMemory("/proc/"+pid, "status", rss)
+		resident[i] = n
+		total += n
+		complete = complete && ok
+	}
+	shmem, err := shmemDevice()
+	if total <= limit || err != nil {
+		return total, complete, false // where err != nil, the resident count: never below the share
+	}
+	share := func(path string) (int64, bool, bool) { return smapsShare(path, shmem) }
+	total = held
+	for i, pid := range pids {
+		n, ok := groupMemory("/proc/"+pid, "smaps", share)
+		if !ok {
+			n = resident[i] // a process the count may not read (not dumpable) counts all it holds
+		}
+		total += n
+	}
+	return total, complete, true
+}
+
+// rssKeys are the lines of /proc/PID/status that the cheap count sums
+// (hugetlb pages are in neither Rss line).
 var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:"), []byte("HugetlbPages:")}
 
-// groupMemory sums the lines of keys (in kB) in file of the thread group
-// at dir (/proc/PID); !ok when it exists but cannot be read. A leader that
-// exited while its other threads run is a zombie whose own files show no
-// memory (its mm is gone from it, not from the group): then the first live
-// thread's file under dir/task counts, as threads share one mm.
-func groupMemory(dir, file string, keys [][]byte, buf []byte) (int64, bool) {
-	n, found, ok := memoryLines(dir+"/"+file, keys, buf)
+// A memoryFile reads the memory in the /proc file at path of one process:
+// found, that the file shows the process's memory (a zombie's does not);
+// !ok when it exists but cannot be read.
+type memoryFile func(path string) (n int64, found, ok bool)
+
+// groupMemory reads file of the thread group at dir (/proc/PID) with
+// read; !ok when it exists but cannot be read. A
+// leader that exited while its other threads run is a zombie whose own
+// files show no memory (its mm is gone from it, not from the group): then
+// the first live thread's file under dir/task counts, as threads share one
+// mm.
+func groupMemory(dir, file string, read memoryFile) (int64, bool) {
+	n, found, ok := read(dir + "/" + file)
 	if found || !ok {
 		return n, ok
 	}
@@ -315,7 +364,7 @@ func groupMemory(dir, file string, keys [][]byte, buf []byte) (int64, bool) {
 	tids, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, tid := range tids {
-		if n, found, ok = memoryLines(dir+"/task/"+tid+"/"+file, keys, buf); found || !ok {
+		if n, found, ok = read(dir + "/task/" + tid + "/" + file); found || !ok {
 			return n, ok
 		}
 	}
