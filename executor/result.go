@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+// MinMemoryBytes is the least memory limit a run gets: a Request's smaller
+// MemoryBytes is raised to it, as below ~8 MiB the interpreter dies before
+// the snippet starts, which would read as the executor's failure rather
+// than the run's result.
+const MinMemoryBytes = 32 << 20
+
 // Request is one snippet to run.
 type Request struct {
 	// Code is the Python source of the snippet.
@@ -18,7 +24,8 @@ type Request struct {
 	Stdin string
 	// Timeout overrides the executor's default timeout when > 0.
 	Timeout time.Duration
-	// MemoryBytes overrides the executor's default memory limit when > 0.
+	// MemoryBytes overrides the executor's default memory limit when > 0
+	// (at least MinMemoryBytes).
 	MemoryBytes int64
 	// Args are the snippet's command-line arguments, sys.argv[1:].
 	Args []string

@@ -250,16 +250,10 @@ func (e *Executor) limits(req executor.Request) limits {
 		lim.Timeout = req.Timeout
 	}
 	if req.MemoryBytes > 0 {
-		lim.Memory = max(req.MemoryBytes, MinMemoryBytes)
+		lim.Memory = max(req.MemoryBytes, executor.MinMemoryBytes)
 	}
 	return lim
 }
-
-// MinMemoryBytes is the least memory limit a request gets (a smaller one
-// is raised to it): below ~8 MiB the interpreter dies before the snippet
-// starts, which read as the executor's failure ("sandbox setup failed"),
-// not as the run's result. The HTTP API raises to the same value.
-const MinMemoryBytes = 32 << 20
 
 // Close stops the pool, if any, and destroys its idle sandboxes.
 func (e *Executor) Close() error {

@@ -16,7 +16,7 @@ import (
 // failed, each with the class of its fix.
 
 // TestTinyMemoryLimitIsAResult: a request's memory limit below what the
-// interpreter needs to start is raised to MinMemoryBytes, so the run is a
+// interpreter needs to start is raised to executor.MinMemoryBytes, so the run is a
 // result, never the executor's failure (before: "internal: sandbox setup
 // failed: <nil>" for 1 byte or 1 MiB, on both paths, as for
 // `runblock exec --memory 1MiB`).
@@ -28,7 +28,7 @@ func TestTinyMemoryLimitIsAResult(t *testing.T) {
 			if err != nil {
 				t.Fatalf("memory %d: %v", memory, err)
 			}
-			if !res.Success || res.Stdout != "ran\n" || res.MemoryLimit != MinMemoryBytes {
+			if !res.Success || res.Stdout != "ran\n" || res.MemoryLimit != executor.MinMemoryBytes {
 				t.Errorf("memory %d: success=%v stdout=%q limit=%d error=%q stderr=%.300q", memory, res.Success, res.Stdout, res.MemoryLimit, res.Error, res.Stderr)
 			}
 		}

@@ -50,10 +50,6 @@ type limits struct {
 	maxBytes   int64 // code + stdin + files
 }
 
-// minMemory is the least memory limit a request gets: below it the
-// interpreter cannot start, which would only read as a confusing failure.
-const minMemory = 32 << 20
-
 // request turns p into an executor.Request within lim. A plain snippet
 // goes as it is; files, argv, a script or a module go through the
 // launcher (launch.py).
@@ -72,9 +68,6 @@ func (p program) request(lim limits) (executor.Request, error) {
 	}
 	if req.MemoryBytes > lim.maxMemory {
 		req.MemoryBytes = lim.maxMemory
-	}
-	if req.MemoryBytes > 0 && req.MemoryBytes < minMemory {
-		req.MemoryBytes = minMemory
 	}
 	if p.mode == "code" && len(p.files) == 0 && len(p.argv) == 1 {
 		req.Code = p.target
