@@ -75,7 +75,7 @@ func (r result) filesLine(files []executor.OmittedFile, what string) string {
 		b.WriteString(r.code(name))
 		var why []string
 		if f.Size > 0 {
-			why = append(why, bytesText(f.Size))
+			why = append(why, SizeText(f.Size))
 		}
 		if f.Reason != "" {
 			why = append(why, f.Reason)

@@ -192,7 +192,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 	b.WriteString(r.check)
 	if r.res.OutputTruncated && !r.res.OutputLimit {
 		kept := int64(len(r.res.Stdout) + len(r.res.Stderr))
-		r.line(&b, r.note(fmt.Sprintf("the runner kept only %s of the %s written", bytesText(kept), bytesText(r.res.StdoutBytes+r.res.StderrBytes))))
+		r.line(&b, r.note(fmt.Sprintf("the runner kept only %s of the %s written", SizeText(kept), SizeText(r.res.StdoutBytes+r.res.StderrBytes))))
 	}
 	if r.files != "" {
 		r.line(&b, r.files)
@@ -255,18 +255,18 @@ func (r result) status() string {
 	switch {
 	case res.Timeout:
 		if res.TimeoutLimit > 0 {
-			return r.bold("Timed out") + " after " + durationText(res.TimeoutLimit)
+			return r.bold("Timed out") + " after " + DurationText(res.TimeoutLimit)
 		}
 		return r.bold("Timed out")
 	case res.MemoryExceeded:
 		if res.MemoryLimit > 0 {
-			return r.bold("Memory limit") + " of " + bytesText(res.MemoryLimit) + " exceeded"
+			return r.bold("Memory limit") + " of " + SizeText(res.MemoryLimit) + " exceeded"
 		}
 		return r.bold("Memory limit exceeded")
 	case res.OutputLimit:
-		return r.bold("Output limit reached") + " · the run was stopped after writing " + bytesText(res.StdoutBytes+res.StderrBytes)
+		return r.bold("Output limit reached") + " · the run was stopped after writing " + SizeText(res.StdoutBytes+res.StderrBytes)
 	case res.Success:
-		return r.bold("OK") + " · " + durationText(r.duration())
+		return r.bold("OK") + " · " + DurationText(r.duration())
 	}
 	if msg := errorLine(res); msg != "" {
 		return r.bold("Error") + " · " + r.code(msg)
@@ -445,7 +445,8 @@ func plural(n int, unit string) string {
 }
 
 // durationText formats d as "120 ms", "1.5 s", "5 s".
-func durationText(d time.Duration) string {
+// DurationText writes a duration as replies do: "500 ms", "5 s", "1.5 s".
+func DurationText(d time.Duration) string {
 	if d < time.Second {
 		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 	}
@@ -453,8 +454,8 @@ func durationText(d time.Duration) string {
 	return strings.TrimSuffix(s, ".0") + " s"
 }
 
-// bytesText formats n as "512 B", "64 KiB", "1.5 MiB".
-func bytesText(n int64) string {
+// SizeText writes a size as replies do: "512 B", "64 KiB", "1.5 MiB".
+func SizeText(n int64) string {
 	const k = 1024
 	switch {
 	case n < k:

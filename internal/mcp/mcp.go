@@ -146,9 +146,9 @@ func (h *handler) describe() string {
 	b.WriteString("the figures it draws (matplotlib's plt.show() or open figures at the end) as PNG images, and the files it writes in its work dir. ")
 	b.WriteString("Each call starts from nothing. No network; no pip install. ")
 	fmt.Fprintf(&b, "Limits: %s wall clock per call (the timeout argument may lower it), %s of memory for the whole run",
-		seconds(h.cfg.Timeout), sizeText(h.cfg.MemoryBytes))
+		formatting.DurationText(h.cfg.Timeout), formatting.SizeText(h.cfg.MemoryBytes))
 	if h.cfg.MaxFiles > 0 {
-		fmt.Fprintf(&b, ", at most %d files and %s back", h.cfg.MaxFiles, sizeText(h.cfg.MaxFilesBytes))
+		fmt.Fprintf(&b, ", at most %d files and %s back", h.cfg.MaxFiles, formatting.SizeText(h.cfg.MaxFilesBytes))
 	}
 	b.WriteString(".")
 	if h.cfg.PythonVersion != "" {
@@ -198,17 +198,20 @@ func (h *handler) request(in RunInput) (executor.Request, error) {
 	case in.Timeout > 0:
 		req.Timeout = min(h.cfg.Timeout, time.Duration(in.Timeout*float64(time.Second)))
 	}
-	size := int64(len(in.Code) + len(in.Stdin))
-	seen := map[string]bool{}
+	paths := make([]string, len(in.Files))
 	for i, f := range in.Files {
-		p, err := executor.CleanPath(f.Name)
-		if err != nil {
-			return req, fmt.Errorf("files[%d].name: %w", i, err)
+		paths[i] = f.Name
+	}
+	if err := executor.CheckInputPaths(paths); err != nil {
+		var pe *executor.PathError
+		if errors.As(err, &pe) {
+			return req, fmt.Errorf("files[%d].name: %w", pe.Index, pe)
 		}
-		if seen[p] {
-			return req, fmt.Errorf("files[%d].name: %q is given twice", i, p)
-		}
-		seen[p] = true
+		return req, err
+	}
+	size := int64(len(in.Code) + len(in.Stdin))
+	for i, f := range in.Files {
+		var err error
 		var data []byte
 		switch f.Encoding {
 		case "", "text", "utf-8", "utf8":
@@ -221,10 +224,10 @@ func (h *handler) request(in RunInput) (executor.Request, error) {
 			return req, fmt.Errorf("files[%d].encoding: %q is neither text nor base64", i, f.Encoding)
 		}
 		size += int64(len(data))
-		req.Files = append(req.Files, executor.File{Path: p, Size: int64(len(data)), Content: data})
+		req.Files = append(req.Files, executor.File{Path: f.Name, Size: int64(len(data)), Content: data})
 	}
 	if h.cfg.MaxCodeBytes > 0 && size > h.cfg.MaxCodeBytes {
-		return req, fmt.Errorf("code, stdin and files come to %s, over this server's limit of %s", sizeText(size), sizeText(h.cfg.MaxCodeBytes))
+		return req, fmt.Errorf("code, stdin and files come to %s, over this server's limit of %s", formatting.SizeText(size), formatting.SizeText(h.cfg.MaxCodeBytes))
 	}
 	return req, nil
 }
@@ -279,20 +282,4 @@ func escapePath(p string) string {
 		parts[i] = url.PathEscape(s)
 	}
 	return strings.Join(parts, "/")
-}
-
-func seconds(d time.Duration) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".") + " s"
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
