@@ -88,12 +88,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 		}
 	}()
 	reg := metrics.New()
-	sc := cfg.Scheduler
-	// Clients are the users of the fairness order; a bot is one client
-	// sending many runs at once, and keeps its own per-user limits.
-	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
-	sc.UserRate = 0
-	sc.Logger = logger.With("component", "scheduler")
+	sc := clientScheduler(cfg, logger)
 	sc.Metrics = reg
 	m.scheduler = executor.NewScheduler(m.exec, sc)
 	svc := api.NewService(api.ServiceConfig{
@@ -177,4 +172,17 @@ func listenError(err error, addr string, set bool) error {
 		return fmt.Errorf("cannot listen on %s (the default without RUNBLOCK_HTTP_ADDR): %w; %s", addr, op.Err, fix)
 	}
 	return fmt.Errorf("RUNBLOCK_HTTP_ADDR=%s: cannot listen: %w; %s", addr, op.Err, fix)
+}
+
+// clientScheduler is the scheduler's configuration where its users are
+// clients rather than chat users (the execute API's tokens, an MCP
+// assistant): a client sends many runs at once, which wait their turn in
+// the queue rather than meet a chat user's rate or job limit (a bot keeps
+// its own per-user limits).
+func clientScheduler(cfg config.Config, logger *slog.Logger) executor.Config {
+	sc := cfg.Scheduler
+	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
+	sc.UserRate = 0
+	sc.Logger = logger.With("component", "scheduler")
+	return sc
 }

@@ -41,13 +41,7 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 			logger.Warn("closing executor", "err", err)
 		}
 	}()
-	sc := cfg.Scheduler
-	// The assistant is the one client: its runs wait their turn in the
-	// queue rather than being refused by a chat user's rate.
-	sc.MaxPerUser = sc.Concurrency + sc.QueueSize
-	sc.UserRate = 0
-	sc.Logger = logger.With("component", "scheduler")
-	sched := executor.NewScheduler(ex, sc)
+	sched := executor.NewScheduler(ex, clientScheduler(cfg, logger))
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
 		defer cancel()
