@@ -32,6 +32,9 @@ type Request struct {
 	// Files are placed in the run's work dir before the snippet starts;
 	// Path is relative to it.
 	Files []File
+	// Session, when set, makes the request a cell of a session (see
+	// Session); nil: the snippet runs alone, in a fresh sandbox.
+	Session *Session
 }
 
 // File is a file that goes into a run's work dir or comes back out of it.
@@ -88,6 +91,8 @@ type Result struct {
 	Files []File `json:"files"`
 	// FilesOmitted are those that did not come back, named for the reply.
 	FilesOmitted []OmittedFile `json:"files_omitted,omitempty"`
+	// Session is where the cell ran, for a Request with a Session.
+	Session *SessionInfo `json:"session,omitempty"`
 }
 
 // Outcome is a short label for metrics and logs: ok, error, timeout, memory,
