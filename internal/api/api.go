@@ -6,6 +6,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -18,6 +19,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -233,25 +235,31 @@ func (h *Handler) client(r *http.Request) (string, bool) {
 }
 
 // decode reads r's JSON body into v, whatever its Content-Type (some
-// clients send none). strict rejects unknown fields.
+// clients send none). strict rejects unknown fields. A key given twice in
+// one object is refused rather than read as its last value, so that a
+// proxy or log that reads the first sees what runs.
 func decode(r *http.Request, v any, strict bool) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return bodyError(err)
+	}
+	if key, ok := duplicateKey(body); ok {
+		return badRequest("the key %q is given twice in one object: give each field once", key)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil {
 		if _, extra := dec.Token(); extra != io.EOF {
 			return badRequest("the body must be one JSON object, with nothing after it")
 		}
 		return nil
 	}
-	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &tooLarge):
-		return &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body is over the limit of %d bytes", tooLarge.Limit)}
 	case errors.Is(err, io.EOF):
 		return badRequest("the body is empty: send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -267,6 +275,63 @@ func decode(r *http.Request, v any, strict bool) error {
 		return badRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	return badRequest("the body is not a valid request: %v", err)
+}
+
+// bodyError is the answer to a body that could not be read: over the
+// size limit (413), not sent in time (408: the server's read deadline
+// passed), or cut off by the client (400).
+func bodyError(err error) *apiError {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body is over the limit of %d bytes", tooLarge.Limit)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &apiError{status: http.StatusRequestTimeout, message: "the body did not arrive in time: send it at once"}
+	}
+	return badRequest("the body could not be read: %v", err)
+}
+
+// duplicateKey returns the first key that occurs twice in one object of
+// the JSON text data. Invalid JSON has none here: decoding it says why.
+func duplicateKey(data []byte) (string, bool) {
+	type level struct {
+		keys    map[string]bool // nil in an array
+		wantKey bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.keys != nil {
+			if top.wantKey {
+				key, _ := tok.(string)
+				if top.keys[key] {
+					return key, true
+				}
+				top.keys[key] = true
+				top.wantKey = false
+				continue
+			}
+			top.wantKey = true
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &level{})
+		}
+	}
 }
 
 func jsonKind(goKind string) string {

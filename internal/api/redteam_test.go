@@ -1,10 +1,16 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/api"
@@ -34,5 +40,45 @@ func TestTokenInQueryStringRefused(t *testing.T) {
 	}
 	if strings.Contains(s.log.String(), secret) {
 		t.Errorf("the token appears in the log:\n%s", s.log.String())
+	}
+}
+
+// A body that does not arrive before the server's read deadline is the
+// client's delay, answered 408, not a malformed request (400).
+func TestSlowBodyIsRequestTimeout(t *testing.T) {
+	sched := executor.NewScheduler(canaryOK(func(context.Context, executor.Request) (executor.Result, error) {
+		t.Error("a request whose body never came reached the runner")
+		return executor.Result{}, nil
+	}), executor.Config{Concurrency: 1})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := sched.Close(ctx); err != nil {
+			t.Errorf("scheduler close: %v", err)
+		}
+	})
+	h := api.New(api.Config{Scheduler: sched, Timeout: time.Second, MemoryBytes: 64 << 20, MaxCodeBytes: 1 << 10})
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ReadTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// Headers promise 100 bytes of body; 10 come, and then nothing.
+	fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"code\":\"1")
+	if err := conn.SetReadDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "did not arrive in time") {
+		t.Errorf("a body cut off by the read deadline got %d %s, want 408", resp.StatusCode, body)
 	}
 }
