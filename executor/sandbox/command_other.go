@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os/exec"
 	"syscall"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
 // Without Linux there is no kernel isolation to try: only the guard-only
@@ -26,7 +28,7 @@ func seccompFilter() ([]byte, error) {
 
 // command runs python directly, in its own process group so a kill reaches
 // what it started (unless that left the group).
-func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
+func (p *plan) command(ctx context.Context, spec protocol.StageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(ctx, spec.Python, spec.Args...)
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if hostUID >= 0 {

@@ -13,16 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 )
-
-// collectLimits bound what is read back of a work dir: the count and total
-// size of regular files. The collector reads up to twice the configured
-// caps, so that input files the snippet left unchanged (dropped afterwards)
-// do not crowd out its own; finishFiles applies the caps themselves.
-type collectLimits struct {
-	MaxFiles int   `json:"max_files"`
-	MaxBytes int64 `json:"max_bytes"`
-}
 
 // collectDepth bounds how deep the collector reads files in the work dir;
 // those deeper are named with executor.OmitTooDeep.

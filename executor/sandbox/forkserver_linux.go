@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,12 +224,12 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	}
 	lim := limits{Timeout: DefaultTimeout, Memory: DefaultMemoryBytes}
 	spec := pl.spec(lim, policy.WorkDir)
-	conf, err := json.Marshal(forkServerConf{
+	conf, err := json.Marshal(protocol.ForkServerConf{
 		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
 		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
-		ControlFD: fdForkControl, StatusFD: fdStatus, Ready: statusReady, RequestMax: forkRequestMax, RunFDs: runFDs,
-		RunPythonFDs: runPythonFDs, RunBack: runReport, RunLifeline: runLifeline, HelloMax: forkHelloMax, ErrorMax: forkErrorMax,
+		ControlFD: protocol.FDForkControl, StatusFD: protocol.FDStatus, Ready: protocol.StatusReady, RequestMax: protocol.ForkRequestMax, RunFDs: protocol.RunFDs,
+		RunPythonFDs: protocol.RunPythonFDs, RunBack: protocol.RunReport, RunLifeline: protocol.RunLifeline, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
 	})
 	if err != nil {
 		return nil, err
@@ -236,7 +238,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	if pl.fontCache != "" {
 		fontCache = policy.FontCacheDir
 	}
-	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", forkServerLoader, pl.py.Guard}, guardArgv(string(conf), pl.guardMode("forkserver"), fontCache, fs.preload, pl.py.Site))
+	spec.Args = slices.Concat(policy.PythonFlags, []string{"-c", forkServerLoader, pl.py.Guard}, protocol.GuardArgv(string(conf), pl.guardMode("forkserver"), fontCache, fs.preload, pl.py.Site))
 	// The fork server is root of its namespace, and owns its own work dir.
 	// spec.Landlock is the runs' (its init makes each run's ruleset).
 	spec.Seccomp, spec.MemoryBytes, spec.UID, spec.GID = nil, 0, 0, 0
@@ -272,7 +274,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	live.kill = cancel
 	cmd, err := pl.command(pctx, spec, -1, -1)
 	if err == nil {
-		cmd.Args[0] = forkServerMarker
+		cmd.Args[0] = protocol.ForkServerMarker
 		if pl.mapRoot {
 			ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: forkServerUIDBase, HostID: pl.hostUID, Size: pl.uidSlots}}
 			cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = ids, ids
@@ -322,11 +324,11 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	}()
 	select {
 	case line := <-ready:
-		if line == statusReady {
+		if line == protocol.StatusReady {
 			return live, nil
 		}
 		live.stop()
-		var st initStatus
+		var st protocol.InitStatus
 		if json.Unmarshal(live.report, &st) == nil && st.Error != "" {
 			return nil, errors.New(st.Error)
 		}
@@ -394,14 +396,14 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 		slot = uid - fs.plan.hostUID
 	}
 	lim.Accounted, lim.Tmpfs = true, true
-	var rls []forkRlimit
+	var rls []protocol.ForkRlimit
 	for _, rl := range rlimits(lim) {
-		rls = append(rls, forkRlimit{rl.resource, rl.value})
+		rls = append(rls, protocol.ForkRlimit{Resource: rl.resource, Value: rl.value})
 	}
-	msg, err := json.Marshal(forkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
+	msg, err := json.Marshal(protocol.ForkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
 		Slot: slot, Collect: fs.plan.transfer()})
-	if err == nil && len(msg) > forkRequestMax {
-		err = fmt.Errorf("a run request of %d bytes, over the bound of %d", len(msg), forkRequestMax)
+	if err == nil && len(msg) > protocol.ForkRequestMax {
+		err = fmt.Errorf("a run request of %d bytes, over the bound of %d", len(msg), protocol.ForkRequestMax)
 	}
 	if err != nil {
 		return p.fail(ends, err)
@@ -452,7 +454,7 @@ func (fs *forkServer) up() bool { return fs.current() != nil }
 // root of its user namespace. It builds the minimal root as a run's init
 // does and starts python as the fork server, not locked down (it makes
 // each run's namespaces). Then it is every forked run's init: the service
-// asks it for runs on the control socket (fdForkControl), it passes each on to
+// asks it for runs on the control socket (protocol.FDForkControl), it passes each on to
 // the fork server and supervises what comes back (superviseFork). When
 // the fork server ends it reports how, and everything in the namespaces
 // dies with it.
@@ -460,21 +462,21 @@ func sandboxForkServer() {
 	spec := setUpInit()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		die(fdInitStatus, fmt.Errorf("fork server socket: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("fork server socket: %w", err))
 	}
 	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2, fdForkControl: uintptr(pair[1]), fdStatus: fdStatus},
+		Files: []uintptr{0, 1, 2, protocol.FDForkControl: uintptr(pair[1]), protocol.FDStatus: protocol.FDStatus},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true},
 	})
 	if err != nil {
-		die(fdInitStatus, fmt.Errorf("start python: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("start python: %w", err))
 	}
 	unix.Close(pair[1])
-	unix.Close(fdStatus)
-	go serveForks(fdForkControl, pair[0], spec.Landlock)
-	var st initStatus
+	unix.Close(protocol.FDStatus)
+	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock)
+	var st protocol.InitStatus
 	for {
 		var ws unix.WaitStatus
 		reaped, err := unix.Wait4(-1, &ws, 0, nil)
@@ -482,23 +484,23 @@ func sandboxForkServer() {
 			continue
 		}
 		if err != nil {
-			die(fdInitStatus, fmt.Errorf("wait: %w", err))
+			die(protocol.FDInitStatus, fmt.Errorf("wait: %w", err))
 		}
 		if reaped == pid {
-			st.setEnd(ws)
+			setEnd(&st, ws)
 			break
 		}
 	}
-	finishRun(st, collectLimits{})
+	finishRun(st, protocol.CollectLimits{})
 }
 
 // serveForks takes run requests from the service on ctl, hands python's
 // descriptors and a back channel to the fork server (zygote), and
 // supervises each run. When the service closes ctl, it kills the fork
 // server.
-func serveForks(ctl, zygote int, landlock *landlockSet) {
-	buf := make([]byte, forkRequestMax)
-	oob := make([]byte, unix.CmsgSpace(runFDs*4))
+func serveForks(ctl, zygote int, landlock *protocol.LandlockSet) {
+	buf := make([]byte, protocol.ForkRequestMax)
+	oob := make([]byte, unix.CmsgSpace(protocol.RunFDs*4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if errors.Is(err, unix.EINTR) {
@@ -509,15 +511,15 @@ func serveForks(ctl, zygote int, landlock *landlockSet) {
 			os.Exit(1)
 		}
 		fds := receivedFDs(oob[:oobn])
-		var run forkRun
-		if len(fds) != runFDs || json.Unmarshal(buf[:n], &run) != nil {
+		var run protocol.ForkRun
+		if len(fds) != protocol.RunFDs || json.Unmarshal(buf[:n], &run) != nil {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
 			continue
 		}
 		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
-		buf = make([]byte, forkRequestMax)
+		buf = make([]byte, protocol.ForkRequestMax)
 	}
 }
 
@@ -542,12 +544,12 @@ func receivedFDs(oob []byte) []int {
 // left in its work dir and reports how python ended on the report
 // descriptor, which python never held. When the service closes the
 // lifeline it kills the run without a report.
-func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *landlockSet) {
-	report, lifeline := fds[runReport], fds[runLifeline]
+func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet) {
+	report, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
 	defer unix.Close(report)
 	defer unix.Close(lifeline)
 	fail := func(err error) {
-		syscall.Write(report, encodeReport(initStatus{Error: err.Error()}, collectLimits{}))
+		syscall.Write(report, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
 	}
 	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -561,8 +563,8 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 	}
 	// The run's PID 1 holds the lifeline too, and ends the run when it
 	// closes: nothing of a run outlives the service's hold on it.
-	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:runPythonFDs:runPythonFDs], back[1], lifeline)...), nil, 0)
-	for _, fd := range append(fds[:runPythonFDs:runPythonFDs], back[1]) {
+	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:protocol.RunPythonFDs:protocol.RunPythonFDs], back[1], lifeline)...), nil, 0)
+	for _, fd := range append(fds[:protocol.RunPythonFDs:protocol.RunPythonFDs], back[1]) {
 		unix.Close(fd)
 	}
 	if err != nil {
@@ -582,14 +584,14 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 			return // killed before python said hello
 		}
 	}
-	buf := make([]byte, forkHelloMax)
+	buf := make([]byte, protocol.ForkHelloMax)
 	oob := make([]byte, unix.CmsgSpace(2*4)+unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
 		fail(fmt.Errorf("the fork failed before python said hello: %v", err))
 		return
 	}
-	var hello forkHello
+	var hello protocol.ForkHello
 	if err := json.Unmarshal(buf[:n], &hello); err != nil || hello.Error != "" {
 		fail(fmt.Errorf("fork server: %s", cmp.Or(hello.Error, fmt.Sprint(err))))
 		return
@@ -652,7 +654,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run forkRun, landlock *lan
 // Landlock ruleset (made here with set's paths as python sees them), which
 // python restricts itself with once it dropped its uid. Nothing of the
 // snippet exists yet.
-func lockForkedRun(back, python int, rls []forkRlimit, set *landlockSet) error {
+func lockForkedRun(back, python int, rls []protocol.ForkRlimit, set *protocol.LandlockSet) error {
 	for _, rl := range rls {
 		if err := unix.Prlimit(python, rl.Resource, &unix.Rlimit{Cur: rl.Value, Max: rl.Value}, nil); err != nil {
 			return fmt.Errorf("set python's rlimit %d: %w", rl.Resource, err)
@@ -668,7 +670,7 @@ func lockForkedRun(back, python int, rls []forkRlimit, set *landlockSet) error {
 			}
 			return out
 		}
-		ruleset, err := landlockRuleset(landlockSet{ListDirs: in(set.ListDirs), RODirs: in(set.RODirs), RWDirs: in(set.RWDirs),
+		ruleset, err := landlockRuleset(protocol.LandlockSet{ListDirs: in(set.ListDirs), RODirs: in(set.RODirs), RWDirs: in(set.RWDirs),
 			ROFiles: in(set.ROFiles), RWFiles: in(set.RWFiles)})
 		if err != nil {
 			return err
@@ -701,8 +703,8 @@ type forkedRun struct {
 // supervise lets python run the snippet (start), waits for python to end,
 // accounting the run's memory, then kills the run and returns how python
 // ended.
-func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (initStatus, error) {
-	var st initStatus
+func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (protocol.InitStatus, error) {
+	var st protocol.InitStatus
 	// The run's PID 1 never reaps python: until the run is killed, python's
 	// pid, stat file and namespace links stay its own, even once it ended.
 	pidfd, err := unix.PidfdOpen(r.python, 0)
@@ -760,9 +762,9 @@ func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (in
 			if err != nil {
 				return st, err
 			}
-			st.setEnd(ws)
+			setEnd(&st, ws)
 			if limit > 0 {
-				st.countEnd(used, limit)
+				countEnd(&st, used, limit)
 			}
 			return st, nil
 		}

@@ -45,7 +45,7 @@ var lockdownAnchors = map[string][]lockdownAnchor{
 	"cold": {
 		{stepNamespaces, "command_linux.go", "func (p *plan) command(", "attr.Cloneflags, err = namespaceFlags(policy.Namespaces)"},
 		{"", "sandbox_linux.go", "func sandboxInit(", "spec := setUpInit()"},
-		{stepDescriptors, "sandbox_linux.go", "func setUpInit(", "closeOnExecFrom(fdInitStatus)"},
+		{stepDescriptors, "sandbox_linux.go", "func setUpInit(", "closeOnExecFrom(protocol.FDInitStatus)"},
 		{stepMounts, "sandbox_linux.go", "func setUpInit(", "buildRoot(spec)"},
 		{"", "sandbox_linux.go", "func sandboxInit(", "lockThread(spec)"},
 		{stepNoNewPrivs, "sandbox_linux.go", "func lockThread(", "unix.PR_SET_NO_NEW_PRIVS"},

@@ -14,6 +14,8 @@ import (
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +50,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		pl, err := newPlan(py, set)
 		if err == nil {
 			pl.fontCache = fontCache
-			pl.caps = collectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
+			pl.caps = protocol.CollectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
 			pl.unguarded = cfg.unguarded
 		}
 		return pl, err

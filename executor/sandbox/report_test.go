@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
 // TestReportBounded: whatever the init collected, its report fits
-// reportMaxBytes, reads back, and names what it cut as omitted.
+// protocol.ReportMaxBytes, reads back, and names what it cut as omitted.
 func TestReportBounded(t *testing.T) {
-	lim := collectLimits{MaxFiles: 4, MaxBytes: 1 << 20}
-	long := strings.Repeat("\x01\xff", reportMaxPath) // escapes to 6 bytes a byte
+	lim := protocol.CollectLimits{MaxFiles: 4, MaxBytes: 1 << 20}
+	long := strings.Repeat("\x01\xff", protocol.ReportMaxPath) // escapes to 6 bytes a byte
 	many := func(n int, path string) []executor.OmittedFile {
 		out := make([]executor.OmittedFile, n)
 		for i := range out {
@@ -23,31 +24,31 @@ func TestReportBounded(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		st        initStatus
+		st        protocol.InitStatus
 		files     int
 		named     int
 		notNamed  string
 		errPrefix string
 	}{
-		{name: "small", st: initStatus{Files: []executor.File{{Path: "a", Content: []byte("x")}}, Omitted: many(2, "b")}, files: 1, named: 2},
-		{name: "thousands of escaped names", st: initStatus{Omitted: many(5000, long)}, named: reportMaxOmitted, notNamed: notNamedPath(4900)},
-		{name: "files over the caps", st: initStatus{Files: []executor.File{
+		{name: "small", st: protocol.InitStatus{Files: []executor.File{{Path: "a", Content: []byte("x")}}, Omitted: many(2, "b")}, files: 1, named: 2},
+		{name: "thousands of escaped names", st: protocol.InitStatus{Omitted: many(5000, long)}, named: protocol.ReportMaxOmitted, notNamed: protocol.NotNamedPath(4900)},
+		{name: "files over the caps", st: protocol.InitStatus{Files: []executor.File{
 			{Path: "a", Content: make([]byte, 1<<20)}, {Path: "b", Content: []byte("b")}, {Path: "c"}, {Path: "d"}, {Path: "e"},
 			{Path: long, Content: []byte("long")},
 		}}, files: 4, named: 2},
-		{name: "long error", st: initStatus{Error: strings.Repeat("\x00", 1<<20)}, errPrefix: "\x00"},
+		{name: "long error", st: protocol.InitStatus{Error: strings.Repeat("\x00", 1<<20)}, errPrefix: "\x00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := encodeReport(tt.st, lim)
-			if int64(len(b)) > reportMaxBytes(lim) {
-				t.Fatalf("report of %d bytes, over the bound of %d", len(b), reportMaxBytes(lim))
+			if int64(len(b)) > protocol.ReportMaxBytes(lim) {
+				t.Fatalf("report of %d bytes, over the bound of %d", len(b), protocol.ReportMaxBytes(lim))
 			}
 			got, err := readReport(bytes.NewReader(b), lim)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var st initStatus
+			var st protocol.InitStatus
 			if err := json.Unmarshal(got, &st); err != nil {
 				t.Fatal(err)
 			}
@@ -64,17 +65,17 @@ func TestReportBounded(t *testing.T) {
 			}
 			for _, o := range st.Omitted {
 				// JSON reads each byte that is not UTF-8 back as U+FFFD.
-				if len(o.Path) > 3*reportMaxPath {
+				if len(o.Path) > 3*protocol.ReportMaxPath {
 					t.Fatalf("omitted path of %d bytes", len(o.Path))
 				}
 			}
-			if len(st.Error) > reportMaxError || !strings.HasPrefix(st.Error, tt.errPrefix) {
+			if len(st.Error) > protocol.ReportMaxError || !strings.HasPrefix(st.Error, tt.errPrefix) {
 				t.Fatalf("error of %d bytes: %.20q", len(st.Error), st.Error)
 			}
 		})
 	}
 	t.Run("over the bound", func(t *testing.T) {
-		huge := bytes.Repeat([]byte("x"), int(reportMaxBytes(lim))+10)
+		huge := bytes.Repeat([]byte("x"), int(protocol.ReportMaxBytes(lim))+10)
 		if _, err := readReport(bytes.NewReader(huge), lim); err != errReportTooLarge {
 			t.Fatalf("read a report over its bound: %v", err)
 		}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,22 +37,22 @@ func Main() {
 		return
 	}
 	switch filepath.Base(os.Args[0]) {
-	case initMarker:
+	case protocol.InitMarker:
 		sandboxInit()
-	case lockerMarker:
+	case protocol.LockerMarker:
 		sandboxLocker()
-	case forkServerMarker:
+	case protocol.ForkServerMarker:
 		sandboxForkServer()
 	}
 }
 
-func readSpec() stageSpec {
-	var spec stageSpec
-	if len(os.Args) <= stageArgSpec {
-		die(fdStatus, errors.New("missing stage spec"))
+func readSpec() protocol.StageSpec {
+	var spec protocol.StageSpec
+	if len(os.Args) <= protocol.ArgSpec {
+		die(protocol.FDStatus, errors.New("missing stage spec"))
 	}
-	if err := json.Unmarshal([]byte(os.Args[stageArgSpec]), &spec); err != nil {
-		die(fdStatus, fmt.Errorf("decode stage spec: %w", err))
+	if err := json.Unmarshal([]byte(os.Args[protocol.ArgSpec]), &spec); err != nil {
+		die(protocol.FDStatus, fmt.Errorf("decode stage spec: %w", err))
 	}
 	return spec
 }
@@ -58,8 +60,8 @@ func readSpec() stageSpec {
 // die reports a setup failure on fd and exits.
 func die(fd int, err error) {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	if fd == fdInitStatus {
-		syscall.Write(fd, encodeReport(initStatus{Error: msg}, collectLimits{}))
+	if fd == protocol.FDInitStatus {
+		syscall.Write(fd, encodeReport(protocol.InitStatus{Error: msg}, protocol.CollectLimits{}))
 	} else {
 		syscall.Write(fd, []byte("error: "+msg+"\n"))
 	}
@@ -78,13 +80,13 @@ func sandboxInit() {
 	// Python gains no capabilities by being uid 0 (when the sandbox uid is
 	// the namespace's root): it cannot reach the init either.
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("securebits: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("securebits: %w", err))
 	}
 	// Before seccomp, which denies netlink sockets: the run's own network
 	// namespace's sock_diag, for its socket buffers (see socketDiag).
 	diag, err := openSocketDiag()
 	if err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	// Before seccomp, which denies memfd_create: the device of shared
 	// anonymous memory, for the run's precise memory count (see countRun).
@@ -93,12 +95,12 @@ func sandboxInit() {
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
 	if err := lockThread(spec); err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	// syscall.ForkExec, not os.StartProcess: the latter first probes pidfd
 	// support by forking a throwaway child, once per process, so per run.
 	cred := &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups}
-	files := []uintptr{0, 1, 2, fdRequest, fdStatus}
+	files := []uintptr{0, 1, 2, protocol.FDRequest, protocol.FDStatus}
 	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
@@ -106,14 +108,14 @@ func sandboxInit() {
 		Sys:   &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setsid: true},
 	})
 	if err != nil {
-		die(fdInitStatus, fmt.Errorf("start python: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("start python: %w", err))
 	}
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
 	st, err := superviseRun(pid, spec.MemoryBytes, newSocketDiag(diag))
 	if err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	finishRun(st, spec.Collect)
 }
@@ -122,7 +124,7 @@ func sandboxInit() {
 // running, so nothing changes the work dir while its files are read,
 // reaps, collects the files (none when collect.MaxFiles is 0) and reports;
 // then exits.
-func finishRun(st initStatus, collect collectLimits) {
+func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 	unix.Kill(-1, unix.SIGKILL)
 	for {
 		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
@@ -135,29 +137,29 @@ func finishRun(st initStatus, collect collectLimits) {
 			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
-	syscall.Write(fdInitStatus, encodeReport(st, collect))
+	syscall.Write(protocol.FDInitStatus, encodeReport(st, collect))
 	os.Exit(0)
 }
 
 // setUpInit is what an init (a cold run's, the fork server's) does first:
 // it reads its spec, builds the minimal root and names the host.
-func setUpInit() stageSpec {
+func setUpInit() protocol.StageSpec {
 	// Python inherits 0 to 4 only: not the init's report (fd 5), nor
 	// anything the service inherited.
-	if err := closeOnExecFrom(fdInitStatus); err != nil {
-		die(fdInitStatus, err)
+	if err := closeOnExecFrom(protocol.FDInitStatus); err != nil {
+		die(protocol.FDInitStatus, err)
 	}
 	// Not dumpable: a snippet of the same uid (a service that is not root)
 	// cannot open the init's descriptors through /proc/1/fd.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("set not dumpable: %w", err))
 	}
 	spec := readSpec()
 	if err := buildRoot(spec); err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
-		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("sethostname: %w", err))
 	}
 	return spec
 }
@@ -190,8 +192,8 @@ func closeOnExecFrom(fd int) error {
 // superviseRun reaps every process of the sandbox until python (pid) ends,
 // and, when limit > 0, accounts the run's memory (see policy.MemoryPoll),
 // its socket buffers through diag, and kills every process past it.
-func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
-	var st initStatus
+func superviseRun(pid int, limit int64, diag *socketDiag) (protocol.InitStatus, error) {
+	var st protocol.InitStatus
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return st, fmt.Errorf("pidfd_open: %w", err)
@@ -217,10 +219,10 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 				break
 			}
 			if reaped == pid {
-				st.setEnd(ws)
+				setEnd(&st, ws)
 				if limit > 0 && !st.Memory {
 					used, _ := runMemory(diag, limit)
-					st.countEnd(used, limit)
+					countEnd(&st, used, limit)
 				}
 				return st, nil
 			}
@@ -248,7 +250,7 @@ func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
 }
 
 // setEnd records how python ended.
-func (st *initStatus) setEnd(ws unix.WaitStatus) {
+func setEnd(st *protocol.InitStatus, ws unix.WaitStatus) {
 	st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
 	if ws.Signaled() {
 		st.Signal = int(ws.Signal())
@@ -260,7 +262,7 @@ func (st *initStatus) setEnd(ws unix.WaitStatus) {
 // hold, before they are killed): past limit, the run gets the memory
 // verdict though python exited on its own. A snippet that goes past its
 // limit and exits before the next count must not succeed.
-func (st *initStatus) countEnd(used, limit int64) {
+func countEnd(st *protocol.InitStatus, used, limit int64) {
 	st.Peak = max(st.Peak, used)
 	st.Memory = used > limit
 }
@@ -402,7 +404,7 @@ func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bo
 // buildRoot mounts a tmpfs root holding read-only binds of what python
 // needs, a minimal /dev, a fresh /proc, a size-limited work dir, and
 // pivots into it. Nothing else of the host stays reachable.
-func buildRoot(spec stageSpec) error {
+func buildRoot(spec protocol.StageSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -591,19 +593,19 @@ func bindReadOnly(src, dst string, flags uintptr) error {
 // thread (execve keeps what the calling thread had).
 func sandboxLocker() {
 	runtime.LockOSThread()
-	if err := closeOnExecFrom(fdStatus + 1); err != nil {
-		die(fdStatus, err)
+	if err := closeOnExecFrom(protocol.FDStatus + 1); err != nil {
+		die(protocol.FDStatus, err)
 	}
 	spec := readSpec()
 	if err := lockThread(spec); err != nil {
-		die(fdStatus, err)
+		die(protocol.FDStatus, err)
 	}
 	err := syscall.Exec(spec.Python, append([]string{spec.Python}, spec.Args...), spec.Env)
-	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
+	die(protocol.FDStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
 }
 
 // lockThread sets no_new_privs, Landlock and seccomp on the calling thread.
-func lockThread(spec stageSpec) error {
+func lockThread(spec protocol.StageSpec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
@@ -623,7 +625,7 @@ func lockThread(spec stageSpec) error {
 // checks what is really enforced.
 var landlockABI = landlock.V5
 
-func restrictLandlock(set landlockSet) error {
+func restrictLandlock(set protocol.LandlockSet) error {
 	fd, err := landlockRuleset(set)
 	if err != nil || fd < 0 {
 		return err // fd < 0: no Landlock here; the canary run reports it
@@ -637,7 +639,7 @@ func restrictLandlock(set landlockSet) error {
 
 // landlockRuleset makes the ruleset of set, -1 where the kernel has no
 // Landlock. It takes effect by landlock_restrict_self with no flags.
-func landlockRuleset(set landlockSet) (int, error) {
+func landlockRuleset(set protocol.LandlockSet) (int, error) {
 	rules := []landlock.Rule{
 		landlock.PathAccess(llsys.AccessFSReadDir, set.ListDirs...),
 		landlock.RODirs(set.RODirs...).IgnoreIfMissing(),
