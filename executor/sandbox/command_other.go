@@ -15,10 +15,6 @@ import (
 // tier, which needs RUNBLOCK_ALLOW_UNISOLATED (see probe).
 var tiers []layerSet
 
-// Main only records that it was called: without Linux no sandbox stage
-// re-executes the binary. See the Linux Main.
-func Main() { mainCalled.Store(true) }
-
 // addressSpaceLimit: macOS refuses RLIMIT_AS, so memory is not bounded here.
 const addressSpaceLimit = false
 

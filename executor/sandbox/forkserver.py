@@ -6,7 +6,7 @@
 #
 # The fork server is uid 0 of the fork-server sandbox's own user
 # namespace, inside its mount, PID, network, IPC, UTS and cgroup
-# namespaces and minimal root, built by its init (Go, sandboxForkServer).
+# namespaces and minimal root, built by its init (Go: sandboxForkServer, internal/stage).
 # It never runs user code. Its descriptors (protocol.go, whose numbers
 # come in its configuration): control_fd the socket to its init
 # (SOCK_SEQPACKET: one message per run, a JSON object and the run's

@@ -18,6 +18,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/executor/sandbox/internal/stage"
 	"golang.org/x/sys/unix"
 )
 
@@ -427,7 +428,7 @@ func (p *proc) files(res *executor.Result, in []executor.File) error {
 		got, omitted = st.Files, st.Omitted
 	case p.hostDir != "" && !res.Timeout && !res.OutputLimit:
 		var err error
-		if got, omitted, err = collectFiles(p.hostDir, p.plan.transfer()); err != nil {
+		if got, omitted, err = stage.CollectFiles(p.hostDir, p.plan.transfer()); err != nil {
 			return &executor.Error{Code: executor.ErrInternal, Message: "read the work dir", Err: err}
 		}
 	}

@@ -3,8 +3,6 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
-	"syscall"
-	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -100,23 +98,4 @@ func seccompFilter() ([]byte, error) {
 		b = binary.NativeEndian.AppendUint32(b, in.K)
 	}
 	return b, nil
-}
-
-// loadSeccomp installs prog (see seccompFilter) on the calling thread,
-// which is about to execve. no_new_privs must already be set on it.
-func loadSeccomp(prog []byte) error {
-	if len(prog)%protocol.SockFilterSize != 0 {
-		return fmt.Errorf("load seccomp filter: %d bytes is not a whole program", len(prog))
-	}
-	filter := make([]syscall.SockFilter, len(prog)/protocol.SockFilterSize)
-	for i := range filter {
-		in := prog[i*protocol.SockFilterSize:]
-		filter[i] = syscall.SockFilter{Code: binary.NativeEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.NativeEndian.Uint32(in[4:])}
-	}
-	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return fmt.Errorf("load seccomp filter: %w", errno)
-	}
-	return nil
 }

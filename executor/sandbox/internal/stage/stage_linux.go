@@ -1,7 +1,8 @@
-package sandbox
+package stage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -25,14 +27,10 @@ import (
 // stagingRoot is where stage 1 builds the new root before pivot_root.
 const stagingRoot = "/tmp"
 
-// Main runs the sandbox stage this process was started as, and exits; in
-// any other process it returns at once. A sandbox re-executes the running
-// binary (/proc/self/exe) as its init, so call Main first thing in main, and
-// in the TestMain of every test binary that starts sandboxes, the way
-// os/exec's tests start their helper processes. New and Doctor refuse to
-// start sandboxes in a process that has not called it.
+// Main runs the stage this process was started as (os.Args[0] names it,
+// see protocol.InitMarker), and exits; in any other process it returns at
+// once. The service's sandbox.Main calls it first thing.
 func Main() {
-	mainCalled.Store(true)
 	if len(os.Args) == 0 {
 		return
 	}
@@ -133,7 +131,7 @@ func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 	}
 	if collect.MaxFiles > 0 {
 		var err error
-		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, collect); err != nil {
+		if st.Files, st.Omitted, err = CollectFiles(policy.WorkDir, collect); err != nil {
 			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
@@ -657,4 +655,23 @@ func landlockRuleset(set protocol.LandlockSet) (int, error) {
 		return -1, fmt.Errorf("landlock: the ruleset needs restrict flags %#x", flags)
 	}
 	return fd, nil
+}
+
+// loadSeccomp installs prog (see seccompFilter) on the calling thread,
+// which is about to execve. no_new_privs must already be set on it.
+func loadSeccomp(prog []byte) error {
+	if len(prog)%protocol.SockFilterSize != 0 {
+		return fmt.Errorf("load seccomp filter: %d bytes is not a whole program", len(prog))
+	}
+	filter := make([]syscall.SockFilter, len(prog)/protocol.SockFilterSize)
+	for i := range filter {
+		in := prog[i*protocol.SockFilterSize:]
+		filter[i] = syscall.SockFilter{Code: binary.NativeEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.NativeEndian.Uint32(in[4:])}
+	}
+	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return fmt.Errorf("load seccomp filter: %w", errno)
+	}
+	return nil
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sandbox
+package stage
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
-// collectFiles needs openat2 to read a work dir without following
+// CollectFiles needs openat2 to read a work dir without following
 // symlinks: without Linux, no files come back.
-func collectFiles(string, protocol.CollectLimits) ([]executor.File, []executor.OmittedFile, error) {
+func CollectFiles(string, protocol.CollectLimits) ([]executor.File, []executor.OmittedFile, error) {
 	return nil, nil, errors.New("files out need Linux")
 }
