@@ -14,9 +14,8 @@
 // mounts its /proc, work dir and shared memory tmpfs, drops its uid and
 // sets no_new_privs, Landlock and seccomp; the fork server's init sets its
 // rlimits, makes its Landlock ruleset, accounts its memory and collects
-// its files. The canary checks that path too. The two paths take the
-// lockdown's steps in different orders, each declared with where its code
-// takes them in lockdown_test.go (TestLockdownOrder).
+// its files. The canary checks that path too. Both paths take the
+// lockdown's steps in the one order of Lockdown.
 //
 // A tier may leave kernel layers out where the machine lacks them (see
 // tiers; `runblock doctor` reports what is in force). In the full tier, a
@@ -216,9 +215,9 @@ var (
 // memory limit, and these files are written as given.
 var Cgroup = map[string]string{"memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "64"}
 
-// Rlimits, set as soft = hard before the guard says "ready": by the guard
-// in a run started from scratch, by the fork server's init (prlimit) in a
-// forked run, before python locks itself down.
+// Rlimits, set as soft = hard before the guard says "ready", by python
+// itself as the sandbox uid, the last step of Lockdown: by the guard in a
+// run started from scratch, by forkserver.py in a forked run.
 var Rlimits = []RlimitRule{
 	// Where the OS has it (see addressSpaceLimit).
 	{"AS", unix.RLIMIT_AS, AddressSpace},
@@ -246,6 +245,31 @@ var (
 		"VECLIB_MAXIMUM_THREADS=1", "GOTO_NUM_THREADS=1", "MPLBACKEND=Agg", "PYTHON_DISABLE_REMOTE_DEBUG=1"}
 	WorkDirEnv = map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"}
 )
+
+// The steps of a sandbox's lockdown, before any snippet code exists.
+const (
+	StepNamespaces  = "namespaces"
+	StepMounts      = "mounts"
+	StepDescriptors = "descriptors" // python keeps 0 to 4 only (package protocol)
+	StepNoNewPrivs  = "no_new_privs"
+	StepLandlock    = "landlock"
+	StepSeccomp     = "seccomp"
+	StepUID         = "uid" // the sandbox uid, no capabilities
+	StepRlimits     = "rlimits"
+)
+
+// Lockdown is the one order in which a run started from scratch and a run
+// forked from the fork server take the steps: in fresh namespaces, their
+// mounts (made as root of the namespace, before seccomp denies mount);
+// descriptors; no_new_privs before Landlock and seccomp (unprivileged,
+// neither may be set without it); then the uid, which a cold run's init
+// gives python as it forks it from its locked thread (the init itself
+// stays root of the namespace, to supervise the run); last the rlimits,
+// which python sets itself, as the sandbox uid. The cold path takes them
+// in Go (command_linux.go, package stage) and the guard, the forked one in
+// forkserver.py; TestLockdownOrder holds both to this list, read from
+// where their code takes each step.
+var Lockdown = []string{StepNamespaces, StepMounts, StepDescriptors, StepNoNewPrivs, StepLandlock, StepSeccomp, StepUID, StepRlimits}
 
 // workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE
 // without a mount namespace).

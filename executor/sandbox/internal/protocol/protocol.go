@@ -245,7 +245,8 @@ type ForkServerConf struct {
 	ErrorMax     int    `json:"error_max"`      // ForkErrorMax
 }
 
-// ForkRlimit is one of a run's rlimits, set as soft = hard.
+// ForkRlimit is one of a run's rlimits, which the run's python sets as
+// soft = hard, the last step of its lockdown (forkserver.py).
 type ForkRlimit struct {
 	Resource int    `json:"resource"`
 	Value    uint64 `json:"value"`

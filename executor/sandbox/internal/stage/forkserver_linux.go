@@ -193,7 +193,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	defer unix.Close(shm)
 	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm, diag: newSocketDiag(diag)}
 	st, err := r.supervise(run.Memory, lifeline, func() error {
-		return lockForkedRun(back[0], int(cred.Pid), run.Rlimits, landlock)
+		return answerHello(back[0], int(cred.Pid), landlock)
 	})
 	if errors.Is(err, errLifeline) {
 		return
@@ -217,16 +217,11 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	}
 }
 
-// lockForkedRun sets python's rlimits and answers its hello with its
-// Landlock ruleset (made here with set's paths as python sees them), which
-// python restricts itself with once it dropped its uid. Nothing of the
-// snippet exists yet.
-func lockForkedRun(back, python int, rls []protocol.ForkRlimit, set *protocol.LandlockSet) error {
-	for _, rl := range rls {
-		if err := unix.Prlimit(python, rl.Resource, &unix.Rlimit{Cur: rl.Value, Max: rl.Value}, nil); err != nil {
-			return fmt.Errorf("set python's rlimit %d: %w", rl.Resource, err)
-		}
-	}
+// answerHello answers python's hello with its Landlock ruleset (made here
+// with set's paths as python sees them), which python restricts itself
+// with as it locks itself down (forkserver.py). Nothing of the snippet
+// exists yet.
+func answerHello(back, python int, set *protocol.LandlockSet) error {
 	var rights []byte
 	if set != nil {
 		root := fmt.Sprintf("/proc/%d/root", python)

@@ -142,11 +142,6 @@ func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 // setUpInit is what an init (a cold run's, the fork server's) does first:
 // it reads its spec, builds the minimal root and names the host.
 func setUpInit() protocol.StageSpec {
-	// Python inherits 0 to 4 only: not the init's report (fd 5), nor
-	// anything the service inherited.
-	if err := closeOnExecFrom(protocol.FDInitStatus); err != nil {
-		die(protocol.FDInitStatus, err)
-	}
 	// Not dumpable: a snippet of the same uid (a service that is not root)
 	// cannot open the init's descriptors through /proc/1/fd.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -158,6 +153,12 @@ func setUpInit() protocol.StageSpec {
 	}
 	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("sethostname: %w", err))
+	}
+	// After the mounts, as on the fork path (policy.Lockdown): python
+	// inherits 0 to 4 only, not the init's report (fd 5) nor anything the
+	// service inherited. Until python starts, nothing else runs here.
+	if err := closeOnExecFrom(protocol.FDInitStatus); err != nil {
+		die(protocol.FDInitStatus, err)
 	}
 	return spec
 }
