@@ -191,9 +191,9 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 		return
 	}
 	defer unix.Close(shm)
-	r := &forkedRun{python: int(cred.Pid), work: work, shm: shm, diag: newSocketDiag(diag)}
-	st, err := r.supervise(run.Memory, lifeline, func() error {
-		return answerHello(back[0], int(cred.Pid), landlock)
+	python := int(cred.Pid)
+	st, err := superviseForked(python, lifeline, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
+		return answerHello(back[0], python, landlock)
 	})
 	if errors.Is(err, errLifeline) {
 		return
@@ -248,137 +248,57 @@ func answerHello(back, python int, set *protocol.LandlockSet) error {
 	return nil
 }
 
-// errLifeline: the service closed a run's lifeline, to kill it.
-var errLifeline = errors.New("killed by the service")
-
-// forkedRun is a run as its supervisor sees it: python's pid (in the fork
-// server's PID namespace), the run's init (python's parent, PID 1 of the
-// run's namespace: killing it ends the run), the work dir and its shared
-// memory tmpfs, and the sock_diag of its network namespace.
+// forkedRun is a run forked from the fork server, as the fork server's
+// init supervises it: python's pid (in the fork server's PID namespace)
+// and a pidfd of the run's init (python's parent, PID 1 of the run's
+// namespaces, which never reaps python: killing it ends the run).
 type forkedRun struct {
-	python, init int
-	pidNS        string // readlink of python's /proc/PID/ns/pid
-	work, shm    int
-	diag         *socketDiag // of the run's network namespace
+	python, initfd int
 }
 
-// supervise lets python run the snippet (start), waits for python to end,
-// accounting the run's memory, then kills the run and returns how python
-// ended.
-func (r *forkedRun) supervise(limit int64, lifeline int, start func() error) (protocol.InitStatus, error) {
-	var st protocol.InitStatus
-	// The run's PID 1 never reaps python: until the run is killed, python's
-	// pid, stat file and namespace links stay its own, even once it ended.
-	pidfd, err := unix.PidfdOpen(r.python, 0)
+// superviseForked supervises the forked run of python (see
+// watch.supervise), counting its memory with mem (which it completes with
+// the run's init and PID namespace) against limit.
+func superviseForked(python, lifeline int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
+	// Until the run is killed, python's pid, stat file and namespace links
+	// stay its own, even once it ended.
+	pidfd, err := unix.PidfdOpen(python, 0)
 	if err != nil {
-		return st, fmt.Errorf("pidfd_open python: %w", err)
+		return protocol.InitStatus{}, fmt.Errorf("pidfd_open python: %w", err)
 	}
 	defer unix.Close(pidfd)
-	if r.init, err = parentOf(r.python); err != nil {
-		return st, err
-	}
-	initfd, err := unix.PidfdOpen(r.init, 0)
+	init, err := parentOf(python)
 	if err != nil {
-		return st, fmt.Errorf("pidfd_open the run's init: %w", err)
+		return protocol.InitStatus{}, err
+	}
+	initfd, err := unix.PidfdOpen(init, 0)
+	if err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("pidfd_open the run's init: %w", err)
 	}
 	defer unix.Close(initfd)
-	if r.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", r.python)); err != nil {
-		return st, fmt.Errorf("python's PID namespace: %w", err)
+	if mem.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", python)); err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("python's PID namespace: %w", err)
 	}
-	kill := func() {
-		unix.PidfdSendSignal(initfd, unix.SIGKILL, nil, 0)
-		unix.Poll([]unix.PollFd{{Fd: int32(initfd), Events: unix.POLLIN}}, -1) // everything in the run is dead
-	}
-	wait := -1
-	if limit > 0 {
-		// Counted once before the snippet exists, so that every run,
-		// however short, is counted while python lives (the canary's
-		// peak is how the start-up check knows the count works).
-		st.Peak, _, _ = r.memory(limit)
-		wait = memoryWait(limit, st.Peak)
-	}
-	if err := start(); err != nil {
-		kill()
-		return st, err
-	}
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(lifeline), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, wait)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			kill()
-			return st, fmt.Errorf("poll: %w", err)
-		}
-		if fds[1].Revents != 0 {
-			kill()
-			return st, errLifeline
-		}
-		if fds[0].Revents != 0 {
-			// Python is a zombie until its init dies: its status is in
-			// its stat file.
-			ws, err := exitStatus(r.python)
-			var used int64
-			if limit > 0 {
-				used, _, _ = r.memory(limit) // before the kill: what the rest of the run still holds
-			}
-			kill()
-			if err != nil {
-				return st, err
-			}
-			setEnd(&st, ws)
-			if limit > 0 {
-				countEnd(&st, used, limit)
-			}
-			return st, nil
-		}
-		if n != 0 || limit == 0 {
-			continue
-		}
-		used, complete, recounted := r.memory(limit)
-		st.Peak = max(st.Peak, used)
-		if used > limit {
-			st.Memory = true
-			st.Exited, st.Signal = false, int(unix.SIGKILL)
-			kill()
-			return st, nil
-		}
-		wait = memoryWait(limit, used)
-		if !complete || recounted {
-			// Python is changing its uid, or the run was spared by the
-			// recount (see countRun): look again soon.
-			wait = int(policy.MemoryPollMin.Milliseconds())
-		}
-	}
+	mem.init = strconv.Itoa(init)
+	w := watch{pidfd: pidfd, lifeline: lifeline, idle: -1, memory: mem, limit: limit}
+	return w.supervise(forkedRun{python: python, initfd: initfd}, start)
 }
 
-// memory is what the run holds (see countRun: past limit, pages still
-// shared with the fork server count by their share): its processes'
-// memory, the use of the work dir and its shared memory tmpfs and the
-// buffers of its sockets; and whether every process could be read.
-func (r *forkedRun) memory(limit int64) (total int64, complete, recounted bool) {
-	held, _ := r.diag.memory() // 0 where the kernel has no unix_diag
-	for _, fd := range []int{r.work, r.shm} {
-		var fs unix.Statfs_t
-		if unix.Fstatfs(fd, &fs) == nil {
-			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
-		}
+// end reads how python ended once it did: a zombie until its init dies,
+// its status is in its stat file.
+func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
+	if !exited {
+		return 0, false, nil
 	}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return held, false, false
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	init := strconv.Itoa(r.init)
-	var pids []string
-	for _, name := range names {
-		if name == init || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		if ns, err := os.Readlink("/proc/" + name + "/ns/pid"); err == nil && ns == r.pidNS {
-			pids = append(pids, name)
-		}
-	}
-	return countRun(held, pids, limit)
+	ws, err := exitStatus(r.python)
+	return ws, true, err
+}
+
+// kill kills the run's init, which ends every process of the run, and
+// waits until they are dead.
+func (r forkedRun) kill() {
+	unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0)
+	unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
 }
 
 // parentOf is pid's parent, from its stat file.

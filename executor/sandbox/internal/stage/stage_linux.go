@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -89,6 +87,16 @@ func sandboxInit() {
 	// Before seccomp, which denies memfd_create: the device of shared
 	// anonymous memory, for the run's precise memory count (see countRun).
 	shmemDevice()
+	// The work dir and its shared memory tmpfs, whose use the run's memory
+	// count reads, as the fork server's init holds a forked run's.
+	work, err := unix.Open(policy.WorkDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("open the work dir: %w", err))
+	}
+	shm, err := unix.Open(policy.WorkDir+"/"+policy.ShmDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("open the shared memory tmpfs: %w", err))
+	}
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
@@ -111,12 +119,49 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	st, err := superviseRun(pid, spec.MemoryBytes, newSocketDiag(diag))
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("pidfd_open: %w", err))
+	}
+	w := watch{pidfd: pidfd, lifeline: -1, idle: int(policy.MemoryPoll.Milliseconds()), limit: spec.MemoryBytes,
+		memory: &counter{diag: newSocketDiag(diag), work: work, shm: shm, init: "1"}}
+	st, err := w.supervise(coldRun{python: pid}, nil)
 	if err != nil {
 		die(protocol.FDInitStatus, err)
 	}
 	finishRun(st, spec.Collect)
 }
+
+// coldRun is a run started from scratch, as its init supervises it: the
+// init is python's parent and PID 1 of the run, and reaps python and the
+// run's orphans (at least every policy.MemoryPoll, not only when a
+// SIGCHLD happens to interrupt its wait).
+type coldRun struct {
+	python int
+}
+
+func (r coldRun) end(bool) (unix.WaitStatus, bool, error) {
+	for {
+		var ws unix.WaitStatus
+		reaped, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("wait: %w", err)
+		}
+		if reaped <= 0 {
+			return 0, false, nil
+		}
+		if reaped == r.python {
+			return ws, true, nil
+		}
+	}
+}
+
+// kill kills every process of the namespace but the init; finishRun reaps
+// them.
+func (coldRun) kill() { unix.Kill(-1, unix.SIGKILL) }
 
 // finishRun ends an init whose python is done: kills whatever it left
 // running, so nothing changes the work dir while its files are read,
@@ -186,218 +231,6 @@ func closeOnExecFrom(fd int) error {
 		}
 	}
 	return nil
-}
-
-// superviseRun reaps every process of the sandbox until python (pid) ends,
-// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll),
-// its socket buffers through diag, and kills every process past it.
-func superviseRun(pid int, limit int64, diag *socketDiag) (protocol.InitStatus, error) {
-	var st protocol.InitStatus
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return st, fmt.Errorf("pidfd_open: %w", err)
-	}
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	// Orphans are reaped at least every MemoryPoll, not only when a
-	// SIGCHLD happens to interrupt the poll.
-	wait := int(policy.MemoryPoll.Milliseconds())
-	if limit > 0 {
-		wait = 0 // account at once
-	}
-	for {
-		for {
-			var ws unix.WaitStatus
-			reaped, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				return st, fmt.Errorf("wait: %w", err)
-			}
-			if reaped <= 0 {
-				break
-			}
-			if reaped == pid {
-				setEnd(&st, ws)
-				if limit > 0 && !st.Memory {
-					used, _ := runMemory(diag, limit)
-					countEnd(&st, used, limit)
-				}
-				return st, nil
-			}
-		}
-		n, err := unix.Poll(fds, wait)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return st, fmt.Errorf("poll: %w", err)
-		}
-		if n != 0 || limit == 0 || st.Memory {
-			continue
-		}
-		used, recounted := runMemory(diag, limit)
-		st.Peak = max(st.Peak, used)
-		if used > limit {
-			st.Memory = true
-			unix.Kill(-1, unix.SIGKILL) // every process of the namespace but the init
-			wait = -1
-			continue
-		}
-		wait = memoryWait(limit, used)
-		if recounted {
-			wait = int(policy.MemoryPollMin.Milliseconds()) // spared by the recount: look again soon
-		}
-	}
-}
-
-// setEnd records how python ended.
-func setEnd(st *protocol.InitStatus, ws unix.WaitStatus) {
-	st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
-	if ws.Signaled() {
-		st.Signal = int(ws.Signal())
-	}
-}
-
-// countEnd records the count of what a run holds once python ended (its
-// work dir and shared memory tmpfs, and what its other processes still
-// hold, before they are killed): past limit, the run gets the memory
-// verdict though python exited on its own. A snippet that goes past its
-// limit and exits before the next count must not succeed.
-func countEnd(st *protocol.InitStatus, used, limit int64) {
-	st.Peak = max(st.Peak, used)
-	st.Memory = used > limit
-}
-
-// memoryWait is how long the run may go unaccounted, in milliseconds:
-// until it could have allocated what is left at policy.MemoryRate.
-func memoryWait(limit, used int64) int {
-	next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
-	return int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
-}
-
-// runMemory is what the run holds (see countRun): the memory of every
-// thread group in the PID namespace but the init's, the use of the work
-// dir and its shared memory tmpfs, and the buffers of the network
-// namespace's sockets (diag).
-func runMemory(diag *socketDiag, limit int64) (used int64, recounted bool) {
-	held, _ := diag.memory() // 0 where the kernel has no unix_diag
-	for _, dir := range []string{policy.WorkDir, policy.WorkDir + "/" + policy.ShmDir} {
-		var fs unix.Statfs_t
-		if unix.Statfs(dir, &fs) == nil {
-			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
-		}
-	}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return held, false
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	var pids []string
-	for _, name := range names {
-		if name != "1" && name[0] >= '0' && name[0] <= '9' {
-			pids = append(pids, name)
-		}
-	}
-	total, _, recounted := countRun(held, pids, limit)
-	return total, recounted
-}
-
-// countRun is the memory of a run that holds held (the use of its tmpfs
-// and its socket buffers) and the thread groups pids; !complete when one
-// of them could not be read. Their resident anonymous and shared memory
-// is cheap to read but counts a shared page in every process that maps it,
-// and a page of the run's tmpfs again in each of its mappings; so past
-// limit the run is counted again by the proportional share of each mapping
-// (see smapsShare), which counts every page once. That walks the page
-// tables, and is done only where the cheap count would kill (recounted);
-// a run it spares is close to its limit as its tmpfs fills (it counts its
-// mapped pages once, by its use), so is counted again soon after.
-func countRun(held int64, pids []string, limit int64) (total int64, complete, recounted bool) {
-	buf := make([]byte, 4096)
-	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
-	resident := make([]int64, len(pids))
-	total, complete = held, true
-	for i, pid := range pids {
-		n, ok := groupMemory("/proc/"+pid, "status", rss)
-		resident[i] = n
-		total += n
-		complete = complete && ok
-	}
-	shmem, err := shmemDevice()
-	if total <= limit || err != nil {
-		return total, complete, false // where err != nil, the resident count: never below the share
-	}
-	share := func(path string) (int64, bool, bool) { return smapsShare(path, shmem) }
-	total = held
-	for i, pid := range pids {
-		n, ok := groupMemory("/proc/"+pid, "smaps", share)
-		if !ok {
-			n = resident[i] // a process the count may not read (not dumpable) counts all it holds
-		}
-		total += n
-	}
-	return total, complete, true
-}
-
-// rssKeys are the lines of /proc/PID/status that the cheap count sums
-// (hugetlb pages are in neither Rss line).
-var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:"), []byte("HugetlbPages:")}
-
-// A memoryFile reads the memory in the /proc file at path of one process:
-// found, that the file shows the process's memory (a zombie's does not);
-// !ok when it exists but cannot be read.
-type memoryFile func(path string) (n int64, found, ok bool)
-
-// groupMemory reads file of the thread group at dir (/proc/PID) with
-// read; !ok when it exists but cannot be read. A
-// leader that exited while its other threads run is a zombie whose own
-// files show no memory (its mm is gone from it, not from the group): then
-// the first live thread's file under dir/task counts, as threads share one
-// mm.
-func groupMemory(dir, file string, read memoryFile) (int64, bool) {
-	n, found, ok := read(dir + "/" + file)
-	if found || !ok {
-		return n, ok
-	}
-	d, err := os.Open(dir + "/task")
-	if err != nil {
-		return 0, true // gone
-	}
-	tids, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, tid := range tids {
-		if n, found, ok = read(dir + "/task/" + tid + "/" + file); found || !ok {
-			return n, ok
-		}
-	}
-	return 0, true // a zombie, or gone
-}
-
-// memoryLines sums the lines of keys (in kB) in a /proc file; found: any
-// of them is there (not in a zombie's file); !ok when it exists but cannot
-// be read.
-func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-		return 0, false, true // gone
-	}
-	if err != nil {
-		return 0, false, false
-	}
-	n, _ := unix.Read(fd, buf)
-	unix.Close(fd)
-	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
-		for _, key := range keys {
-			if bytes.HasPrefix(line, key) {
-				found = true
-				f := bytes.Fields(line)
-				if len(f) >= 2 {
-					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
-					kB += v
-				}
-			}
-		}
-	}
-	return kB << 10, found, true
 }
 
 // buildRoot mounts a tmpfs root holding read-only binds of what python
