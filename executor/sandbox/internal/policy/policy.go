@@ -11,15 +11,16 @@
 //
 // A run forked from the fork server gets the same policy, applied after
 // the clone instead of by a fresh init: its own python (forkserver.py)
-// mounts its /proc, work dir and shared memory tmpfs, drops its uid and
-// sets no_new_privs, Landlock and seccomp; the fork server's init sets its
-// rlimits, makes its Landlock ruleset, accounts its memory and collects
-// its files. The canary checks that path too. Both paths take the
-// lockdown's steps in the one order of Lockdown.
+// mounts its /proc, work dir and shared memory tmpfs, sets no_new_privs,
+// Landlock (with the ruleset the fork server's init makes) and seccomp,
+// drops its uid and sets its rlimits; the fork server's init supervises
+// it as a cold run's init supervises its own (accounts its memory, reads
+// how it ended, collects its files). The canary checks that path too.
+// Both paths take the lockdown's steps in the one order of Lockdown.
 //
 // A tier may leave kernel layers out where the machine lacks them (see
-// tiers; `runblock doctor` reports what is in force). In the full tier, a
-// snippet:
+// the service's tiers; `runblock doctor` reports what is in force). In the
+// full tier, a snippet:
 //
 //   - runs in its own user namespace: where the service is root, as uid
 //     1000 of it, which is a host uid of its own (1_900_000_000 plus a
@@ -187,23 +188,26 @@ var (
 	AllowedSocketFamilies = []string{"AF_UNIX"}
 )
 
-// Memory of a run without a cgroup: the init sums RssAnon, RssShmem and
-// HugetlbPages of every thread group in the sandbox's PID namespace but
-// its own (read through a live thread where the group's leader has exited)
-// plus the use of the work dir and shared memory tmpfs, and kills the
-// whole run past its memory limit. For a forked run the fork server's init
-// sums the same of the run's PID namespace, and where that passes the
-// limit, the proportional share instead (Pss_Anon, Pss_Shmem and hugetlb
-// pages of smaps_rollup: pages the fork still shares with the fork server
-// count by their share). It checks again before the run could have
-// allocated what is left at MemoryRate bytes a second (faster than a
-// snippet faults pages in on one core): at least every MemoryPoll and at
-// most every MemoryPollMin, so the run passes its limit by at most
-// MemoryRate × MemoryPollMin plus what it allocates while being killed.
-// The run's Unix socket buffers are counted (through sock_diag of its
-// network namespace, see package stage); other kernel memory (page tables,
-// pipe buffers, bounded by the uid's pipe budget) is not (README.md,
-// "Memory of a run").
+// Memory of a run without a cgroup, counted the same on both paths by the
+// run's supervisor (a cold run's init, or for a forked run the fork
+// server's init): the sum of RssAnon, RssShmem and HugetlbPages of every
+// thread group in the run's PID namespace but its init's (read through a
+// live thread where the group's leader has exited), plus the use of the
+// work dir and shared memory tmpfs and the run's Unix socket buffers
+// (through sock_diag of its network namespace). That sum counts a shared
+// page in every process that maps it, so where it passes the limit the run
+// is counted again from each process's /proc/PID/smaps: the proportional
+// share (Pss) of its anonymous and shared anonymous mappings, only the
+// written pages of a file's mapping (the tmpfs counts by its use), and its
+// hugetlb pages; pages a fork still shares with the fork server count by
+// their share. The run is killed when that count too is past the limit.
+// The supervisor counts again before the run could have allocated what is
+// left at MemoryRate bytes a second (faster than a snippet faults pages in
+// on one core): at least every MemoryPoll and at most every MemoryPollMin,
+// so the run passes its limit by at most MemoryRate × MemoryPollMin plus
+// what it allocates while being killed. Other kernel memory (page tables,
+// pipe buffers, bounded by the uid's pipe budget) is not counted
+// (executor/sandbox/README.md, "Memory of a run").
 var (
 	MemoryRate    = int64(4 << 30)
 	MemoryPoll    = 50 * time.Millisecond
