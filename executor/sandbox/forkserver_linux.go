@@ -24,7 +24,7 @@ import (
 )
 
 // forkServer keeps one fork server running for an executor, and starts it
-// again when it dies: a long-lived sandbox whose init (stage.sandboxForkServer)
+// again when it dies: a long-lived sandbox whose init (package stage)
 // built its minimal root, in fresh user, mount, PID, network, IPC, UTS and
 // cgroup namespaces, and started python with the guard in place and the
 // preloads imported (the zygote of Android, the fork server of Sandbox2).

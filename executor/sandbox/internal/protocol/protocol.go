@@ -262,10 +262,10 @@ type ForkRun struct {
 	Collect   CollectLimits `json:"collect"`
 }
 
-// Descriptors of a run request, as the service sends them (see
-// the service's forkServer.fork): python's 0 to 4, then the init's report, which stays
-// with the fork server's init, and the lifeline, which the run's PID 1
-// holds as well.
+// Descriptors of a run request, as the service sends them (see the
+// service's forkServer.fork): python's 0 to 4, then the init's report,
+// which stays with the fork server's init, and the lifeline, which the
+// run's PID 1 holds as well.
 const (
 	// ForkRequestMax bounds a run request (ForkRun, JSON) on the control
 	// socket, and the fork server's (forkserver.py) read of it.

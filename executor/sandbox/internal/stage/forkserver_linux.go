@@ -21,10 +21,10 @@ import (
 // root of its user namespace. It builds the minimal root as a run's init
 // does and starts python as the fork server, not locked down (it makes
 // each run's namespaces). Then it is every forked run's init: the service
-// asks it for runs on the control socket (protocol.FDForkControl), it passes each on to
-// the fork server and supervises what comes back (superviseFork). When
-// the fork server ends it reports how, and everything in the namespaces
-// dies with it.
+// asks it for runs on the control socket (protocol.FDForkControl), it
+// passes each on to the fork server and supervises what comes back
+// (superviseFork). When the fork server ends it reports how, and
+// everything in the namespaces dies with it.
 func sandboxForkServer() {
 	spec := setUpInit()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -106,11 +106,11 @@ func receivedFDs(oob []byte) []int {
 }
 
 // superviseFork runs one forked run: asks the fork server for it, waits
-// for python's hello, then does what a cold run's init does: accounts the
-// run's memory, and when python ends kills the run, collects the files
-// left in its work dir and reports how python ended on the report
-// descriptor, which python never held. When the service closes the
-// lifeline it kills the run without a report.
+// for python's hello, then supervises it as a cold run's init does its own
+// (watch.supervise): accounts the run's memory, and when python ends kills
+// the run, collects the files left in its work dir and reports how python
+// ended on the report descriptor, which python never held. When the
+// service closes the lifeline it kills the run without a report.
 func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet) {
 	report, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
 	defer unix.Close(report)

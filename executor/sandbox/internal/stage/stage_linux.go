@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stagingRoot is where stage 1 builds the new root before pivot_root.
+// stagingRoot is where an init builds the new root before pivot_root.
 const stagingRoot = "/tmp"
 
 // Main runs the stage this process was started as (os.Args[0] names it,
@@ -64,12 +64,12 @@ func die(fd int, err error) {
 	os.Exit(1)
 }
 
-// sandboxInit is stage 1, PID 1 of fresh user, mount, PID, network, IPC,
-// UTS and cgroup namespaces, running as the namespace's root. It builds
-// the minimal root, locks its thread down and forks python from it as the
-// unprivileged sandbox uid, accounts the run's memory, reaps every process,
-// and reports how python ended. When it exits, the kernel kills whatever is
-// left in the PID namespace.
+// sandboxInit is a cold run's init, PID 1 of fresh user, mount, PID,
+// network, IPC, UTS and cgroup namespaces, running as the namespace's
+// root. It builds the minimal root, locks its thread down and forks python
+// from it as the unprivileged sandbox uid, accounts the run's memory,
+// reaps every process, and reports how python ended. When it exits, the
+// kernel kills whatever is left in the PID namespace.
 func sandboxInit() {
 	runtime.LockOSThread()
 	spec := setUpInit()
