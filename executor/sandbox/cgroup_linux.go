@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 )
 
 // The machine's cgroups are not ours: these run against a fake tree.

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +48,7 @@ const addressSpaceLimit = true
 // command builds the process that becomes the sandbox.
 // hostUID is the snippet's host uid (see plan.runUID); cgroupFD, when not
 // -1, the cgroup the sandbox starts in.
-func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
+func (p *plan) command(ctx context.Context, spec protocol.StageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
 	arg, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -58,7 +60,7 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD in
 	switch {
 	case p.layers.Namespaces:
 		cmd = exec.CommandContext(ctx, "/proc/self/exe")
-		cmd.Args = []string{initMarker, string(arg)}
+		cmd.Args = []string{protocol.InitMarker, string(arg)}
 		if attr.Cloneflags, err = namespaceFlags(policy.Namespaces); err != nil {
 			return nil, err
 		}
@@ -76,7 +78,7 @@ func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD in
 	default:
 		if p.layers.Locker {
 			cmd = exec.CommandContext(ctx, "/proc/self/exe")
-			cmd.Args = []string{lockerMarker, string(arg)}
+			cmd.Args = []string{protocol.LockerMarker, string(arg)}
 		} else {
 			cmd = exec.CommandContext(ctx, spec.Python, spec.Args...)
 			cmd.Args[0] = spec.Python

@@ -7,15 +7,13 @@ import (
 	"errors"
 	"os/exec"
 	"syscall"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
 // Without Linux there is no kernel isolation to try: only the guard-only
 // tier, which needs RUNBLOCK_ALLOW_UNISOLATED (see probe).
 var tiers []layerSet
-
-// Main only records that it was called: without Linux no sandbox stage
-// re-executes the binary. See the Linux Main.
-func Main() { mainCalled.Store(true) }
 
 // addressSpaceLimit: macOS refuses RLIMIT_AS, so memory is not bounded here.
 const addressSpaceLimit = false
@@ -26,7 +24,7 @@ func seccompFilter() ([]byte, error) {
 
 // command runs python directly, in its own process group so a kill reaches
 // what it started (unless that left the group).
-func (p *plan) command(ctx context.Context, spec stageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
+func (p *plan) command(ctx context.Context, spec protocol.StageSpec, hostUID, cgroupFD int) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(ctx, spec.Python, spec.Args...)
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if hostUID >= 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/executor/sandbox/internal/stage"
 )
 
 // TestCollectFilesHostDir: the walk the service does on a host work dir
@@ -51,7 +53,7 @@ func TestCollectFilesHostDir(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, omitted, err := collectFiles(dir, collectLimits{MaxFiles: 10, MaxBytes: 100})
+	files, omitted, err := stage.CollectFiles(dir, protocol.CollectLimits{MaxFiles: 10, MaxBytes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

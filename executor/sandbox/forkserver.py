@@ -6,7 +6,7 @@
 #
 # The fork server is uid 0 of the fork-server sandbox's own user
 # namespace, inside its mount, PID, network, IPC, UTS and cgroup
-# namespaces and minimal root, built by its init (Go, sandboxForkServer).
+# namespaces and minimal root, built by its init (Go: sandboxForkServer, internal/stage).
 # It never runs user code. Its descriptors (protocol.go, whose numbers
 # come in its configuration): control_fd the socket to its init
 # (SOCK_SEQPACKET: one message per run, a JSON object and the run's
@@ -25,12 +25,14 @@
 #   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
 #       to the fork server's init on the back channel (with its credentials,
 #       the work dir and a sock_diag socket of the run's network namespace;
-#       the init sets its rlimits, answers with its
-#       Landlock ruleset, and from then on accounts its memory, reads how it
-#       ended and its files, and reports); then keeps descriptors 0 to 4
-#       only, drops to the sandbox uid with no capabilities, sets
-#       no_new_privs, Landlock and seccomp, and returns into the guard,
-#       which reseeds, says "ready" and runs one snippet.
+#       the init answers with its Landlock ruleset, and from then on
+#       accounts its memory, reads how it ended and its files, and
+#       reports); then locks itself down in the order of the cold path
+#       (policy.Lockdown, which TestLockdownOrder holds this file to):
+#       keeps descriptors 0 to 4 only, sets no_new_privs, Landlock and
+#       seccomp, drops to the sandbox uid with no capabilities, sets its
+#       rlimits, and returns into the guard, which reseeds, says "ready"
+#       and runs one snippet.
 
 
 def _runblock_forkserver(config):
@@ -39,6 +41,7 @@ def _runblock_forkserver(config):
     import json
     import os
     import posix
+    import resource
     import signal
     import socket
 
@@ -75,10 +78,11 @@ def _runblock_forkserver(config):
         return pid
 
     seccomp = ctypes.create_string_buffer(bytes.fromhex(conf["seccomp"]))
-    # What the runs use, made once: libc, clone, fcntl (imported here, not
-    # in every run), the seccomp program and the capability structures.
+    # What the runs use, made once: libc, clone, fcntl and setrlimit
+    # (imported here, not in every run), the seccomp program and the
+    # capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone, "fcntl": fcntl,
+        "libc": libc, "check": check, "clone": clone, "fcntl": fcntl, "setrlimit": resource.setrlimit,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(0x20080522, 0),  # _LINUX_CAPABILITY_VERSION_3, this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -247,7 +251,7 @@ def _runblock_run_python(conf, run, fds, kit):
         _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         posix._exit(1)
     try:
-        _runblock_lock_run(conf, fds, uid, ruleset, kit)
+        _runblock_lock_run(conf, fds, uid, ruleset, run["rlimits"], kit)
         if run["prefault"]:
             _runblock_prefault(kit)
     except BaseException as exc:
@@ -256,10 +260,12 @@ def _runblock_run_python(conf, run, fds, kit):
     return True
 
 
-def _runblock_lock_run(conf, fds, uid, ruleset, kit):
-    """Python: keeps the run's descriptors 0 to 4 only and locks
-    itself down (the fork server's init set its rlimits, and made its
-    Landlock ruleset, -1 without Landlock)."""
+def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
+    """Python: locks itself down, in the order of policy.Lockdown after the
+    namespaces and mounts: keeps the run's descriptors 0 to 4 only, sets
+    no_new_privs, Landlock (the ruleset the fork server's init made, -1
+    without Landlock) and seccomp, drops to uid with no capabilities, and
+    sets its rlimits."""
     import ctypes
     import posix
     import signal
@@ -274,8 +280,15 @@ def _runblock_lock_run(conf, fds, uid, ruleset, kit):
         posix.dup2(fd, i, inheritable=i < 3)
     posix.closerange(len(high), 1 << 30)
     posix.chdir(conf["work_dir"])
+    check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
+    if ruleset >= 0:
+        check(libc.syscall(446, keep, 0), "landlock_restrict_self")
+        posix.close(keep)
+    if kit["fprog"] is not None:
+        check(libc.prctl(22, 2, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")  # PR_SET_SECCOMP, FILTER
     # No capabilities, even as uid 0 of the namespace (a service that is
-    # not root maps no other uid), and none regained by exec.
+    # not root maps no other uid), and none regained by exec. (The filter
+    # allows what this takes: securebits, setgroups, setresuid, capset.)
     check(libc.prctl(28, 0x3, 0, 0, 0), "securebits")  # PR_SET_SECUREBITS: NOROOT, NOROOT_LOCKED
     if uid != 0:
         posix.setgroups([])  # (a namespace mapping one uid denies setgroups)
@@ -285,12 +298,9 @@ def _runblock_lock_run(conf, fds, uid, ruleset, kit):
     # /proc/self from it. (ptrace stays denied by seccomp.)
     check(libc.prctl(4, 1, 0, 0, 0), "set dumpable")  # PR_SET_DUMPABLE
     check(libc.capset(kit["cap_header"], kit["cap_data"]), "drop capabilities")
-    check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
-    if ruleset >= 0:
-        check(libc.syscall(446, keep, 0), "landlock_restrict_self")
-        posix.close(keep)
-    if kit["fprog"] is not None:
-        check(libc.prctl(22, 2, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")  # PR_SET_SECCOMP, FILTER
+    # Soft = hard, as the sandbox uid, which cannot raise them again.
+    for rl in rlimits:
+        kit["setrlimit"](rl["resource"], (rl["value"], rl["value"]))
 
 
 def _runblock_prefault(kit):

@@ -44,9 +44,9 @@ def _runblock_run():
 
     # The protocol (protocol.go declares it; TestPythonProtocol holds these
     # lines to it): descriptors, argv slots, status lines.
-    REQUEST, STATUS, INIT_STATUS = 3, 4, 5  # protocol: fdRequest fdStatus fdInitStatus
-    CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: guardArgConfig guardArgMode guardArgFontCache guardArgPreload guardArgSite
-    READY, STARTED = b"ready\n", b"started\n"  # protocol: statusReady statusStarted
+    REQUEST, STATUS, INIT_STATUS = 3, 4, 5  # protocol: FDRequest FDStatus FDInitStatus
+    CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: GuardArgConfig GuardArgMode GuardArgFontCache GuardArgPreload GuardArgSite
+    READY, STARTED = b"ready\n", b"started\n"  # protocol: StatusReady StatusStarted
 
     read, write, close = posix.read, posix.write, posix.close
     mode, _, unguarded = sys.argv[MODE].partition("+")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
 

@@ -6,32 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// The steps of a sandbox's lockdown, before any snippet code exists.
-const (
-	stepNamespaces  = "namespaces"
-	stepMounts      = "mounts"
-	stepDescriptors = "descriptors" // python keeps 0 to 4 only (protocol.go)
-	stepUID         = "uid"
-	stepRlimits     = "rlimits"
-	stepNoNewPrivs  = "no_new_privs"
-	stepLandlock    = "landlock"
-	stepSeccomp     = "seccomp"
-)
-
-var lockdownSteps = []string{stepNamespaces, stepMounts, stepDescriptors, stepUID, stepRlimits, stepNoNewPrivs, stepLandlock, stepSeccomp}
-
-// The order in which each path applies the steps today. They differ: a
-// cold run's init locks its own thread (no_new_privs, Landlock, seccomp)
-// and forks python from it as the sandbox uid, whose guard then sets the
-// rlimits; a forked python is root of its namespace until it locks
-// itself down, so it drops its uid first and locks down last, and the
-// fork server's init sets its rlimits before that. One order for both
-// needs one of them changed (see TestLockdownOrder).
-var (
-	lockdownCold = []string{stepNamespaces, stepDescriptors, stepMounts, stepNoNewPrivs, stepLandlock, stepSeccomp, stepUID, stepRlimits}
-	lockdownFork = []string{stepNamespaces, stepMounts, stepRlimits, stepDescriptors, stepUID, stepNoNewPrivs, stepLandlock, stepSeccomp}
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 )
 
 // lockdownAnchor is where a path takes a step (or, step "", calls what
@@ -43,33 +19,40 @@ type lockdownAnchor struct {
 
 var lockdownAnchors = map[string][]lockdownAnchor{
 	"cold": {
-		{stepNamespaces, "command_linux.go", "func (p *plan) command(", "attr.Cloneflags, err = namespaceFlags(policy.Namespaces)"},
-		{"", "sandbox_linux.go", "func sandboxInit(", "spec := setUpInit()"},
-		{stepDescriptors, "sandbox_linux.go", "func setUpInit(", "closeOnExecFrom(fdInitStatus)"},
-		{stepMounts, "sandbox_linux.go", "func setUpInit(", "buildRoot(spec)"},
-		{"", "sandbox_linux.go", "func sandboxInit(", "lockThread(spec)"},
-		{stepNoNewPrivs, "sandbox_linux.go", "func lockThread(", "unix.PR_SET_NO_NEW_PRIVS"},
-		{stepLandlock, "sandbox_linux.go", "func lockThread(", "restrictLandlock(*spec.Landlock)"},
-		{stepSeccomp, "sandbox_linux.go", "func lockThread(", "loadSeccomp(spec.Seccomp)"},
-		{stepUID, "sandbox_linux.go", "func sandboxInit(", "Credential: cred"},
-		{stepRlimits, "guard.py", "def _runblock_run(", "resource.setrlimit(res, (limit, limit))"},
+		{policy.StepNamespaces, "command_linux.go", "func (p *plan) command(", "attr.Cloneflags, err = namespaceFlags(policy.Namespaces)"},
+		{"", stageFile, "func sandboxInit(", "spec := setUpInit()"},
+		{policy.StepMounts, stageFile, "func setUpInit(", "buildRoot(spec)"},
+		{policy.StepDescriptors, stageFile, "func setUpInit(", "closeOnExecFrom(protocol.FDInitStatus)"},
+		{"", stageFile, "func sandboxInit(", "lockThread(spec)"},
+		{policy.StepNoNewPrivs, stageFile, "func lockThread(", "unix.PR_SET_NO_NEW_PRIVS"},
+		{policy.StepLandlock, stageFile, "func lockThread(", "restrictLandlock(*spec.Landlock)"},
+		{policy.StepSeccomp, stageFile, "func lockThread(", "loadSeccomp(spec.Seccomp)"},
+		{policy.StepUID, stageFile, "func sandboxInit(", "Credential: cred"},
+		{policy.StepRlimits, "guard.py", "def _runblock_run(", "resource.setrlimit(res, (limit, limit))"},
 	},
 	"fork": {
-		{stepNamespaces, "forkserver.py", "def _runblock_fork_run(", `kit["clone"](conf["clone_flags"])`},
-		{stepMounts, "forkserver.py", "def _runblock_run_python(", `libc.mount(b"proc"`},
+		{policy.StepNamespaces, "forkserver.py", "def _runblock_fork_run(", `kit["clone"](conf["clone_flags"])`},
+		{policy.StepMounts, "forkserver.py", "def _runblock_run_python(", `libc.mount(b"proc"`},
 		{"", "forkserver.py", "def _runblock_run_python(", `socket.send_fds(back`},
-		{"", "forkserver_linux.go", "func superviseFork(", "lockForkedRun(back[0]"},
-		{stepRlimits, "forkserver_linux.go", "func lockForkedRun(", "unix.Prlimit(python"},
-		{"", "forkserver_linux.go", "func lockForkedRun(", `unix.Sendmsg(back, []byte("{}")`},
+		{"", stageForkFile, "func superviseFork(", "answerHello(back[0]"},
+		{"", stageForkFile, "func answerHello(", `unix.Sendmsg(back, []byte("{}")`},
 		{"", "forkserver.py", "def _runblock_run_python(", `socket.recv_fds(back`},
 		{"", "forkserver.py", "def _runblock_run_python(", `_runblock_lock_run(conf`},
-		{stepDescriptors, "forkserver.py", "def _runblock_lock_run(", "posix.closerange(len(high), 1 << 30)"},
-		{stepUID, "forkserver.py", "def _runblock_lock_run(", "posix.setresuid(uid, uid, uid)"},
-		{stepNoNewPrivs, "forkserver.py", "def _runblock_lock_run(", `"no_new_privs")`},
-		{stepLandlock, "forkserver.py", "def _runblock_lock_run(", `"landlock_restrict_self")`},
-		{stepSeccomp, "forkserver.py", "def _runblock_lock_run(", `"seccomp")`},
+		{policy.StepDescriptors, "forkserver.py", "def _runblock_lock_run(", "posix.closerange(len(high), 1 << 30)"},
+		{policy.StepNoNewPrivs, "forkserver.py", "def _runblock_lock_run(", `"no_new_privs")`},
+		{policy.StepLandlock, "forkserver.py", "def _runblock_lock_run(", `"landlock_restrict_self")`},
+		{policy.StepSeccomp, "forkserver.py", "def _runblock_lock_run(", `"seccomp")`},
+		{policy.StepUID, "forkserver.py", "def _runblock_lock_run(", "posix.setresuid(uid, uid, uid)"},
+		{policy.StepRlimits, "forkserver.py", "def _runblock_lock_run(", `kit["setrlimit"](`},
 	},
 }
+
+// The stage's files, where the cold init and the fork server's init take
+// their steps.
+const (
+	stageFile     = "internal/stage/stage_linux.go"
+	stageForkFile = "internal/stage/forkserver_linux.go"
+)
 
 // functionBody is the text of the top-level function that starts with
 // header in src, up to the next top-level one.
@@ -85,21 +68,27 @@ func functionBody(src, header string) (string, bool) {
 	return body, true
 }
 
-// TestLockdownOrder: each path takes every lockdown step, in the order
-// declared for it (lockdownCold, lockdownFork), read from where its code
-// takes them; and both orders keep what the kernel needs: the namespaces
-// first, no_new_privs before Landlock and seccomp (unprivileged, neither
-// may be set without it), the mounts before seccomp (which denies mount).
+// TestLockdownOrder: both paths take every lockdown step in the one order
+// of policy.Lockdown, read from where their code takes them (a change to
+// either path's order, or to the list, fails it); and that order keeps
+// what the kernel needs: the namespaces first, the mounts before seccomp
+// (which denies mount) and before the uid (they need root of the
+// namespace), no_new_privs before Landlock and seccomp (unprivileged,
+// neither may be set without it).
 func TestLockdownOrder(t *testing.T) {
-	before := func(order []string, a, b string) bool { return slices.Index(order, a) < slices.Index(order, b) }
-	for path, order := range map[string][]string{"cold": lockdownCold, "fork": lockdownFork} {
-		if !slices.Equal(slices.Sorted(slices.Values(order)), slices.Sorted(slices.Values(lockdownSteps))) {
-			t.Errorf("%s: the order %q is not every step once", path, order)
-		}
-		if order[0] != stepNamespaces || !before(order, stepNoNewPrivs, stepLandlock) || !before(order, stepNoNewPrivs, stepSeccomp) ||
-			!before(order, stepMounts, stepSeccomp) {
-			t.Errorf("%s: the order %q breaks what the kernel needs", path, order)
-		}
+	order := policy.Lockdown
+	before := func(a, b string) bool { return slices.Index(order, a) < slices.Index(order, b) }
+	all := []string{policy.StepNamespaces, policy.StepMounts, policy.StepDescriptors, policy.StepNoNewPrivs,
+		policy.StepLandlock, policy.StepSeccomp, policy.StepUID, policy.StepRlimits}
+	if !slices.Equal(slices.Sorted(slices.Values(order)), slices.Sorted(slices.Values(all))) {
+		t.Fatalf("the order %q is not every step once", order)
+	}
+	if order[0] != policy.StepNamespaces || !before(policy.StepNoNewPrivs, policy.StepLandlock) ||
+		!before(policy.StepNoNewPrivs, policy.StepSeccomp) || !before(policy.StepMounts, policy.StepSeccomp) ||
+		!before(policy.StepMounts, policy.StepUID) {
+		t.Errorf("the order %q breaks what the kernel needs", order)
+	}
+	for _, path := range []string{"cold", "fork"} {
 		var steps []string
 		last := map[string]int{} // function → offset of its last anchor
 		for _, a := range lockdownAnchors[path] {
@@ -123,7 +112,7 @@ func TestLockdownOrder(t *testing.T) {
 			}
 		}
 		if !slices.Equal(steps, order) {
-			t.Errorf("%s: the code takes the steps in the order %q, declared %q", path, steps, order)
+			t.Errorf("%s: the code takes the steps in the order %q, not policy.Lockdown's %q", path, steps, order)
 		}
 	}
 }

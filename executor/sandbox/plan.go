@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,11 +69,11 @@ while len(b) < n:
     if not c:
         raise SystemExit("runblock: the guard did not arrive")
     b += c
-exec(marshal.loads(b))`, loaderArg, fdRequest)
+exec(marshal.loads(b))`, protocol.LoaderArg, protocol.FDRequest)
 
 // forkServerLoader is the fork server's -c program: it starts once, so it
 // takes the compiled guard on its command line, as hex.
-var forkServerLoader = fmt.Sprintf("import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(%d))))", loaderArg)
+var forkServerLoader = fmt.Sprintf("import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(%d))))", protocol.LoaderArg)
 
 // findPython resolves name (or python3 on PATH) to the real interpreter by
 // asking it: python3 on PATH may be a shim script.
@@ -138,15 +140,15 @@ type plan struct {
 	preload   string
 	// caps bound the files that come back (RUNBLOCK_MAX_FILES,
 	// RUNBLOCK_MAX_FILES_BYTES); 0 files: none come back.
-	caps collectLimits
+	caps protocol.CollectLimits
 	// unguarded is Config.unguarded: the guard refuses nothing.
 	unguarded bool
 }
 
 // transfer bounds what the collector reads: twice the caps, see
-// collectLimits.
-func (p *plan) transfer() collectLimits {
-	return collectLimits{MaxFiles: 2 * p.caps.MaxFiles, MaxBytes: 2 * p.caps.MaxBytes}
+// protocol.CollectLimits.
+func (p *plan) transfer() protocol.CollectLimits {
+	return protocol.CollectLimits{MaxFiles: 2 * p.caps.MaxFiles, MaxBytes: 2 * p.caps.MaxBytes}
 }
 
 func newPlan(py python, layers layerSet) (*plan, error) {
@@ -273,7 +275,7 @@ func (p *plan) covered(dir string) bool {
 func (p *plan) accounted() bool { return p.cgroup != nil || p.layers.Namespaces }
 
 // spec is the stage spec for one sandbox working in dir.
-func (p *plan) spec(lim limits, dir string) stageSpec {
+func (p *plan) spec(lim limits, dir string) protocol.StageSpec {
 	lim.Accounted, lim.Tmpfs = p.accounted(), p.layers.Namespaces
 	mode := "isolated"
 	if p.layers == (layerSet{}) {
@@ -284,9 +286,9 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 	if p.layers.Namespaces && fontCache != "" {
 		fontCache = policy.FontCacheDir
 	}
-	spec := stageSpec{
+	spec := protocol.StageSpec{
 		Python:  p.py.Executable,
-		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code))}, guardArgv(rlimitArg(lim), mode, fontCache, p.preload, p.py.Site)),
+		Args:    slices.Concat(policy.PythonFlags, []string{"-c", guardLoader, strconv.Itoa(len(p.py.Code))}, protocol.GuardArgv(rlimitArg(lim), mode, fontCache, p.preload, p.py.Site)),
 		Env:     env(dir),
 		Dir:     dir,
 		Seccomp: p.seccomp,
@@ -320,7 +322,7 @@ func (p *plan) spec(lim limits, dir string) stageSpec {
 				ro = append(ro, p.fontCache)
 			}
 		}
-		spec.Landlock = &landlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: policy.WriteFiles}
+		spec.Landlock = &protocol.LandlockSet{ListDirs: list, RODirs: ro, RWDirs: []string{dir}, ROFiles: files, RWFiles: policy.WriteFiles}
 	}
 	return spec
 }
@@ -355,10 +357,10 @@ type rlimit struct {
 func rlimits(lim limits) []rlimit {
 	var rls []rlimit
 	for _, r := range policy.Rlimits {
-		if r.resource == unix.RLIMIT_AS && !addressSpaceLimit {
+		if r.Resource == unix.RLIMIT_AS && !addressSpaceLimit {
 			continue
 		}
-		rls = append(rls, rlimit{r.name, r.resource, r.value(lim)})
+		rls = append(rls, rlimit{r.Name, r.Resource, r.Value(lim)})
 	}
 	return rls
 }

@@ -14,6 +14,8 @@ import (
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +50,7 @@ func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
 		pl, err := newPlan(py, set)
 		if err == nil {
 			pl.fontCache = fontCache
-			pl.caps = collectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
+			pl.caps = protocol.CollectLimits{MaxFiles: max(cfg.MaxFiles, 0), MaxBytes: cfg.MaxFilesBytes}
 			pl.unguarded = cfg.unguarded
 		}
 		return pl, err
@@ -135,20 +137,9 @@ func packages(ctx context.Context, cfg Config, pl *plan) ([]Package, error) {
     found.append({"name": dist, "version": version})
 print(json.dumps(found))
 `)
-	p, err := spawn(ctx, pl, limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}, 1<<20, 4<<20)
-	if err != nil {
-		return nil, err
-	}
-	res, err := p.run(ctx, executor.Request{Code: b.String()})
-	if err != nil {
-		return nil, err
-	}
-	if !res.Success {
-		return nil, fmt.Errorf("list packages: %s", res.Error)
-	}
 	var pkgs []Package
-	if err := json.Unmarshal([]byte(res.Stdout), &pkgs); err != nil {
-		return nil, fmt.Errorf("list packages: %w", err)
+	if err := runJSON(ctx, cfg, pl, executor.Request{Code: b.String()}, "list packages", &pkgs); err != nil {
+		return nil, err
 	}
 	return pkgs, nil
 }
@@ -354,20 +345,29 @@ func missingModules(ctx context.Context, cfg Config, pl *plan, modules []string)
 		return nil, err
 	}
 	code := "import importlib.util, json\nprint(json.dumps([m for m in json.loads(input()) if importlib.util.find_spec(m.split('.')[0]) is None]))"
-	p, err := spawn(ctx, pl, limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}, 1<<20, 4<<20)
-	if err != nil {
-		return nil, err
-	}
-	res, err := p.run(ctx, executor.Request{Code: code, Stdin: string(names) + "\n"})
-	if err != nil {
-		return nil, err
-	}
-	if !res.Success {
-		return nil, fmt.Errorf("check preload: %s", res.Error)
-	}
 	var missing []string
-	if err := json.Unmarshal([]byte(res.Stdout), &missing); err != nil {
-		return nil, fmt.Errorf("check preload: %w", err)
+	if err := runJSON(ctx, cfg, pl, executor.Request{Code: code, Stdin: string(names) + "\n"}, "check preload", &missing); err != nil {
+		return nil, err
 	}
 	return missing, nil
+}
+
+// runJSON runs req in a sandbox of pl and decodes what it prints into
+// out; what names the check in its errors.
+func runJSON(ctx context.Context, cfg Config, pl *plan, req executor.Request, what string, out any) error {
+	p, err := spawn(ctx, pl, limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}, 1<<20, 4<<20)
+	if err != nil {
+		return err
+	}
+	res, err := p.run(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !res.Success {
+		return fmt.Errorf("%s: %s", what, res.Error)
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), out); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

@@ -16,18 +16,15 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/executor/sandbox/internal/stage"
 	"golang.org/x/sys/unix"
 )
 
-// limits are the limits a sandbox is started with.
-type limits struct {
-	Timeout time.Duration
-	Memory  int64
-	// Accounted: the run's memory as a whole is bounded (by the init or a
-	// cgroup); Tmpfs: the work dir and shared memory are tmpfs mounts of
-	// bounded size (a mount namespace). Both set by plan.spec.
-	Accounted, Tmpfs bool
-}
+// limits are the limits a sandbox is started with (the policy's, as its
+// rlimits are given for them).
+type limits = policy.Limits
 
 // proc is one started, guarded interpreter. After it has said "ready" it
 // waits for exactly one snippet; run hands it over and collects the result.
@@ -199,7 +196,7 @@ func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
 
 	select {
 	case line := <-p.readyLine:
-		if line == statusReady {
+		if line == protocol.StatusReady {
 			return p, nil
 		}
 		err := errors.New(line)
@@ -222,7 +219,7 @@ const exitedEarly = "exited before ready"
 
 func (p *proc) readStatus(r io.Reader) {
 	defer close(p.statusDone)
-	sc := bufio.NewScanner(io.LimitReader(r, statusMax))
+	sc := bufio.NewScanner(io.LimitReader(r, protocol.StatusMax))
 	first := true
 	for sc.Scan() {
 		if first {
@@ -239,7 +236,7 @@ func (p *proc) readStatus(r io.Reader) {
 
 // setupError explains why a sandbox died before it was ready.
 func (p *proc) setupError() error {
-	var st initStatus
+	var st protocol.InitStatus
 	if json.Unmarshal(p.initStatus, &st) == nil && st.Error != "" {
 		return errors.New(st.Error)
 	}
@@ -361,7 +358,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	res.StdoutBytes, res.StderrBytes = p.stdout.n, p.stderr.n
 	res.OutputTruncated = outCut || errCut
 	res.OutputLimit = p.budget.total.Load() > p.budget.limit
-	started := slices.Contains(p.status, statusStarted)
+	started := slices.Contains(p.status, protocol.StatusStarted)
 	// With a cgroup, the kernel kills the whole sandbox, init included,
 	// when the run passes its memory.max.
 	var cgroupOOM bool
@@ -431,7 +428,7 @@ func (p *proc) files(res *executor.Result, in []executor.File) error {
 		got, omitted = st.Files, st.Omitted
 	case p.hostDir != "" && !res.Timeout && !res.OutputLimit:
 		var err error
-		if got, omitted, err = collectFiles(p.hostDir, p.plan.transfer()); err != nil {
+		if got, omitted, err = stage.CollectFiles(p.hostDir, p.plan.transfer()); err != nil {
 			return &executor.Error{Code: executor.ErrInternal, Message: "read the work dir", Err: err}
 		}
 	}
@@ -476,8 +473,8 @@ func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error
 }
 
 // report decodes the init's report.
-func (p *proc) report() (initStatus, error) {
-	var st initStatus
+func (p *proc) report() (protocol.InitStatus, error) {
+	var st protocol.InitStatus
 	err := p.reportErr
 	if err == nil {
 		err = json.Unmarshal(p.initStatus, &st)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
 // The tests of issue 20 on the messages between the sandbox and the
@@ -64,19 +65,19 @@ func TestReportOfManyEscapedNamesIsBounded(t *testing.T) {
 		if !res.Success || strings.TrimSpace(res.Stdout) != "left 3000" {
 			t.Fatalf("run: success %v, stdout %q, stderr %.300q", res.Success, res.Stdout, res.Stderr)
 		}
-		// The report names reportMaxOmitted and counts the rest; the
+		// The report names protocol.ReportMaxOmitted and counts the rest; the
 		// service adds the files it collected past its caps.
-		if bound := reportMaxOmitted + 1 + e.plan.transfer().MaxFiles; len(res.FilesOmitted) > bound {
+		if bound := protocol.ReportMaxOmitted + 1 + e.plan.transfer().MaxFiles; len(res.FilesOmitted) > bound {
 			t.Fatalf("%d omitted files named, over the bound of %d", len(res.FilesOmitted), bound)
 		}
 		last := res.FilesOmitted[len(res.FilesOmitted)-1]
 		named := len(res.Files) + len(res.FilesOmitted) - 1
-		if last.Reason != executor.OmitNotNamed || last.Path != notNamedPath(3000-named) || last.Count != 3000-named {
+		if last.Reason != executor.OmitNotNamed || last.Path != protocol.NotNamedPath(3000-named) || last.Count != 3000-named {
 			t.Fatalf("the excess is not named as omitted: last entry %+v of %d", last, len(res.FilesOmitted))
 		}
 		for _, f := range res.FilesOmitted {
-			if len(f.Path) > 3*reportMaxPath { // JSON reads a byte that is not UTF-8 as U+FFFD
-				t.Fatalf("an omitted path of %d bytes, over the bound of %d", len(f.Path), reportMaxPath)
+			if len(f.Path) > 3*protocol.ReportMaxPath { // JSON reads a byte that is not UTF-8 as U+FFFD
+				t.Fatalf("an omitted path of %d bytes, over the bound of %d", len(f.Path), protocol.ReportMaxPath)
 			}
 		}
 	})

@@ -13,21 +13,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
 // pythonProtocol is what the Python side must agree on with protocol.go:
 // the values guard.py's protocol lines give each Go name (as Python
-// literals), and the keys of forkServerConf.
+// literals), and the keys of protocol.ForkServerConf.
 func pythonProtocol() (lines map[string]string, confKeys []string) {
 	lines = map[string]string{
-		"fdRequest": strconv.Itoa(fdRequest), "fdStatus": strconv.Itoa(fdStatus), "fdInitStatus": strconv.Itoa(fdInitStatus),
-		"guardArgConfig": strconv.Itoa(guardArgConfig), "guardArgMode": strconv.Itoa(guardArgMode),
-		"guardArgFontCache": strconv.Itoa(guardArgFontCache), "guardArgPreload": strconv.Itoa(guardArgPreload),
-		"guardArgSite":  strconv.Itoa(guardArgSite),
-		"statusReady":   "b" + strconv.Quote(statusReady+"\n"),
-		"statusStarted": "b" + strconv.Quote(statusStarted+"\n"),
+		"FDRequest": strconv.Itoa(protocol.FDRequest), "FDStatus": strconv.Itoa(protocol.FDStatus), "FDInitStatus": strconv.Itoa(protocol.FDInitStatus),
+		"GuardArgConfig": strconv.Itoa(protocol.GuardArgConfig), "GuardArgMode": strconv.Itoa(protocol.GuardArgMode),
+		"GuardArgFontCache": strconv.Itoa(protocol.GuardArgFontCache), "GuardArgPreload": strconv.Itoa(protocol.GuardArgPreload),
+		"GuardArgSite":  strconv.Itoa(protocol.GuardArgSite),
+		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady+"\n"),
+		"StatusStarted": "b" + strconv.Quote(protocol.StatusStarted+"\n"),
 	}
-	t := reflect.TypeFor[forkServerConf]()
+	t := reflect.TypeFor[protocol.ForkServerConf]()
 	for i := range t.NumField() {
 		confKeys = append(confKeys, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
 	}
@@ -80,12 +82,12 @@ func protocolErrors(guard, forkserver string, lines map[string]string, confKeys 
 	for _, m := range confKey.FindAllStringSubmatch(forkserver, -1) {
 		read[m[1]] = true
 		if !slices.Contains(confKeys, m[1]) {
-			errs = append(errs, fmt.Sprintf("forkserver.py reads conf[%q], which forkServerConf does not have", m[1]))
+			errs = append(errs, fmt.Sprintf("forkserver.py reads conf[%q], which protocol.ForkServerConf does not have", m[1]))
 		}
 	}
 	for _, k := range confKeys {
 		if !read[k] {
-			errs = append(errs, fmt.Sprintf("forkServerConf's %q is never read by forkserver.py", k))
+			errs = append(errs, fmt.Sprintf("protocol.ForkServerConf's %q is never read by forkserver.py", k))
 		}
 	}
 	if bare := bareForkServer.FindAllString(forkserver, -1); bare != nil {
@@ -96,7 +98,7 @@ func protocolErrors(guard, forkserver string, lines map[string]string, confKeys 
 
 // TestPythonProtocol holds guard.py and forkserver.py to protocol.go: the
 // guard's protocol lines to the Go declarations, the keys the fork server
-// reads of its configuration to forkServerConf's (both ways), and neither
+// reads of its configuration to protocol.ForkServerConf's (both ways), and neither
 // file writes a descriptor or argv slot as a bare number. Each case
 // changes one side alone, and must be caught.
 func TestPythonProtocol(t *testing.T) {
@@ -104,9 +106,9 @@ func TestPythonProtocol(t *testing.T) {
 	if errs := protocolErrors(guardSource, forkserverSource, lines, confKeys); errs != nil {
 		t.Fatalf("guard.py or forkserver.py disagree with protocol.go:\n%s", strings.Join(errs, "\n"))
 	}
-	if got := guardArgv("c", "m", "f", "p", []string{"s1", "s2"}); !slices.Equal(got, []string{"c", "m", "f", "p", "s1", "s2"}) ||
-		got[guardArgSite-guardArgConfig] != "s1" {
-		t.Errorf("guardArgv puts its arguments at %q, not at their slots", got)
+	if got := protocol.GuardArgv("c", "m", "f", "p", []string{"s1", "s2"}); !slices.Equal(got, []string{"c", "m", "f", "p", "s1", "s2"}) ||
+		got[protocol.GuardArgSite-protocol.GuardArgConfig] != "s1" {
+		t.Errorf("protocol.GuardArgv puts its arguments at %q, not at their slots", got)
 	}
 
 	changed := func(m map[string]string, k, v string) map[string]string {
@@ -127,15 +129,15 @@ func TestPythonProtocol(t *testing.T) {
 		confKeys          []string
 		want              string
 	}{
-		{name: "Go's descriptor changed", lines: changed(lines, "fdStatus", "7"), want: "STATUS = 4, protocol.go's fdStatus is 7"},
-		{name: "Go's argv slot changed", lines: changed(lines, "guardArgSite", "6"), want: "SITE = 5, protocol.go's guardArgSite is 6"},
-		{name: "Go's status line changed", lines: changed(lines, "statusReady", `b"go\n"`), want: `READY = b"ready\n"`},
-		{name: "Go declares a new number", lines: changed(lines, "fdNew", "9"), want: "no protocol line names fdNew"},
-		{name: "guard.py's descriptor changed", guard: replace(guardSource, "= 3, 4, 5", "= 3, 6, 5"), want: "STATUS = 6, protocol.go's fdStatus is 4"},
-		{name: "guard.py's line dropped", guard: replace(guardSource, "  # protocol: statusReady statusStarted", ""), want: "no protocol line names statusReady"},
+		{name: "Go's descriptor changed", lines: changed(lines, "FDStatus", "7"), want: "STATUS = 4, protocol.go's FDStatus is 7"},
+		{name: "Go's argv slot changed", lines: changed(lines, "GuardArgSite", "6"), want: "SITE = 5, protocol.go's GuardArgSite is 6"},
+		{name: "Go's status line changed", lines: changed(lines, "StatusReady", `b"go\n"`), want: `READY = b"ready\n"`},
+		{name: "Go declares a new number", lines: changed(lines, "FDNew", "9"), want: "no protocol line names FDNew"},
+		{name: "guard.py's descriptor changed", guard: replace(guardSource, "= 3, 4, 5", "= 3, 6, 5"), want: "STATUS = 6, protocol.go's FDStatus is 4"},
+		{name: "guard.py's line dropped", guard: replace(guardSource, "  # protocol: StatusReady StatusStarted", ""), want: "no protocol line names StatusReady"},
 		{name: "guard.py writes a bare descriptor", guard: replace(guardSource, "write(STATUS, READY)", "write(4, READY)"), want: `bare descriptors or argv slots: ["write(4"]`},
 		{name: "guard.py reads a bare argv slot", guard: replace(guardSource, "sys.argv[FONTCACHE]", "sys.argv[3]"), want: `"argv[3"`},
-		{name: "forkserver.py reads a key Go does not send", forkserver: replace(forkserverSource, `conf["hello_max"]`, `conf["hello_size"]`), want: `conf["hello_size"], which forkServerConf does not have`},
+		{name: "forkserver.py reads a key Go does not send", forkserver: replace(forkserverSource, `conf["hello_max"]`, `conf["hello_size"]`), want: `conf["hello_size"], which protocol.ForkServerConf does not have`},
 		{name: "Go sends a key forkserver.py does not read", confKeys: append(slices.Clone(confKeys), "new_key"), want: `"new_key" is never read`},
 		{name: "forkserver.py uses a bare descriptor", forkserver: replace(forkserverSource, `fds[conf["run_lifeline"]], 1)`, "fds[6], 1)"), want: `bare descriptors: ["fds[6"]`},
 	} {
@@ -155,7 +157,7 @@ func TestPythonProtocol(t *testing.T) {
 }
 
 // TestForkErrorFitsTheHello: the error a forked run's python sends on its
-// back channel fits in one datagram of forkHelloMax bytes and reads back,
+// back channel fits in one datagram of protocol.ForkHelloMax bytes and reads back,
 // whatever characters it holds (a character outside the BMP took 12 bytes
 // of JSON, and 600 of them a cut, unreadable hello).
 func TestForkErrorFitsTheHello(t *testing.T) {
@@ -165,7 +167,7 @@ func TestForkErrorFitsTheHello(t *testing.T) {
 	}
 	const send = `import json, sys
 _runblock_fork_failed(json.loads(sys.argv[1]), 1, Exception(json.loads(sys.argv[2])))`
-	conf, err := json.Marshal(forkServerConf{ErrorMax: forkErrorMax})
+	conf, err := json.Marshal(protocol.ForkServerConf{ErrorMax: protocol.ForkErrorMax})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,10 +191,10 @@ _runblock_fork_failed(json.loads(sys.argv[1]), 1, Exception(json.loads(sys.argv[
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(out) > forkHelloMax {
-				t.Errorf("the error takes %d bytes, over forkHelloMax (%d)", len(out), forkHelloMax)
+			if len(out) > protocol.ForkHelloMax {
+				t.Errorf("the error takes %d bytes, over protocol.ForkHelloMax (%d)", len(out), protocol.ForkHelloMax)
 			}
-			var hello forkHello
+			var hello protocol.ForkHello
 			if err := json.Unmarshal(out, &hello); err != nil || !strings.HasPrefix(hello.Error, "fork server: ") {
 				t.Errorf("the error does not read back: %v, %.80q", err, out)
 			}

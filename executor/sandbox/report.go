@@ -1,108 +1,23 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"unicode/utf8"
 
-	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
-// notNamedPath stands for n omitted files not named one by one.
-func notNamedPath(n int) string { return fmt.Sprintf("(%d more files)", n) }
-
-// reportMaxBytes is the most a report collected within lim can take:
-// the files' content in base64, every path escaped, and the rest.
-func reportMaxBytes(lim collectLimits) int64 {
-	const entry = 6*reportMaxPath + 256 // an escaped path, its size, reason and MIME type
-	return 4*(lim.MaxBytes+2)/3 + int64(max(lim.MaxFiles, 0)+reportMaxOmitted+1)*entry + 6*reportMaxError + 4<<10
-}
-
-// bound cuts st to the report's bounds within lim: at most lim.MaxFiles
-// files of lim.MaxBytes in all, paths of reportMaxPath bytes and
-// reportMaxOmitted named omitted files; what is cut is named as omitted.
-func (st *initStatus) bound(lim collectLimits) {
-	st.Error = cutString(st.Error, reportMaxError)
-	var files []executor.File
-	var omitted []executor.OmittedFile
-	left := lim.MaxBytes
-	for _, f := range st.Files {
-		size := int64(len(f.Content))
-		switch {
-		case len(f.Path) > reportMaxPath:
-			omitted = append(omitted, executor.OmittedFile{Path: f.Path, Size: size, Reason: executor.OmitUnreadable})
-		case len(files) >= lim.MaxFiles:
-			omitted = append(omitted, executor.OmittedFile{Path: f.Path, Size: size, Reason: executor.OmitCount})
-		case size > left:
-			omitted = append(omitted, executor.OmittedFile{Path: f.Path, Size: size, Reason: executor.OmitSize})
-		default:
-			left -= size
-			files = append(files, f)
-		}
-	}
-	st.Files = files
-	omitted = append(omitted, st.Omitted...)
-	more := len(omitted) - reportMaxOmitted
-	if more > 0 {
-		omitted = omitted[:reportMaxOmitted]
-	}
-	for i := range omitted {
-		omitted[i].Path = cutString(omitted[i].Path, reportMaxPath)
-		omitted[i].Reason = cutString(omitted[i].Reason, 256)
-	}
-	if more > 0 {
-		omitted = append(omitted, executor.OmittedFile{Path: notNamedPath(more), Reason: executor.OmitNotNamed, Count: more})
-	}
-	st.Omitted = omitted
-}
-
-// cutString cuts s to at most n bytes, at a character boundary where s is
-// UTF-8, ending in "…" when cut.
-func cutString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for i := 0; i < utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-// workDirUnreadable is what a report says of a work dir the init could
-// not list: a run's result, not the service's failure.
-func workDirUnreadable(err error) []executor.OmittedFile {
-	return []executor.OmittedFile{{Path: ".", Reason: executor.OmitUnreadable + ": " + err.Error()}}
-}
-
-// encodeReport is st as the init writes it: bounded within lim (see
-// bound), one JSON line.
-func encodeReport(st initStatus, lim collectLimits) []byte {
-	st.bound(lim)
-	b, err := json.Marshal(st)
-	if err != nil || int64(len(b)) >= reportMaxBytes(lim) {
-		// Not reached: bound keeps every part within reportMaxBytes.
-		n := len(st.Files) + len(st.Omitted)
-		st.Files, st.Omitted = nil, []executor.OmittedFile{{Path: notNamedPath(n), Reason: executor.OmitNotNamed, Count: n}}
-		b, _ = json.Marshal(st)
-	}
-	return append(b, '\n')
-}
-
-// errReportTooLarge: an init's report passed its bound, which encodeReport
-// does not let happen.
+// errReportTooLarge: an init's report passed its bound, which the stage's
+// encodeReport does not let happen.
 var errReportTooLarge = errors.New("the sandbox's report is over its bound")
 
 // readReport reads an init's report from r until EOF or a read error (the
-// service closed it: what came is the report): at most reportMaxBytes of
-// lim, and whatever is past that is read and dropped, so that the init
-// never blocks writing it.
-func readReport(r io.Reader, lim collectLimits) ([]byte, error) {
-	b, _ := io.ReadAll(io.LimitReader(r, reportMaxBytes(lim)+1))
-	if int64(len(b)) > reportMaxBytes(lim) {
+// service closed it: what came is the report): at most
+// protocol.ReportMaxBytes of lim, and whatever is past that is read and
+// dropped, so that the init never blocks writing it.
+func readReport(r io.Reader, lim protocol.CollectLimits) ([]byte, error) {
+	b, _ := io.ReadAll(io.LimitReader(r, protocol.ReportMaxBytes(lim)+1))
+	if int64(len(b)) > protocol.ReportMaxBytes(lim) {
 		io.Copy(io.Discard, r)
 		return nil, errReportTooLarge
 	}

@@ -2,81 +2,26 @@ package sandbox
 
 import (
 	"bytes"
-	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
-// TestReportBounded: whatever the init collected, its report fits
-// reportMaxBytes, reads back, and names what it cut as omitted.
-func TestReportBounded(t *testing.T) {
-	lim := collectLimits{MaxFiles: 4, MaxBytes: 1 << 20}
-	long := strings.Repeat("\x01\xff", reportMaxPath) // escapes to 6 bytes a byte
-	many := func(n int, path string) []executor.OmittedFile {
-		out := make([]executor.OmittedFile, n)
-		for i := range out {
-			out[i] = executor.OmittedFile{Path: path, Reason: executor.OmitCount}
-		}
-		return out
+// TestReadReportBounded: the service reads an init's report whole up to
+// protocol.ReportMaxBytes, and refuses one over it, read to its end (so
+// the init never blocks writing).
+func TestReadReportBounded(t *testing.T) {
+	lim := protocol.CollectLimits{MaxFiles: 4, MaxBytes: 1 << 20}
+	max := int(protocol.ReportMaxBytes(lim))
+	within := bytes.Repeat([]byte("x"), max)
+	if got, err := readReport(bytes.NewReader(within), lim); err != nil || !bytes.Equal(got, within) {
+		t.Fatalf("a report of the bound's size: %d bytes back, %v", len(got), err)
 	}
-	tests := []struct {
-		name      string
-		st        initStatus
-		files     int
-		named     int
-		notNamed  string
-		errPrefix string
-	}{
-		{name: "small", st: initStatus{Files: []executor.File{{Path: "a", Content: []byte("x")}}, Omitted: many(2, "b")}, files: 1, named: 2},
-		{name: "thousands of escaped names", st: initStatus{Omitted: many(5000, long)}, named: reportMaxOmitted, notNamed: notNamedPath(4900)},
-		{name: "files over the caps", st: initStatus{Files: []executor.File{
-			{Path: "a", Content: make([]byte, 1<<20)}, {Path: "b", Content: []byte("b")}, {Path: "c"}, {Path: "d"}, {Path: "e"},
-			{Path: long, Content: []byte("long")},
-		}}, files: 4, named: 2},
-		{name: "long error", st: initStatus{Error: strings.Repeat("\x00", 1<<20)}, errPrefix: "\x00"},
+	r := bytes.NewReader(bytes.Repeat([]byte("x"), max+10))
+	if _, err := readReport(r, lim); err != errReportTooLarge {
+		t.Fatalf("read a report over its bound: %v", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := encodeReport(tt.st, lim)
-			if int64(len(b)) > reportMaxBytes(lim) {
-				t.Fatalf("report of %d bytes, over the bound of %d", len(b), reportMaxBytes(lim))
-			}
-			got, err := readReport(bytes.NewReader(b), lim)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var st initStatus
-			if err := json.Unmarshal(got, &st); err != nil {
-				t.Fatal(err)
-			}
-			named := len(st.Omitted)
-			if tt.notNamed != "" {
-				last := st.Omitted[len(st.Omitted)-1]
-				if last.Path != tt.notNamed || last.Reason != executor.OmitNotNamed {
-					t.Fatalf("last omitted entry %+v, want %q", last, tt.notNamed)
-				}
-				named--
-			}
-			if len(st.Files) != tt.files || named != tt.named {
-				t.Fatalf("%d files and %d named omitted, want %d and %d", len(st.Files), named, tt.files, tt.named)
-			}
-			for _, o := range st.Omitted {
-				// JSON reads each byte that is not UTF-8 back as U+FFFD.
-				if len(o.Path) > 3*reportMaxPath {
-					t.Fatalf("omitted path of %d bytes", len(o.Path))
-				}
-			}
-			if len(st.Error) > reportMaxError || !strings.HasPrefix(st.Error, tt.errPrefix) {
-				t.Fatalf("error of %d bytes: %.20q", len(st.Error), st.Error)
-			}
-		})
+	if r.Len() != 0 {
+		t.Fatalf("%d bytes of a report over its bound left unread", r.Len())
 	}
-	t.Run("over the bound", func(t *testing.T) {
-		huge := bytes.Repeat([]byte("x"), int(reportMaxBytes(lim))+10)
-		if _, err := readReport(bytes.NewReader(huge), lim); err != errReportTooLarge {
-			t.Fatalf("read a report over its bound: %v", err)
-		}
-	})
 }

@@ -3,11 +3,11 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
-	"syscall"
-	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -91,33 +91,11 @@ func seccompFilter() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
-	b := make([]byte, 0, len(raw)*sockFilterSize)
+	b := make([]byte, 0, len(raw)*protocol.SockFilterSize)
 	for _, in := range raw {
 		b = binary.NativeEndian.AppendUint16(b, in.Op)
 		b = append(b, in.Jt, in.Jf)
 		b = binary.NativeEndian.AppendUint32(b, in.K)
 	}
 	return b, nil
-}
-
-// sockFilterSize is the size of one struct sock_filter.
-const sockFilterSize = 8
-
-// loadSeccomp installs prog (see seccompFilter) on the calling thread,
-// which is about to execve. no_new_privs must already be set on it.
-func loadSeccomp(prog []byte) error {
-	if len(prog)%sockFilterSize != 0 {
-		return fmt.Errorf("load seccomp filter: %d bytes is not a whole program", len(prog))
-	}
-	filter := make([]syscall.SockFilter, len(prog)/sockFilterSize)
-	for i := range filter {
-		in := prog[i*sockFilterSize:]
-		filter[i] = syscall.SockFilter{Code: binary.NativeEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.NativeEndian.Uint32(in[4:])}
-	}
-	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return fmt.Errorf("load seccomp filter: %w", errno)
-	}
-	return nil
 }

@@ -1,7 +1,7 @@
-package sandbox
+package stage
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,44 +13,42 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
-// stagingRoot is where stage 1 builds the new root before pivot_root.
+// stagingRoot is where an init builds the new root before pivot_root.
 const stagingRoot = "/tmp"
 
-// Main runs the sandbox stage this process was started as, and exits; in
-// any other process it returns at once. A sandbox re-executes the running
-// binary (/proc/self/exe) as its init, so call Main first thing in main, and
-// in the TestMain of every test binary that starts sandboxes, the way
-// os/exec's tests start their helper processes. New and Doctor refuse to
-// start sandboxes in a process that has not called it.
+// Main runs the stage this process was started as (os.Args[0] names it,
+// see protocol.InitMarker), and exits; in any other process it returns at
+// once. The service's sandbox.Main calls it first thing.
 func Main() {
-	mainCalled.Store(true)
 	if len(os.Args) == 0 {
 		return
 	}
 	switch filepath.Base(os.Args[0]) {
-	case initMarker:
+	case protocol.InitMarker:
 		sandboxInit()
-	case lockerMarker:
+	case protocol.LockerMarker:
 		sandboxLocker()
-	case forkServerMarker:
+	case protocol.ForkServerMarker:
 		sandboxForkServer()
 	}
 }
 
-func readSpec() stageSpec {
-	var spec stageSpec
-	if len(os.Args) <= stageArgSpec {
-		die(fdStatus, errors.New("missing stage spec"))
+func readSpec() protocol.StageSpec {
+	var spec protocol.StageSpec
+	if len(os.Args) <= protocol.ArgSpec {
+		die(protocol.FDStatus, errors.New("missing stage spec"))
 	}
-	if err := json.Unmarshal([]byte(os.Args[stageArgSpec]), &spec); err != nil {
-		die(fdStatus, fmt.Errorf("decode stage spec: %w", err))
+	if err := json.Unmarshal([]byte(os.Args[protocol.ArgSpec]), &spec); err != nil {
+		die(protocol.FDStatus, fmt.Errorf("decode stage spec: %w", err))
 	}
 	return spec
 }
@@ -58,47 +56,57 @@ func readSpec() stageSpec {
 // die reports a setup failure on fd and exits.
 func die(fd int, err error) {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	if fd == fdInitStatus {
-		syscall.Write(fd, encodeReport(initStatus{Error: msg}, collectLimits{}))
+	if fd == protocol.FDInitStatus {
+		syscall.Write(fd, encodeReport(protocol.InitStatus{Error: msg}, protocol.CollectLimits{}))
 	} else {
 		syscall.Write(fd, []byte("error: "+msg+"\n"))
 	}
 	os.Exit(1)
 }
 
-// sandboxInit is stage 1, PID 1 of fresh user, mount, PID, network, IPC,
-// UTS and cgroup namespaces, running as the namespace's root. It builds
-// the minimal root, locks its thread down and forks python from it as the
-// unprivileged sandbox uid, accounts the run's memory, reaps every process,
-// and reports how python ended. When it exits, the kernel kills whatever is
-// left in the PID namespace.
+// sandboxInit is a cold run's init, PID 1 of fresh user, mount, PID,
+// network, IPC, UTS and cgroup namespaces, running as the namespace's
+// root. It builds the minimal root, locks its thread down and forks python
+// from it as the unprivileged sandbox uid, accounts the run's memory,
+// reaps every process, and reports how python ended. When it exits, the
+// kernel kills whatever is left in the PID namespace.
 func sandboxInit() {
 	runtime.LockOSThread()
 	spec := setUpInit()
 	// Python gains no capabilities by being uid 0 (when the sandbox uid is
 	// the namespace's root): it cannot reach the init either.
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("securebits: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("securebits: %w", err))
 	}
 	// Before seccomp, which denies netlink sockets: the run's own network
 	// namespace's sock_diag, for its socket buffers (see socketDiag).
 	diag, err := openSocketDiag()
 	if err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	// Before seccomp, which denies memfd_create: the device of shared
 	// anonymous memory, for the run's precise memory count (see countRun).
 	shmemDevice()
+	// The work dir and its shared memory tmpfs, whose use the run's memory
+	// count reads, as the fork server's init holds a forked run's.
+	work, err := unix.Open(policy.WorkDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("open the work dir: %w", err))
+	}
+	shm, err := unix.Open(policy.WorkDir+"/"+policy.ShmDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("open the shared memory tmpfs: %w", err))
+	}
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
 	if err := lockThread(spec); err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	// syscall.ForkExec, not os.StartProcess: the latter first probes pidfd
 	// support by forking a throwaway child, once per process, so per run.
 	cred := &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups}
-	files := []uintptr{0, 1, 2, fdRequest, fdStatus}
+	files := []uintptr{0, 1, 2, protocol.FDRequest, protocol.FDStatus}
 	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
@@ -106,23 +114,60 @@ func sandboxInit() {
 		Sys:   &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setsid: true},
 	})
 	if err != nil {
-		die(fdInitStatus, fmt.Errorf("start python: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("start python: %w", err))
 	}
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	st, err := superviseRun(pid, spec.MemoryBytes, newSocketDiag(diag))
+	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, fmt.Errorf("pidfd_open: %w", err))
+	}
+	w := watch{pidfd: pidfd, lifeline: -1, idle: int(policy.MemoryPoll.Milliseconds()), limit: spec.MemoryBytes,
+		memory: &counter{diag: newSocketDiag(diag), work: work, shm: shm, init: "1"}}
+	st, err := w.supervise(coldRun{python: pid}, nil)
+	if err != nil {
+		die(protocol.FDInitStatus, err)
 	}
 	finishRun(st, spec.Collect)
 }
+
+// coldRun is a run started from scratch, as its init supervises it: the
+// init is python's parent and PID 1 of the run, and reaps python and the
+// run's orphans (at least every policy.MemoryPoll, not only when a
+// SIGCHLD happens to interrupt its wait).
+type coldRun struct {
+	python int
+}
+
+func (r coldRun) end(bool) (unix.WaitStatus, bool, error) {
+	for {
+		var ws unix.WaitStatus
+		reaped, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("wait: %w", err)
+		}
+		if reaped <= 0 {
+			return 0, false, nil
+		}
+		if reaped == r.python {
+			return ws, true, nil
+		}
+	}
+}
+
+// kill kills every process of the namespace but the init; finishRun reaps
+// them.
+func (coldRun) kill() { unix.Kill(-1, unix.SIGKILL) }
 
 // finishRun ends an init whose python is done: kills whatever it left
 // running, so nothing changes the work dir while its files are read,
 // reaps, collects the files (none when collect.MaxFiles is 0) and reports;
 // then exits.
-func finishRun(st initStatus, collect collectLimits) {
+func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 	unix.Kill(-1, unix.SIGKILL)
 	for {
 		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
@@ -131,33 +176,34 @@ func finishRun(st initStatus, collect collectLimits) {
 	}
 	if collect.MaxFiles > 0 {
 		var err error
-		if st.Files, st.Omitted, err = collectFiles(policy.WorkDir, collect); err != nil {
+		if st.Files, st.Omitted, err = CollectFiles(policy.WorkDir, collect); err != nil {
 			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
-	syscall.Write(fdInitStatus, encodeReport(st, collect))
+	syscall.Write(protocol.FDInitStatus, encodeReport(st, collect))
 	os.Exit(0)
 }
 
 // setUpInit is what an init (a cold run's, the fork server's) does first:
 // it reads its spec, builds the minimal root and names the host.
-func setUpInit() stageSpec {
-	// Python inherits 0 to 4 only: not the init's report (fd 5), nor
-	// anything the service inherited.
-	if err := closeOnExecFrom(fdInitStatus); err != nil {
-		die(fdInitStatus, err)
-	}
+func setUpInit() protocol.StageSpec {
 	// Not dumpable: a snippet of the same uid (a service that is not root)
 	// cannot open the init's descriptors through /proc/1/fd.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		die(fdInitStatus, fmt.Errorf("set not dumpable: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("set not dumpable: %w", err))
 	}
 	spec := readSpec()
 	if err := buildRoot(spec); err != nil {
-		die(fdInitStatus, err)
+		die(protocol.FDInitStatus, err)
 	}
 	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
-		die(fdInitStatus, fmt.Errorf("sethostname: %w", err))
+		die(protocol.FDInitStatus, fmt.Errorf("sethostname: %w", err))
+	}
+	// After the mounts, as on the fork path (policy.Lockdown): python
+	// inherits 0 to 4 only, not the init's report (fd 5) nor anything the
+	// service inherited. Until python starts, nothing else runs here.
+	if err := closeOnExecFrom(protocol.FDInitStatus); err != nil {
+		die(protocol.FDInitStatus, err)
 	}
 	return spec
 }
@@ -187,222 +233,10 @@ func closeOnExecFrom(fd int) error {
 	return nil
 }
 
-// superviseRun reaps every process of the sandbox until python (pid) ends,
-// and, when limit > 0, accounts the run's memory (see policy.MemoryPoll),
-// its socket buffers through diag, and kills every process past it.
-func superviseRun(pid int, limit int64, diag *socketDiag) (initStatus, error) {
-	var st initStatus
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return st, fmt.Errorf("pidfd_open: %w", err)
-	}
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	// Orphans are reaped at least every MemoryPoll, not only when a
-	// SIGCHLD happens to interrupt the poll.
-	wait := int(policy.MemoryPoll.Milliseconds())
-	if limit > 0 {
-		wait = 0 // account at once
-	}
-	for {
-		for {
-			var ws unix.WaitStatus
-			reaped, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				return st, fmt.Errorf("wait: %w", err)
-			}
-			if reaped <= 0 {
-				break
-			}
-			if reaped == pid {
-				st.setEnd(ws)
-				if limit > 0 && !st.Memory {
-					used, _ := runMemory(diag, limit)
-					st.countEnd(used, limit)
-				}
-				return st, nil
-			}
-		}
-		n, err := unix.Poll(fds, wait)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return st, fmt.Errorf("poll: %w", err)
-		}
-		if n != 0 || limit == 0 || st.Memory {
-			continue
-		}
-		used, recounted := runMemory(diag, limit)
-		st.Peak = max(st.Peak, used)
-		if used > limit {
-			st.Memory = true
-			unix.Kill(-1, unix.SIGKILL) // every process of the namespace but the init
-			wait = -1
-			continue
-		}
-		wait = memoryWait(limit, used)
-		if recounted {
-			wait = int(policy.MemoryPollMin.Milliseconds()) // spared by the recount: look again soon
-		}
-	}
-}
-
-// setEnd records how python ended.
-func (st *initStatus) setEnd(ws unix.WaitStatus) {
-	st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
-	if ws.Signaled() {
-		st.Signal = int(ws.Signal())
-	}
-}
-
-// countEnd records the count of what a run holds once python ended (its
-// work dir and shared memory tmpfs, and what its other processes still
-// hold, before they are killed): past limit, the run gets the memory
-// verdict though python exited on its own. A snippet that goes past its
-// limit and exits before the next count must not succeed.
-func (st *initStatus) countEnd(used, limit int64) {
-	st.Peak = max(st.Peak, used)
-	st.Memory = used > limit
-}
-
-// memoryWait is how long the run may go unaccounted, in milliseconds:
-// until it could have allocated what is left at policy.MemoryRate.
-func memoryWait(limit, used int64) int {
-	next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
-	return int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
-}
-
-// runMemory is what the run holds (see countRun): the memory of every
-// thread group in the PID namespace but the init's, the use of the work
-// dir and its shared memory tmpfs, and the buffers of the network
-// namespace's sockets (diag).
-func runMemory(diag *socketDiag, limit int64) (used int64, recounted bool) {
-	held, _ := diag.memory() // 0 where the kernel has no unix_diag
-	for _, dir := range []string{policy.WorkDir, policy.WorkDir + "/" + policy.ShmDir} {
-		var fs unix.Statfs_t
-		if unix.Statfs(dir, &fs) == nil {
-			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
-		}
-	}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return held, false
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	var pids []string
-	for _, name := range names {
-		if name != "1" && name[0] >= '0' && name[0] <= '9' {
-			pids = append(pids, name)
-		}
-	}
-	total, _, recounted := countRun(held, pids, limit)
-	return total, recounted
-}
-
-// countRun is the memory of a run that holds held (the use of its tmpfs
-// and its socket buffers) and the thread groups pids; !complete when one
-// of them could not be read. Their resident anonymous and shared memory
-// is cheap to read but counts a shared page in every process that maps it,
-// and a page of the run's tmpfs again in each of its mappings; so past
-// limit the run is counted again by the proportional share of each mapping
-// (see smapsShare), which counts every page once. That walks the page
-// tables, and is done only where the cheap count would kill (recounted);
-// a run it spares is close to its limit as its tmpfs fills (it counts its
-// mapped pages once, by its use), so is counted again soon after.
-func countRun(held int64, pids []string, limit int64) (total int64, complete, recounted bool) {
-	buf := make([]byte, 4096)
-	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
-	resident := make([]int64, len(pids))
-	total, complete = held, true
-	for i, pid := range pids {
-		n, ok := groupMemory("/proc/"+pid, "status", rss)
-		resident[i] = n
-		total += n
-		complete = complete && ok
-	}
-	shmem, err := shmemDevice()
-	if total <= limit || err != nil {
-		return total, complete, false // where err != nil, the resident count: never below the share
-	}
-	share := func(path string) (int64, bool, bool) { return smapsShare(path, shmem) }
-	total = held
-	for i, pid := range pids {
-		n, ok := groupMemory("/proc/"+pid, "smaps", share)
-		if !ok {
-			n = resident[i] // a process the count may not read (not dumpable) counts all it holds
-		}
-		total += n
-	}
-	return total, complete, true
-}
-
-// rssKeys are the lines of /proc/PID/status that the cheap count sums
-// (hugetlb pages are in neither Rss line).
-var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:"), []byte("HugetlbPages:")}
-
-// A memoryFile reads the memory in the /proc file at path of one process:
-// found, that the file shows the process's memory (a zombie's does not);
-// !ok when it exists but cannot be read.
-type memoryFile func(path string) (n int64, found, ok bool)
-
-// groupMemory reads file of the thread group at dir (/proc/PID) with
-// read; !ok when it exists but cannot be read. A
-// leader that exited while its other threads run is a zombie whose own
-// files show no memory (its mm is gone from it, not from the group): then
-// the first live thread's file under dir/task counts, as threads share one
-// mm.
-func groupMemory(dir, file string, read memoryFile) (int64, bool) {
-	n, found, ok := read(dir + "/" + file)
-	if found || !ok {
-		return n, ok
-	}
-	d, err := os.Open(dir + "/task")
-	if err != nil {
-		return 0, true // gone
-	}
-	tids, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, tid := range tids {
-		if n, found, ok = read(dir + "/task/" + tid + "/" + file); found || !ok {
-			return n, ok
-		}
-	}
-	return 0, true // a zombie, or gone
-}
-
-// memoryLines sums the lines of keys (in kB) in a /proc file; found: any
-// of them is there (not in a zombie's file); !ok when it exists but cannot
-// be read.
-func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-		return 0, false, true // gone
-	}
-	if err != nil {
-		return 0, false, false
-	}
-	n, _ := unix.Read(fd, buf)
-	unix.Close(fd)
-	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
-		for _, key := range keys {
-			if bytes.HasPrefix(line, key) {
-				found = true
-				f := bytes.Fields(line)
-				if len(f) >= 2 {
-					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
-					kB += v
-				}
-			}
-		}
-	}
-	return kB << 10, found, true
-}
-
 // buildRoot mounts a tmpfs root holding read-only binds of what python
 // needs, a minimal /dev, a fresh /proc, a size-limited work dir, and
 // pivots into it. Nothing else of the host stays reachable.
-func buildRoot(spec stageSpec) error {
+func buildRoot(spec protocol.StageSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -591,19 +425,19 @@ func bindReadOnly(src, dst string, flags uintptr) error {
 // thread (execve keeps what the calling thread had).
 func sandboxLocker() {
 	runtime.LockOSThread()
-	if err := closeOnExecFrom(fdStatus + 1); err != nil {
-		die(fdStatus, err)
+	if err := closeOnExecFrom(protocol.FDStatus + 1); err != nil {
+		die(protocol.FDStatus, err)
 	}
 	spec := readSpec()
 	if err := lockThread(spec); err != nil {
-		die(fdStatus, err)
+		die(protocol.FDStatus, err)
 	}
 	err := syscall.Exec(spec.Python, append([]string{spec.Python}, spec.Args...), spec.Env)
-	die(fdStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
+	die(protocol.FDStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
 }
 
 // lockThread sets no_new_privs, Landlock and seccomp on the calling thread.
-func lockThread(spec stageSpec) error {
+func lockThread(spec protocol.StageSpec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
@@ -623,7 +457,7 @@ func lockThread(spec stageSpec) error {
 // checks what is really enforced.
 var landlockABI = landlock.V5
 
-func restrictLandlock(set landlockSet) error {
+func restrictLandlock(set protocol.LandlockSet) error {
 	fd, err := landlockRuleset(set)
 	if err != nil || fd < 0 {
 		return err // fd < 0: no Landlock here; the canary run reports it
@@ -637,7 +471,7 @@ func restrictLandlock(set landlockSet) error {
 
 // landlockRuleset makes the ruleset of set, -1 where the kernel has no
 // Landlock. It takes effect by landlock_restrict_self with no flags.
-func landlockRuleset(set landlockSet) (int, error) {
+func landlockRuleset(set protocol.LandlockSet) (int, error) {
 	rules := []landlock.Rule{
 		landlock.PathAccess(llsys.AccessFSReadDir, set.ListDirs...),
 		landlock.RODirs(set.RODirs...).IgnoreIfMissing(),
@@ -655,4 +489,23 @@ func landlockRuleset(set landlockSet) (int, error) {
 		return -1, fmt.Errorf("landlock: the ruleset needs restrict flags %#x", flags)
 	}
 	return fd, nil
+}
+
+// loadSeccomp installs prog (see seccompFilter) on the calling thread,
+// which is about to execve. no_new_privs must already be set on it.
+func loadSeccomp(prog []byte) error {
+	if len(prog)%protocol.SockFilterSize != 0 {
+		return fmt.Errorf("load seccomp filter: %d bytes is not a whole program", len(prog))
+	}
+	filter := make([]syscall.SockFilter, len(prog)/protocol.SockFilterSize)
+	for i := range filter {
+		in := prog[i*protocol.SockFilterSize:]
+		filter[i] = syscall.SockFilter{Code: binary.NativeEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.NativeEndian.Uint32(in[4:])}
+	}
+	fprog := syscall.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return fmt.Errorf("load seccomp filter: %w", errno)
+	}
+	return nil
 }

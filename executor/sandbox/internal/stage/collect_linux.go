@@ -1,4 +1,4 @@
-package sandbox
+package stage
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,23 +30,23 @@ func openBeneath(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
-// collectFiles reads the regular files beneath dir, scratch names left
+// CollectFiles reads the regular files beneath dir, scratch names left
 // out, in the order they appeared, within lim. It runs where every process
 // of the snippet is dead: in the init, inside the sandbox's own mount
 // namespace (it sees what the snippet saw, nothing of the host), or in the
 // service on a host work dir, where openat2 keeps it beneath dir.
-func collectFiles(dir string, lim collectLimits) ([]executor.File, []executor.OmittedFile, error) {
+func CollectFiles(dir string, lim protocol.CollectLimits) ([]executor.File, []executor.OmittedFile, error) {
 	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer unix.Close(root)
-	return collectFilesAt(root, lim)
+	return collectAt(root, lim)
 }
 
-// collectFilesAt is collectFiles of the directory open as root (a forked
+// collectAt is CollectFiles of the directory open as root (a forked
 // run's work dir, held open by the fork server's init past the run's end).
-func collectFilesAt(root int, lim collectLimits) ([]executor.File, []executor.OmittedFile, error) {
+func collectAt(root int, lim protocol.CollectLimits) ([]executor.File, []executor.OmittedFile, error) {
 	var found []candidate
 	var omitted []executor.OmittedFile
 	budget := 4 * policy.WorkInodes // entries looked at, at most

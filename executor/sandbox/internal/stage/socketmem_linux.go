@@ -1,4 +1,4 @@
-package sandbox
+package stage
 
 import (
 	"encoding/binary"

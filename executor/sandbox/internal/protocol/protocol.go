@@ -1,0 +1,294 @@
+// Package protocol is the protocol between the service (package sandbox),
+// the sandbox's stages (package stage: this binary re-executed as an init
+// or the locker), the fork server (forkserver.py, in a python its init
+// starts) and python with its guard (guard.py): every descriptor, argv
+// slot and message, with its direction, encoding and bound, declared here
+// and nowhere else. The Python side takes its numbers from here: the fork
+// server from its configuration (ForkServerConf), the guard from the
+// protocol lines of guard.py, which the sandbox's TestPythonProtocol holds
+// to these declarations (as it holds the keys forkserver.py reads of its
+// configuration to ForkServerConf's).
+//
+// A run started from scratch (spawn):
+//
+//	service → stage   argv[0]       InitMarker or LockerMarker: which stage
+//	service → stage   argv[1]       StageSpec, JSON (ArgSpec)
+//	stage → python    argv          policy.PythonFlags, -c guardLoader, the
+//	                                guard's size (LoaderArg), GuardArgv
+//	service → python  FDRequest     the compiled guard (its size in bytes is
+//	                                LoaderArg), then the request
+//	                                (the service's encodeRequest), until EOF
+//	python → service  FDStatus      lines: StatusReady once the guard is in
+//	                                place, StatusStarted once the request is
+//	                                in; the locker's "error: ..." (die); at
+//	                                most StatusMax bytes are read
+//	init → service    FDInitStatus  InitStatus, one JSON line (a setup error,
+//	                                or how python ended and its files); at
+//	                                most ReportMaxBytes; python never holds it
+//
+// Python gets descriptors 0 to 4 (stdin, stdout, stderr, FDRequest,
+// FDStatus) and the guard closes FDRequest and FDStatus before the snippet
+// runs; every descriptor from FDInitStatus on is closed in python (the
+// stages mark them close-on-exec; the guard closes them where there is no
+// stage). Nothing python writes decides its verdict: that comes from the
+// wait status, the init's report or the sandbox process's own.
+//
+// The fork server (the service's forkServer.launch):
+//
+//	service → its init     argv[0]  ForkServerMarker; argv[1] StageSpec
+//	init → fork server     argv     -c forkServerLoader, the compiled guard
+//	                                in hex (LoaderArg), then GuardArgv with
+//	                                ForkServerConf, JSON, at GuardArgConfig
+//	service → its init     FDForkControl  SOCK_SEQPACKET: one ForkRun per
+//	                                datagram (JSON, at most ForkRequestMax)
+//	                                with RunFDs descriptors (below)
+//	init → fork server     FDForkControl  the same datagram, with python's
+//	                                descriptors, a back channel and the
+//	                                lifeline (RunReport is replaced by the
+//	                                back channel's end)
+//	fork server → service  FDStatus StatusReady
+//	init → service         FDInitStatus   InitStatus when the fork server ends
+//
+// A forked run's descriptors, in the order of a ForkRun's: python's 0 to 4
+// (RunPythonFDs), then RunReport (the service reads the run's InitStatus
+// from it; the fork server's init keeps it and gives the fork server a back
+// channel in its place) and RunLifeline (closed by the service to kill the
+// run; the run's PID 1 holds it too). On the back channel python sends its
+// hello (ForkHello, JSON, one datagram of at most ForkHelloMax bytes, with
+// its credentials, its work dir and a sock_diag socket) and the init
+// answers "{}" with the Landlock ruleset, or python sends ForkHello.Error
+// (ForkErrorMax characters at most) when its run could not be made.
+package protocol
+
+import (
+	"fmt"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// The executor re-executes its own binary (/proc/self/exe) as the sandbox.
+// os.Args[0] tells the stage; os.Args[ArgSpec] carries the StageSpec
+// as JSON.
+const (
+	InitMarker   = "runblock-sandbox-init"   // PID 1 of the namespaces: builds the root, forks python
+	LockerMarker = "runblock-sandbox-locker" // without namespaces: locks itself down, execs python
+	// The fork server's init: PID 1 of its namespaces; builds the root,
+	// starts the fork server, supervises the forked runs.
+	ForkServerMarker = "runblock-sandbox-forkserver"
+	ArgSpec          = 1
+)
+
+// File descriptors shared by the stages and the guard (see guard.py). The
+// stages mark every other descriptor close-on-exec; python gets 0 to 4, and
+// the guard closes 3 and 4 before the snippet runs. Nothing the snippet can
+// write decides its verdict: that comes from the wait status (the init's
+// report, which python never holds, or the sandbox process's own).
+const (
+	FDRequest    = 3 // read end: the snippet's source
+	FDStatus     = 4 // write end: guard's "ready", "started"; the locker's "error: ..."
+	FDInitStatus = 5 // write end: the init's setup error or python's end (JSON); never python's
+	// FDForkControl is the fork server's control socket, in its init and
+	// in the fork server: FDRequest's place.
+	FDForkControl = FDRequest
+)
+
+// The status pipe's lines (FDStatus), each ended by "\n".
+const (
+	StatusReady   = "ready"   // the guard is in place, the preloads imported
+	StatusStarted = "started" // the request is in: the snippet runs
+	// StatusMax bounds what the service reads of the status pipe.
+	StatusMax = 64 << 10
+)
+
+// Python's argv after `python <policy.PythonFlags> -c <loader>`: the
+// loader takes argv[LoaderArg] (the guard's size, or the guard in hex) and
+// pops it, and the guard reads the rest at these slots (GuardArgv).
+const (
+	LoaderArg = 1
+	// GuardArgConfig is the run's rlimits ("resource:limit,..."), or in
+	// "forkserver" mode the fork server's configuration (ForkServerConf).
+	GuardArgConfig    = 1
+	GuardArgMode      = 2 // "isolated", "strict" or "forkserver", with "+unguarded" in tests
+	GuardArgFontCache = 3 // matplotlib's font cache directory, or ""
+	GuardArgPreload   = 4 // modules to import before "ready", comma-separated, or ""
+	GuardArgSite      = 5 // and on: site directories added to sys.path
+)
+
+// GuardArgv is the guard's argv from argv[GuardArgConfig] on, each
+// argument at its slot.
+func GuardArgv(config, mode, fontCache, preload string, site []string) []string {
+	argv := make([]string, GuardArgSite, GuardArgSite+len(site))
+	argv[GuardArgConfig], argv[GuardArgMode], argv[GuardArgFontCache], argv[GuardArgPreload] = config, mode, fontCache, preload
+	return append(argv, site...)[GuardArgConfig:]
+}
+
+// StageSpec is everything the stages need, passed from the service.
+type StageSpec struct {
+	Python string   `json:"python"` // real interpreter path
+	Args   []string `json:"args"`   // argv after argv[0]
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"` // python's working directory
+
+	// The init (namespaces) only.
+	Binds     []string          `json:"binds,omitempty"`    // read-only binds at the same path
+	Files     []string          `json:"files,omitempty"`    // read-only file binds at the same path
+	Symlinks  map[string]string `json:"symlinks,omitempty"` // e.g. /bin -> usr/bin
+	WorkBytes int64             `json:"work_bytes,omitempty"`
+	ShmBytes  int64             `json:"shm_bytes,omitempty"` // size of the shared memory tmpfs (see policy.ShmDir)
+	// MemoryBytes bounds the whole run, accounted by the init (0: not).
+	MemoryBytes int64         `json:"memory_bytes,omitempty"`
+	UID         int           `json:"uid"`
+	GID         int           `json:"gid"`
+	SetGroups   bool          `json:"set_groups"`
+	FontCache   string        `json:"font_cache,omitempty"` // host dir bound read-only at policy.FontCacheDir
+	Collect     CollectLimits `json:"collect"`              // what the init sends back of the work dir
+
+	// Every stage.
+	Landlock *LandlockSet `json:"landlock,omitempty"`
+	Seccomp  []byte       `json:"seccomp,omitempty"` // assembled filter: SockFilterSize bytes an instruction
+}
+
+// SockFilterSize is the size of one struct sock_filter. StageSpec.Seccomp
+// is the kernel's struct sock_filter array in native byte order (base64 in
+// JSON), assembled once in the service: as JSON objects its instructions
+// doubled the time every init spends decoding its spec.
+const SockFilterSize = 8
+
+type LandlockSet struct {
+	ListDirs []string `json:"list_dirs"` // readdir only, inherited below
+	RODirs   []string `json:"ro_dirs"`
+	RWDirs   []string `json:"rw_dirs"`
+	ROFiles  []string `json:"ro_files"`
+	RWFiles  []string `json:"rw_files"`
+}
+
+// InitStatus is the init's report on FDInitStatus: how python ended, and the files
+// left in the work dir once every process in the sandbox is dead.
+type InitStatus struct {
+	Error    string                 `json:"error,omitempty"`
+	Exited   bool                   `json:"exited"`
+	ExitCode int                    `json:"exit_code"`
+	Signal   int                    `json:"signal"`
+	Files    []executor.File        `json:"files,omitempty"`
+	Omitted  []executor.OmittedFile `json:"omitted,omitempty"`
+	// Memory: the init killed the run past its memory limit. Peak is the
+	// most it accounted.
+	Memory bool  `json:"memory,omitempty"`
+	Peak   int64 `json:"peak,omitempty"`
+}
+
+// The init's report (InitStatus, one JSON line on FDInitStatus) is bounded
+// by construction, whatever the snippet left in its work dir: the init
+// cuts it to these bounds before it writes it (the stage's encodeReport)
+// and the service reads no more than ReportMaxBytes of it (readReport). A
+// snippet's thousands of files or long, escaped names come back as
+// omitted files, named one by one up to ReportMaxOmitted and counted
+// past it; never as a report the service cannot read.
+const (
+	// ReportMaxOmitted is how many omitted files the report names one by
+	// one; one more entry (executor.OmitNotNamed) counts the rest.
+	ReportMaxOmitted = 100
+	// ReportMaxPath bounds a path in the report, in bytes before JSON
+	// escaping (which takes up to 6 bytes a byte): a longer omitted path
+	// is cut, a returned file with a longer path is omitted.
+	ReportMaxPath = 8 << 10
+	// ReportMaxError bounds the init's error message.
+	ReportMaxError = 4 << 10
+)
+
+// ReportMaxBytes is the most a report collected within lim can take:
+// the files' content in base64, every path escaped, and the rest.
+func ReportMaxBytes(lim CollectLimits) int64 {
+	const entry = 6*ReportMaxPath + 256 // an escaped path, its size, reason and MIME type
+	return 4*(lim.MaxBytes+2)/3 + int64(max(lim.MaxFiles, 0)+ReportMaxOmitted+1)*entry + 6*ReportMaxError + 4<<10
+}
+
+// NotNamedPath stands for n omitted files not named one by one: the path
+// of the report's last omitted entry (executor.OmitNotNamed) past
+// ReportMaxOmitted.
+func NotNamedPath(n int) string { return fmt.Sprintf("(%d more files)", n) }
+
+// CollectLimits bound what is read back of a work dir: the count and total
+// size of regular files. The collector reads up to twice the configured
+// caps, so that input files the snippet left unchanged (dropped afterwards)
+// do not crowd out its own; the service applies the caps themselves.
+type CollectLimits struct {
+	MaxFiles int   `json:"max_files"`
+	MaxBytes int64 `json:"max_bytes"`
+}
+
+// ForkServerConf is the fork server's configuration (forkserver.py), at
+// GuardArgConfig: the policy, for the mechanics there to apply, and the
+// protocol's numbers it uses.
+type ForkServerConf struct {
+	CloneFlags  uintptr `json:"clone_flags"`
+	SysClone    int     `json:"sys_clone"` // clone(2)'s number here
+	Seccomp     string  `json:"seccomp"`   // hex of the assembled filter
+	ProcOptions string  `json:"proc_options"`
+	WorkDir     string  `json:"work_dir"`
+	ShmDir      string  `json:"shm_dir"`
+	WorkInodes  int     `json:"work_inodes"`
+	WorkNoExec  bool    `json:"work_noexec"`
+	UID         int     `json:"uid"`
+	IDBase      int     `json:"id_base"`
+
+	// The protocol's numbers, from the declarations below.
+	ControlFD    int    `json:"control_fd"`     // FDForkControl
+	StatusFD     int    `json:"status_fd"`      // FDStatus
+	Ready        string `json:"ready"`          // StatusReady
+	RequestMax   int    `json:"request_max"`    // ForkRequestMax: the most a run request takes
+	RunFDs       int    `json:"run_fds"`        // RunFDs: descriptors of a run request
+	RunPythonFDs int    `json:"run_python_fds"` // RunPythonFDs: python's 0 to 4, first of a run's descriptors
+	RunBack      int    `json:"run_back"`       // RunReport: the back channel to the init, in the fork server
+	RunLifeline  int    `json:"run_lifeline"`   // RunLifeline
+	HelloMax     int    `json:"hello_max"`      // ForkHelloMax: one datagram on the back channel
+	ErrorMax     int    `json:"error_max"`      // ForkErrorMax
+}
+
+// ForkRlimit is one of a run's rlimits, which the run's python sets as
+// soft = hard, the last step of its lockdown (forkserver.py).
+type ForkRlimit struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+// ForkRun is the message that asks the fork server for one run.
+type ForkRun struct {
+	Rlimits   []ForkRlimit  `json:"rlimits"`
+	Memory    int64         `json:"memory"` // bound of the whole run, accounted by its init
+	WorkBytes int64         `json:"work_bytes"`
+	Prefault  bool          `json:"prefault"` // a pre-forked run: copy the shared pages before "ready"
+	Slot      int           `json:"slot"`     // the snippet's uid slot, -1: none (the service is not root)
+	Collect   CollectLimits `json:"collect"`
+}
+
+// Descriptors of a run request, as the service sends them (see the
+// service's forkServer.fork): python's 0 to 4, then the init's report,
+// which stays with the fork server's init, and the lifeline, which the
+// run's PID 1 holds as well.
+const (
+	// ForkRequestMax bounds a run request (ForkRun, JSON) on the control
+	// socket, and the fork server's (forkserver.py) read of it.
+	ForkRequestMax = 64 << 10
+	RunPythonFDs   = 5 // python's 0 to 4
+	RunReport      = RunPythonFDs
+	RunLifeline    = RunReport + 1
+	RunFDs         = RunLifeline + 1
+)
+
+const (
+	// ForkHelloMax bounds a datagram on a run's back channel: python's
+	// hello, the init's answer.
+	ForkHelloMax = 4096
+	// ForkErrorMax is how many characters of its error forkserver.py
+	// sends in a hello: JSON in UTF-8 takes at most 6 bytes each, so they
+	// fit in ForkHelloMax (TestForkErrorFitsTheHello).
+	ForkErrorMax = 600
+)
+
+// ForkHello is what a forked python says on its back channel once it
+// mounted its /proc and work dir, with its credentials (its pid, as this
+// init sees it) and its work dir; or why it could not.
+type ForkHello struct {
+	Error string `json:"error,omitempty"`
+}

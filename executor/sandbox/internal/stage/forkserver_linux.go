@@ -1,0 +1,331 @@
+package stage
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"golang.org/x/sys/unix"
+)
+
+// sandboxForkServer is the fork server's init: PID 1 of its namespaces,
+// root of its user namespace. It builds the minimal root as a run's init
+// does and starts python as the fork server, not locked down (it makes
+// each run's namespaces). Then it is every forked run's init: the service
+// asks it for runs on the control socket (protocol.FDForkControl), it
+// passes each on to the fork server and supervises what comes back
+// (superviseFork). When the fork server ends it reports how, and
+// everything in the namespaces dies with it.
+func sandboxForkServer() {
+	spec := setUpInit()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("fork server socket: %w", err))
+	}
+	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{0, 1, 2, protocol.FDForkControl: uintptr(pair[1]), protocol.FDStatus: protocol.FDStatus},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true},
+	})
+	if err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("start python: %w", err))
+	}
+	unix.Close(pair[1])
+	unix.Close(protocol.FDStatus)
+	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock)
+	var st protocol.InitStatus
+	for {
+		var ws unix.WaitStatus
+		reaped, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			die(protocol.FDInitStatus, fmt.Errorf("wait: %w", err))
+		}
+		if reaped == pid {
+			setEnd(&st, ws)
+			break
+		}
+	}
+	finishRun(st, protocol.CollectLimits{})
+}
+
+// serveForks takes run requests from the service on ctl, hands python's
+// descriptors and a back channel to the fork server (zygote), and
+// supervises each run. When the service closes ctl, it kills the fork
+// server.
+func serveForks(ctl, zygote int, landlock *protocol.LandlockSet) {
+	buf := make([]byte, protocol.ForkRequestMax)
+	oob := make([]byte, unix.CmsgSpace(protocol.RunFDs*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			unix.Kill(-1, unix.SIGKILL) // the service is gone
+			os.Exit(1)
+		}
+		fds := receivedFDs(oob[:oobn])
+		var run protocol.ForkRun
+		if len(fds) != protocol.RunFDs || json.Unmarshal(buf[:n], &run) != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			continue
+		}
+		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
+		buf = make([]byte, protocol.ForkRequestMax)
+	}
+}
+
+// receivedFDs are the descriptors in a message's control data.
+func receivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if got, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds
+}
+
+// superviseFork runs one forked run: asks the fork server for it, waits
+// for python's hello, then supervises it as a cold run's init does its own
+// (watch.supervise): accounts the run's memory, and when python ends kills
+// the run, collects the files left in its work dir and reports how python
+// ended on the report descriptor, which python never held. When the
+// service closes the lifeline it kills the run without a report.
+func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet) {
+	report, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
+	defer unix.Close(report)
+	defer unix.Close(lifeline)
+	fail := func(err error) {
+		syscall.Write(report, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
+	}
+	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fail(fmt.Errorf("back channel: %w", err))
+		return
+	}
+	defer unix.Close(back[0])
+	if err := unix.SetsockoptInt(back[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		fail(fmt.Errorf("back channel: %w", err))
+		return
+	}
+	// The run's PID 1 holds the lifeline too, and ends the run when it
+	// closes: nothing of a run outlives the service's hold on it.
+	err = unix.Sendmsg(zygote, msg, unix.UnixRights(append(fds[:protocol.RunPythonFDs:protocol.RunPythonFDs], back[1], lifeline)...), nil, 0)
+	for _, fd := range append(fds[:protocol.RunPythonFDs:protocol.RunPythonFDs], back[1]) {
+		unix.Close(fd)
+	}
+	if err != nil {
+		fail(fmt.Errorf("ask the fork server: %w", err))
+		return
+	}
+	wait := []unix.PollFd{{Fd: int32(back[0]), Events: unix.POLLIN}, {Fd: int32(lifeline), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(wait, -1); err != nil && !errors.Is(err, unix.EINTR) {
+			fail(fmt.Errorf("wait for python's hello: %w", err))
+			return
+		}
+		if wait[0].Revents != 0 {
+			break
+		}
+		if wait[1].Revents != 0 {
+			return // killed before python said hello
+		}
+	}
+	buf := make([]byte, protocol.ForkHelloMax)
+	oob := make([]byte, unix.CmsgSpace(2*4)+unix.CmsgSpace(unix.SizeofUcred))
+	n, oobn, _, _, err := unix.Recvmsg(back[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		fail(fmt.Errorf("the fork failed before python said hello: %v", err))
+		return
+	}
+	var hello protocol.ForkHello
+	if err := json.Unmarshal(buf[:n], &hello); err != nil || hello.Error != "" {
+		fail(fmt.Errorf("fork server: %s", cmp.Or(hello.Error, fmt.Sprint(err))))
+		return
+	}
+	var cred *unix.Ucred
+	work, diag := -1, -1
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if c, err := unix.ParseUnixCredentials(&m); err == nil {
+				cred = c
+			}
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				for _, fd := range got {
+					defer unix.Close(fd)
+				}
+				if len(got) == 2 {
+					work, diag = got[0], got[1]
+				}
+			}
+		}
+	}
+	if cred == nil || work < 0 {
+		fail(errors.New("python's hello came without its credentials, work dir or sock_diag socket"))
+		return
+	}
+	// Opened before the snippet exists: the mount python made.
+	shm, err := unix.Openat(work, policy.ShmDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fail(fmt.Errorf("open the shared memory tmpfs: %w", err))
+		return
+	}
+	defer unix.Close(shm)
+	python := int(cred.Pid)
+	st, err := superviseForked(python, lifeline, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
+		return answerHello(back[0], python, landlock)
+	})
+	if errors.Is(err, errLifeline) {
+		return
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	if run.Collect.MaxFiles > 0 {
+		if st.Files, st.Omitted, err = collectAt(work, run.Collect); err != nil {
+			st.Files, st.Omitted = nil, workDirUnreadable(err)
+		}
+	}
+	b := encodeReport(st, run.Collect)
+	syscall.Write(report, b)
+	// This init lives on: what collecting many files and writing a large
+	// report took goes back to the system now, not at the runtime's
+	// leisure, so that no run leaves memory behind in it.
+	if len(b) >= 64<<10 {
+		debug.FreeOSMemory()
+	}
+}
+
+// answerHello answers python's hello with its Landlock ruleset (made here
+// with set's paths as python sees them), which python restricts itself
+// with as it locks itself down (forkserver.py). Nothing of the snippet
+// exists yet.
+func answerHello(back, python int, set *protocol.LandlockSet) error {
+	var rights []byte
+	if set != nil {
+		root := fmt.Sprintf("/proc/%d/root", python)
+		in := func(paths []string) []string {
+			out := make([]string, len(paths))
+			for i, p := range paths {
+				out[i] = root + p
+			}
+			return out
+		}
+		ruleset, err := landlockRuleset(protocol.LandlockSet{ListDirs: in(set.ListDirs), RODirs: in(set.RODirs), RWDirs: in(set.RWDirs),
+			ROFiles: in(set.ROFiles), RWFiles: in(set.RWFiles)})
+		if err != nil {
+			return err
+		}
+		if ruleset >= 0 {
+			defer unix.Close(ruleset)
+			rights = unix.UnixRights(ruleset)
+		}
+	}
+	if err := unix.Sendmsg(back, []byte("{}"), rights, nil, 0); err != nil {
+		return fmt.Errorf("answer python's hello: %w", err)
+	}
+	return nil
+}
+
+// forkedRun is a run forked from the fork server, as the fork server's
+// init supervises it: python's pid (in the fork server's PID namespace)
+// and a pidfd of the run's init (python's parent, PID 1 of the run's
+// namespaces, which never reaps python: killing it ends the run).
+type forkedRun struct {
+	python, initfd int
+}
+
+// superviseForked supervises the forked run of python (see
+// watch.supervise), counting its memory with mem (which it completes with
+// the run's init and PID namespace) against limit.
+func superviseForked(python, lifeline int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
+	// Until the run is killed, python's pid, stat file and namespace links
+	// stay its own, even once it ended.
+	pidfd, err := unix.PidfdOpen(python, 0)
+	if err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("pidfd_open python: %w", err)
+	}
+	defer unix.Close(pidfd)
+	init, err := parentOf(python)
+	if err != nil {
+		return protocol.InitStatus{}, err
+	}
+	initfd, err := unix.PidfdOpen(init, 0)
+	if err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("pidfd_open the run's init: %w", err)
+	}
+	defer unix.Close(initfd)
+	if mem.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", python)); err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("python's PID namespace: %w", err)
+	}
+	mem.init = strconv.Itoa(init)
+	w := watch{pidfd: pidfd, lifeline: lifeline, idle: -1, memory: mem, limit: limit}
+	return w.supervise(forkedRun{python: python, initfd: initfd}, start)
+}
+
+// end reads how python ended once it did: a zombie until its init dies,
+// its status is in its stat file.
+func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
+	if !exited {
+		return 0, false, nil
+	}
+	ws, err := exitStatus(r.python)
+	return ws, true, err
+}
+
+// kill kills the run's init, which ends every process of the run, and
+// waits until they are dead.
+func (r forkedRun) kill() {
+	unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0)
+	unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
+}
+
+// parentOf is pid's parent, from its stat file.
+func parentOf(pid int) (int, error) {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 2 {
+		return 0, fmt.Errorf("read the stat of %d: %v", pid, err)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// exitStatus is the wait status of pid, a zombie, from its stat file.
+func exitStatus(pid int) (unix.WaitStatus, error) {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 50 {
+		return 0, fmt.Errorf("read how python ended: %v", err)
+	}
+	code, err := strconv.Atoi(f[49])
+	return unix.WaitStatus(code), err
+}
+
+// statFields are the fields of /proc/PID/stat after the command name: the
+// state first.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), nil
+}

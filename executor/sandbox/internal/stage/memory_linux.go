@@ -1,0 +1,240 @@
+package stage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// counter is the one memory counter of a run, cold or forked: what the run
+// holds is the memory of every thread group of its PID namespace but its
+// init's (see countRun), the use of its work dir and shared memory tmpfs,
+// and the buffers of its network namespace's sockets.
+type counter struct {
+	diag      *socketDiag // of the run's network namespace
+	work, shm int         // the run's work dir and shared memory tmpfs, open
+	init      string      // the run's init, as this process's /proc names it
+	// pidNS is the run's PID namespace (the readlink of /proc/PID/ns/pid);
+	// "": every process this process's /proc shows (a cold run's init's).
+	pidNS string
+}
+
+// count is what the run holds, and whether every process could be read
+// (see countRun: past limit, the run is counted again by the share of
+// each page).
+func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
+	held, _ := c.diag.memory() // 0 where the kernel has no unix_diag
+	for _, fd := range []int{c.work, c.shm} {
+		var fs unix.Statfs_t
+		if unix.Fstatfs(fd, &fs) == nil {
+			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		}
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return held, false, false
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var pids []string
+	for _, name := range names {
+		if name == c.init || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if c.pidNS != "" {
+			if ns, err := os.Readlink("/proc/" + name + "/ns/pid"); err != nil || ns != c.pidNS {
+				continue
+			}
+		}
+		pids = append(pids, name)
+	}
+	return countRun(held, pids, limit)
+}
+
+// countRun is the memory of a run that holds held (the use of its tmpfs
+// and its socket buffers) and the thread groups pids; !complete when one
+// of them could not be read. Their resident anonymous and shared memory
+// is cheap to read but counts a shared page in every process that maps it,
+// and a page of the run's tmpfs again in each of its mappings; so past
+// limit the run is counted again by the proportional share of each mapping
+// (see smapsShare), which counts every page once. That walks the page
+// tables, and is done only where the cheap count would kill (recounted);
+// a run it spares is close to its limit as its tmpfs fills (it counts its
+// mapped pages once, by its use), so is counted again soon after.
+func countRun(held int64, pids []string, limit int64) (total int64, complete, recounted bool) {
+	buf := make([]byte, 4096)
+	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
+	resident := make([]int64, len(pids))
+	total, complete = held, true
+	for i, pid := range pids {
+		n, ok := groupMemory("/proc/"+pid, "status", rss)
+		resident[i] = n
+		total += n
+		complete = complete && ok
+	}
+	shmem, err := shmemDevice()
+	if total <= limit || err != nil {
+		return total, complete, false // where err != nil, the resident count: never below the share
+	}
+	share := func(path string) (int64, bool, bool) { return smapsShare(path, shmem) }
+	total = held
+	for i, pid := range pids {
+		n, ok := groupMemory("/proc/"+pid, "smaps", share)
+		if !ok {
+			n = resident[i] // a process the count may not read (not dumpable) counts all it holds
+		}
+		total += n
+	}
+	return total, complete, true
+}
+
+// rssKeys are the lines of /proc/PID/status that the cheap count sums
+// (hugetlb pages are in neither Rss line).
+var rssKeys = [][]byte{[]byte("RssAnon:"), []byte("RssShmem:"), []byte("HugetlbPages:")}
+
+// A memoryFile reads the memory in the /proc file at path of one process:
+// found, that the file shows the process's memory (a zombie's does not);
+// !ok when it exists but cannot be read.
+type memoryFile func(path string) (n int64, found, ok bool)
+
+// groupMemory reads file of the thread group at dir (/proc/PID) with
+// read; !ok when it exists but cannot be read. A
+// leader that exited while its other threads run is a zombie whose own
+// files show no memory (its mm is gone from it, not from the group): then
+// the first live thread's file under dir/task counts, as threads share one
+// mm.
+func groupMemory(dir, file string, read memoryFile) (int64, bool) {
+	n, found, ok := read(dir + "/" + file)
+	if found || !ok {
+		return n, ok
+	}
+	d, err := os.Open(dir + "/task")
+	if err != nil {
+		return 0, true // gone
+	}
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, tid := range tids {
+		if n, found, ok = read(dir + "/task/" + tid + "/" + file); found || !ok {
+			return n, ok
+		}
+	}
+	return 0, true // a zombie, or gone
+}
+
+// memoryLines sums the lines of keys (in kB) in a /proc file; found: any
+// of them is there (not in a zombie's file); !ok when it exists but cannot
+// be read.
+func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return 0, false, true // gone
+	}
+	if err != nil {
+		return 0, false, false
+	}
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
+		for _, key := range keys {
+			if bytes.HasPrefix(line, key) {
+				found = true
+				f := bytes.Fields(line)
+				if len(f) >= 2 {
+					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+					kB += v
+				}
+			}
+		}
+	}
+	return kB << 10, found, true
+}
+
+// smapsShare reads the /proc/PID/smaps file at path: the memory of the
+// process counted so that each page counts once in its run. A mapping
+// counts its proportional share (Pss: a page mapped by n processes counts
+// 1/n in each), the hugetlb pages it maps, and, where it maps a file, only
+// its anonymous pages (written to a private mapping), at most its share:
+// the pages of the run's work dir and shared memory tmpfs are counted by
+// their use, and the other files are the read-only system's. The files of
+// the kernel's own shared memory mount (shmem, the device of a memfd:
+// MAP_SHARED|MAP_ANONYMOUS, memfd_create, System V shared memory) are the
+// run's memory, and count by their share. found: the file lists a mapping
+// (a zombie's lists none); !ok when it exists but cannot be read.
+func smapsShare(path string, shmem uint64) (n int64, found, ok bool) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return 0, false, true // gone
+	}
+	if err != nil {
+		return 0, false, false
+	}
+	var kB, pss int64
+	share := true // of the current mapping: it counts its whole Pss
+	for line := range bytes.Lines(b) {
+		f := bytes.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if !bytes.HasSuffix(f[0], []byte(":")) {
+			// A mapping: range perms offset major:minor inode [path].
+			found = true
+			share = len(f) < 5 || string(f[4]) == "0" || mappingDevice(f[3]) == shmem
+			continue
+		}
+		v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+		switch string(f[0]) {
+		case "Pss:":
+			if share {
+				kB += v
+			}
+			pss = v
+		case "Anonymous:":
+			if !share {
+				kB += min(v, pss)
+			}
+		case "Shared_Hugetlb:", "Private_Hugetlb:":
+			kB += v
+		}
+	}
+	return kB << 10, found, true
+}
+
+// mappingDevice is the device of a mapping's major:minor (hexadecimal)
+// field of smaps; 0 where it cannot be read.
+func mappingDevice(field []byte) uint64 {
+	major, minor, ok := bytes.Cut(field, []byte(":"))
+	if !ok {
+		return 0
+	}
+	ma, err1 := strconv.ParseUint(string(major), 16, 32)
+	mi, err2 := strconv.ParseUint(string(minor), 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return unix.Mkdev(uint32(ma), uint32(mi))
+}
+
+// shmemDevice is the device of the kernel's internal shared memory mount,
+// that of a memfd; read once per process, as a cold run's init must read
+// it before its seccomp filter denies memfd_create.
+var shmemDevice = sync.OnceValues(memfdDevice)
+
+// memfdDevice is the device of a new memfd.
+func memfdDevice() (uint64, error) {
+	fd, err := unix.MemfdCreate("runblock-shmem", unix.MFD_CLOEXEC)
+	if err != nil {
+		return 0, fmt.Errorf("memfd_create: %w", err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, fmt.Errorf("stat a memfd: %w", err)
+	}
+	return st.Dev, nil
+}

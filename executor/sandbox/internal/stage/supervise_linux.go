@@ -1,0 +1,141 @@
+package stage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"golang.org/x/sys/unix"
+)
+
+// The one supervisor of a run, started from scratch or forked: it lets
+// python run the snippet, accounts the run's memory (one counter for
+// both, see counter), kills the run past its limit, and reads how python
+// ended. What differs between the two paths is where the supervisor
+// stands: a cold run's init is python's parent, PID 1 of the run's
+// namespaces, and reaps it (coldRun); the fork server's init stands
+// outside the run's namespaces, reads python's end from its zombie and
+// kills the run through the run's own PID 1 (forkedRun).
+
+// A supervised run is what the supervisor does differently on the two
+// paths.
+type supervised interface {
+	// end reaps what the supervisor must reap, and gives python's wait
+	// status once python ended (exited: python's pidfd says it did).
+	end(exited bool) (ws unix.WaitStatus, ended bool, err error)
+	// kill ends every process of the run (but the supervisor).
+	kill()
+}
+
+// errLifeline: the service closed a run's lifeline, to kill it.
+var errLifeline = errors.New("killed by the service")
+
+// watch is what the supervisor watches of a run.
+type watch struct {
+	pidfd    int // python's
+	lifeline int // closed by the service to kill the run; -1: none
+	// idle bounds a wait with nothing to count, in milliseconds (-1:
+	// none): a cold run's init reaps the run's orphans at least so often.
+	idle   int
+	memory *counter
+	limit  int64 // the run's memory limit; 0: not counted here (a cgroup's)
+}
+
+// supervise lets python run the snippet (start, when not nil, lets it
+// begin), waits for python to end, accounting the run's memory, then
+// kills the run and returns how python ended; past the memory limit it
+// kills the run at once, with the memory verdict. When the lifeline
+// closes it kills the run and returns errLifeline.
+func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus, error) {
+	var st protocol.InitStatus
+	wait := w.idle
+	if w.limit > 0 {
+		// Counted once before the snippet exists, so that every run,
+		// however short, is counted while python lives (the canary's
+		// peak is how the start-up check knows the count works).
+		st.Peak, _, _ = w.memory.count(w.limit)
+		wait = memoryWait(w.limit, st.Peak)
+	}
+	if start != nil {
+		if err := start(); err != nil {
+			r.kill()
+			return st, err
+		}
+	}
+	fds := []unix.PollFd{{Fd: int32(w.pidfd), Events: unix.POLLIN}}
+	if w.lifeline >= 0 {
+		fds = append(fds, unix.PollFd{Fd: int32(w.lifeline), Events: unix.POLLIN})
+	}
+	for {
+		n, err := unix.Poll(fds, wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			r.kill()
+			return st, fmt.Errorf("poll: %w", err)
+		}
+		if len(fds) > 1 && fds[1].Revents != 0 {
+			r.kill()
+			return st, errLifeline
+		}
+		ws, ended, err := r.end(fds[0].Revents != 0)
+		if err != nil {
+			r.kill()
+			return st, err
+		}
+		if ended {
+			var used int64
+			if w.limit > 0 {
+				used, _, _ = w.memory.count(w.limit) // before the kill: what the rest of the run still holds
+			}
+			r.kill()
+			setEnd(&st, ws)
+			if w.limit > 0 {
+				countEnd(&st, used, w.limit)
+			}
+			return st, nil
+		}
+		if n != 0 || w.limit == 0 {
+			continue
+		}
+		used, complete, recounted := w.memory.count(w.limit)
+		st.Peak = max(st.Peak, used)
+		if used > w.limit {
+			st.Memory = true
+			st.Exited, st.Signal = false, int(unix.SIGKILL)
+			r.kill()
+			return st, nil
+		}
+		wait = memoryWait(w.limit, used)
+		if !complete || recounted {
+			// A process changing its uid, or a run spared by the recount
+			// (see countRun): look again soon.
+			wait = int(policy.MemoryPollMin.Milliseconds())
+		}
+	}
+}
+
+// setEnd records how python ended.
+func setEnd(st *protocol.InitStatus, ws unix.WaitStatus) {
+	st.Exited, st.ExitCode = ws.Exited(), ws.ExitStatus()
+	if ws.Signaled() {
+		st.Signal = int(ws.Signal())
+	}
+}
+
+// countEnd records the count of what a run holds once python ended (its
+// work dir and shared memory tmpfs, and what its other processes still
+// hold, before they are killed): past limit, the run gets the memory
+// verdict though python exited on its own. A snippet that goes past its
+// limit and exits before the next count must not succeed.
+func countEnd(st *protocol.InitStatus, used, limit int64) {
+	st.Peak = max(st.Peak, used)
+	st.Memory = used > limit
+}
+
+// memoryWait is how long the run may go unaccounted, in milliseconds:
+// until it could have allocated what is left at policy.MemoryRate.
+func memoryWait(limit, used int64) int {
+	next := time.Duration(float64(limit-used) / float64(policy.MemoryRate) * float64(time.Second))
+	return int(min(max(next, policy.MemoryPollMin), policy.MemoryPoll).Milliseconds())
+}
