@@ -29,6 +29,16 @@ func pythonProtocol() (lines map[string]string, confKeys []string) {
 		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady+"\n"),
 		"StatusStarted": "b" + strconv.Quote(protocol.StatusStarted+"\n"),
 	}
+	// Sessions: the start, the end marker, the outcomes and the reasons a
+	// file does not come back.
+	for name, value := range map[string]string{
+		"SessionStart": protocol.SessionStart, "SessionMarkOpen": protocol.SessionMarkOpen, "SessionMarkClose": protocol.SessionMarkClose,
+		"CellOK": protocol.CellOK, "CellRaised": protocol.CellRaised, "CellExited": protocol.CellExited,
+		"OmitSymlink": protocol.OmitSymlink, "OmitNotRegular": protocol.OmitNotRegular, "OmitHardLink": protocol.OmitHardLink, "OmitUnreadable": protocol.OmitUnreadable,
+		"OmitTooDeep": protocol.OmitTooDeep, "OmitCount": protocol.OmitCount, "OmitSize": protocol.OmitSize, "OmitNotNamed": protocol.OmitNotNamed,
+	} {
+		lines[name] = "b" + strconv.Quote(value)
+	}
 	t := reflect.TypeFor[protocol.ForkServerConf]()
 	for i := range t.NumField() {
 		confKeys = append(confKeys, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
@@ -135,6 +145,8 @@ func TestPythonProtocol(t *testing.T) {
 		{name: "Go declares a new number", lines: changed(lines, "FDNew", "9"), want: "no protocol line names FDNew"},
 		{name: "guard.py's descriptor changed", guard: replace(guardSource, "= 3, 4, 5", "= 3, 6, 5"), want: "STATUS = 6, protocol.go's FDStatus is 4"},
 		{name: "guard.py's line dropped", guard: replace(guardSource, "  # protocol: StatusReady StatusStarted", ""), want: "no protocol line names StatusReady"},
+		{name: "Go's session marker changed", lines: changed(lines, "SessionMarkOpen", `b"\x00end "`), want: `MARK_OPEN = b"\x00runblock-cell-end ", protocol.go's SessionMarkOpen`},
+		{name: "guard.py's omitted reason changed", guard: replace(guardSource, `b"hard-link"`, `b"hardlink"`), want: `HARD_LINK = b"hardlink", protocol.go's OmitHardLink is b"hard-link"`},
 		{name: "guard.py writes a bare descriptor", guard: replace(guardSource, "write(STATUS, READY)", "write(4, READY)"), want: `bare descriptors or argv slots: ["write(4"]`},
 		{name: "guard.py reads a bare argv slot", guard: replace(guardSource, "sys.argv[FONTCACHE]", "sys.argv[3]"), want: `"argv[3"`},
 		{name: "forkserver.py reads a key Go does not send", forkserver: replace(forkserverSource, `conf["hello_max"]`, `conf["hello_size"]`), want: `conf["hello_size"], which protocol.ForkServerConf does not have`},
@@ -200,4 +212,21 @@ _runblock_fork_failed(json.loads(sys.argv[1]), 1, Exception(json.loads(sys.argv[
 			}
 		})
 	}
+}
+
+// TestGuardFitsAnArgument: the fork server's init gets the compiled guard
+// within its stage spec, one argument of at most 128 KiB (the kernel's
+// MAX_ARG_STRLEN): past it the fork server cannot start ("argument list
+// too long"), which the guard's session mode took it to when the guard
+// went as hex with its docstrings. The guard leaves 32 KiB for the rest
+// of the spec (the seccomp filter, the configuration, the binds).
+func TestGuardFitsAnArgument(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(py.Guard); n > 96<<10 {
+		t.Errorf("the compiled guard takes %d bytes of the fork server's spec, over 96 KiB", n)
+	}
+	t.Logf("compiled guard: %d bytes on the command line", len(py.Guard))
 }

@@ -65,6 +65,22 @@
 //     stage.CollectFiles) by the init once every process of the run is
 //     dead, and sent in its bounded report (package protocol); names
 //     starting with "_" or "." are scratch.
+//
+// A live session (executor/sandbox/session.go) is such a sandbox whose python runs cells
+// one after another, in the same layers, limits and accounting: its
+// memory limit bounds the whole session, its CPU time rlimit is
+// SessionCPU, and the service's timer bounds each cell. Its request and
+// status pipes stay open while the cells run, so the cells' code can
+// write what the service reads there, and the files of each cell are
+// collected by the guard in python, beside the cell's code. So, for a
+// session, the service trusts nothing of it: every line and frame is
+// bounded and checked (package protocol) and anything malformed ends the
+// session with the cell's failure; an end marker carries a nonce drawn
+// for that cell only; the verdicts (timeout, memory, exit status, signal)
+// still come only from the wait status, the init's report and the
+// service's own timers and output counts. What a cell can forge is its own
+// output, its own files (paths checked: clean, relative) and whether it
+// raised: what it could print or write anyway.
 package policy
 
 import (
@@ -240,6 +256,12 @@ var Rlimits = []RlimitRule{
 	{"NPROC", unix.RLIMIT_NPROC, func(Limits) uint64 { return 64 }}, // threads included
 	{"CORE", unix.RLIMIT_CORE, func(Limits) uint64 { return 0 }},
 }
+
+// SessionCPU is a live session's RLIMIT_CPU, in place of a run's timeout
+// plus a second: the CPU time its python, and each process it starts, may
+// use over all the session's cells. Past it the session ends (SIGXCPU,
+// reported as a timeout). Each cell's own timeout is the service's timer.
+const SessionCPU = 15 * time.Minute
 
 // Env is the snippet's whole environment; WorkDirEnv variables are set to
 // the work dir joined with their value.

@@ -37,7 +37,7 @@
 //
 //	service → its init     argv[0]  ForkServerMarker; argv[1] StageSpec
 //	init → fork server     argv     -c forkServerLoader, the compiled guard
-//	                                in hex (LoaderArg), then GuardArgv with
+//	                                in base64 (LoaderArg), then GuardArgv with
 //	                                ForkServerConf, JSON, at GuardArgConfig
 //	service → its init     FDForkControl  SOCK_SEQPACKET: one ForkRun per
 //	                                datagram (JSON, at most ForkRequestMax)
@@ -101,7 +101,7 @@ const (
 )
 
 // Python's argv after `python <policy.PythonFlags> -c <loader>`: the
-// loader takes argv[LoaderArg] (the guard's size, or the guard in hex) and
+// loader takes argv[LoaderArg] (the guard's size, or the guard in base64) and
 // pops it, and the guard reads the rest at these slots (GuardArgv).
 const (
 	LoaderArg = 1
@@ -291,4 +291,73 @@ const (
 // init sees it) and its work dir; or why it could not.
 type ForkHello struct {
 	Error string `json:"error,omitempty"`
+}
+
+// Sessions (executor/sandbox/session.go): a live python that runs cells, one after
+// another, in one persistent __main__ (guard.py's _runblock_session). The
+// request pipe and the status pipe stay open while the cells run, so the
+// cells' code can read and write them: everything the service reads of a
+// session is bounded and checked, and anything malformed ends the session
+// with the cell's failure, never the service's (see package policy).
+//
+//	service → python  FDRequest  SessionStart and the collect limits, one
+//	                             line: "session <files> <bytes> <path
+//	                             bytes> <named omitted> <depth> <entries>
+//	                             <scratch prefixes...>"; then per cell a
+//	                             line "<cell> <nonce> <request bytes> <stdin
+//	                             bytes>", the request (encodeRequest) and
+//	                             its stdin
+//	python → service  1 and 2    the cell's output, then its end marker:
+//	                             SessionMarkOpen, the cell's nonce,
+//	                             SessionMarkClose
+//	python → service  FDStatus   the cell's end: a line "<nonce> <outcome>
+//	                             <files> <omitted>", then per file a line
+//	                             "<path bytes> <content bytes>", the path
+//	                             and the content, then per omitted file a
+//	                             line "<path bytes> <size> <reason>" and
+//	                             the path (the reason OmitNotNamed: size
+//	                             counts the files not named)
+//
+// The nonce is fresh for each cell, drawn by the service when it sends
+// the cell: no code of an earlier cell can know it. Each line the service
+// reads is at most SessionLineMax bytes; a cell's end holds at most the
+// collect limits' files and bytes, ReportMaxOmitted named omitted files
+// and one count, and paths of ReportMaxPath bytes. Output written after a
+// cell's marker (by a thread or process still running) belongs to the
+// next cell.
+const (
+	SessionStart     = "session "
+	SessionMarkOpen  = "\x00runblock-cell-end "
+	SessionMarkClose = "\x00"
+	// SessionNonceBytes is the size of a cell's nonce, before hex.
+	SessionNonceBytes = 16
+	// SessionLineMax bounds each line the service reads on FDStatus.
+	SessionLineMax = 256
+)
+
+// A cell's outcome, in its end.
+const (
+	CellOK     = "ok"     // it ran to its end
+	CellRaised = "raised" // it raised: the traceback is on its stderr
+	CellExited = "exit"   // it raised SystemExit: python exits after its end
+)
+
+// Why a file a cell created or changed does not come back, in its end:
+// the reasons of executor.OmittedFile, as tokens.
+const (
+	OmitSymlink    = "symlink"
+	OmitNotRegular = "not-regular"
+	OmitHardLink   = "hard-link"
+	OmitUnreadable = "unreadable"
+	OmitTooDeep    = "too-deep"
+	OmitCount      = "count"
+	OmitSize       = "size"
+	OmitNotNamed   = "not-named"
+)
+
+// OmitReasons are the reasons of the tokens above.
+var OmitReasons = map[string]string{
+	OmitSymlink: executor.OmitSymlink, OmitNotRegular: executor.OmitNotRegular, OmitHardLink: executor.OmitHardLink,
+	OmitUnreadable: executor.OmitUnreadable, OmitTooDeep: executor.OmitTooDeep, OmitCount: executor.OmitCount,
+	OmitSize: executor.OmitSize, OmitNotNamed: executor.OmitNotNamed,
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 )
 
-// collectDepth bounds how deep the collector reads files in the work dir;
+// CollectDepth bounds how deep the collector reads files in the work dir;
 // those deeper are named with executor.OmitTooDeep.
-const collectDepth = 16
+const CollectDepth = 16
 
 // scratch reports whether a work dir name stays behind (see policy).
 func scratch(name string) bool {
@@ -46,17 +46,17 @@ func shownNames(names []string) map[string]string {
 		if _, ok := shown[name]; ok {
 			continue
 		}
-		s := escapeInvalid(name)
+		s := EscapeInvalid(name)
 		for n := 2; taken[s]; n++ {
-			s = escapeInvalid(name) + "~" + strconv.Itoa(n)
+			s = EscapeInvalid(name) + "~" + strconv.Itoa(n)
 		}
 		shown[name], taken[s] = s, true
 	}
 	return shown
 }
 
-// escapeInvalid writes each byte of s that is not part of UTF-8 as \xNN.
-func escapeInvalid(s string) string {
+// EscapeInvalid writes each byte of s that is not part of UTF-8 as \xNN.
+func EscapeInvalid(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])

@@ -76,7 +76,7 @@ func collectAt(root int, lim protocol.CollectLimits) ([]executor.File, []executo
 			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFREG:
-				if depth > collectDepth {
+				if depth > CollectDepth {
 					omitted = append(omitted, executor.OmittedFile{Path: rel, Size: st.Size, Reason: executor.OmitTooDeep})
 					continue
 				}
@@ -90,7 +90,7 @@ func collectAt(root int, lim protocol.CollectLimits) ([]executor.File, []executo
 					// Named, not skipped (deep down, the descriptors
 					// of the directories above may run out).
 					reason := executor.OmitUnreadable
-					if depth >= collectDepth {
+					if depth >= CollectDepth {
 						reason = executor.OmitTooDeep
 					}
 					omitted = append(omitted, executor.OmittedFile{Path: rel + "/", Reason: reason})
