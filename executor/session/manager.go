@@ -176,10 +176,16 @@ func (m *Manager) Run(ctx context.Context, req executor.Request) (executor.Resul
 	return res, err
 }
 
-// End ends the session id: its live process, if any, and the record of its
-// cells, so that its next cell starts fresh. It reports whether there was
-// such a session. It waits for a running cell of the session to finish.
-func (m *Manager) End(ctx context.Context, id string) (bool, error) {
+// End ends the session id, if there is one: its live process and the
+// record of its cells, so that its next cell starts fresh. It waits for a
+// running cell of the session to finish.
+func (m *Manager) End(ctx context.Context, id string) error {
+	_, err := m.EndSession(ctx, id)
+	return err
+}
+
+// EndSession is End, reporting whether there was such a session.
+func (m *Manager) EndSession(ctx context.Context, id string) (bool, error) {
 	s, turn, err := m.enter(id, false)
 	if s == nil || err != nil {
 		return false, err

@@ -477,16 +477,16 @@ func TestIdleSessionEndsAndTheNextCellReplays(t *testing.T) {
 
 func TestEndForgetsTheSession(t *testing.T) {
 	f := newFixture(t, Config{})
-	if ok, err := f.m.End(context.Background(), "a"); ok || err != nil {
+	if ok, err := f.m.EndSession(context.Background(), "a"); ok || err != nil {
 		t.Errorf("End of an unknown session: %v, %v", ok, err)
 	}
 	f.cell(t, "a", "a1")
 	f.cell(t, "a", "kill")
-	if ok, err := f.m.End(context.Background(), "a"); !ok || err != nil {
+	if ok, err := f.m.EndSession(context.Background(), "a"); !ok || err != nil {
 		t.Errorf("End of a session without a process: %v, %v", ok, err)
 	}
 	f.cell(t, "b", "b1")
-	if ok, err := f.m.End(context.Background(), "b"); !ok || err != nil {
+	if ok, err := f.m.EndSession(context.Background(), "b"); !ok || err != nil {
 		t.Errorf("End: %v, %v", ok, err)
 	}
 	if !f.starter.live(1).isClosed() || f.m.Live() != 0 {
@@ -497,7 +497,7 @@ func TestEndForgetsTheSession(t *testing.T) {
 	if res.Stdout != "" {
 		t.Errorf("an ended session's next cell saw %q", res.Stdout)
 	}
-	if ok, _ := f.m.End(context.Background(), "a"); ok {
+	if ok, _ := f.m.EndSession(context.Background(), "a"); ok {
 		t.Error("a session ended twice")
 	}
 }
