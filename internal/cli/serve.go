@@ -182,8 +182,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.remote.OnCapacity(m.scheduler.SetConcurrency)
 	}
 	var queue botRunner = m.scheduler
-	if m.sessions != nil {
+	switch {
+	case m.sessions != nil:
 		queue = endingQueue{m.scheduler, m.sessions}
+	case m.remote != nil && !cfg.Sessions.Disabled:
+		queue = endingQueue{m.scheduler, m.remote}
 	}
 
 	var slackBot *slack.Bot
