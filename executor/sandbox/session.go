@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -156,20 +157,13 @@ func (s *session) Run(ctx context.Context, req executor.Request) (executor.Resul
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: err}
 	}
 	s.cell++
-	c := &cellRun{s: s, n: s.cell, req: req, timeout: cmpOr(req.Timeout, s.e.cfg.Timeout)}
+	c := &cellRun{s: s, n: s.cell, req: req, timeout: cmp.Or(max(req.Timeout, 0), s.e.cfg.Timeout)}
 	defer func() {
 		s.budgetMu.Lock()
 		delete(s.budgets, c.n)
 		s.budgetMu.Unlock()
 	}()
 	return c.run(ctx)
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // Close ends the session: its whole sandbox is killed, and its work dir,
@@ -461,7 +455,7 @@ func (c *cellRun) readEnd() cellEnd {
 		size, err2 := count(f[1], 1<<62)
 		reason, ok := protocol.OmitReasons[f[2]]
 		if err := errors.Join(err1, err2); err != nil || !ok {
-			return cellEnd{err: cmpErr(err, errBadEnd("an omitted file's reason"))}
+			return cellEnd{err: cmp.Or[error](err, errBadEnd("an omitted file's reason"))}
 		}
 		b := make([]byte, nPath)
 		if _, err := io.ReadFull(r, b); err != nil {
@@ -474,13 +468,6 @@ func (c *cellRun) readEnd() cellEnd {
 		end.omitted = append(end.omitted, executor.OmittedFile{Path: stage.EscapeInvalid(string(b)), Size: size, Reason: reason})
 	}
 	return end
-}
-
-func cmpErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }
 
 // readFields reads one line of at most protocol.SessionLineMax bytes and splits it.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"testing"
@@ -118,4 +119,67 @@ func BenchmarkSessionReplay(b *testing.B) {
 		s.Close()
 	}
 	reportLatency(b, lat)
+}
+
+// TestSessionForkServerKilled: a session whose fork server is killed,
+// idle or in a cell, ends: the cell under it is the service's error,
+// never a partial result, the session is no longer alive, its next cell
+// is refused, and Close releases it.
+func TestSessionForkServerKilled(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		e := newForking(t, Config{})
+		old := e.fork.current()
+		live, err := e.StartSession(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := live.Run(context.Background(), executor.Request{Code: "x = 1"}); err != nil || !res.Success {
+			t.Fatalf("first cell: %+v %v", res, err)
+		}
+		type outcome struct {
+			res executor.Result
+			err error
+		}
+		done := make(chan outcome, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if during {
+			marker := fmt.Sprintf("rbsess%d", time.Now().UnixNano()%1e6)
+			go func() {
+				res, err := live.Run(context.Background(), executor.Request{
+					Code: fmt.Sprintf("import ctypes, time\nctypes.CDLL(None).prctl(15, b%q)\ntime.sleep(3)\nprint('done')", marker)})
+				done <- outcome{res, err}
+			}()
+			if !waitFor(ctx, func() bool { return len(leftoverPIDs(marker)) > 0 }) {
+				t.Fatal("the cell never ran")
+			}
+		}
+		if err := old.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if during {
+			select {
+			case o := <-done:
+				if o.err == nil {
+					t.Errorf("the cell under the killed fork server: a result %+v, want the service's error", o.res)
+				}
+			case <-ctx.Done():
+				t.Fatal("the cell hangs after its fork server was killed")
+			}
+		}
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			t.Fatal("the killed fork server was never reaped")
+		}
+		cancel()
+		if live.Alive() {
+			t.Error("a session of a killed fork server is alive")
+		}
+		if _, err := live.Run(context.Background(), executor.Request{Code: "print(x)"}); err == nil {
+			t.Error("a session of a killed fork server ran a cell")
+		}
+		if err := live.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

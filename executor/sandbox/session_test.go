@@ -200,3 +200,56 @@ func TestSessionPlotComesWithItsCell(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionOutputPerCell: each cell keeps its own first bytes of
+// output and its own count; what a thread prints after its cell ended
+// belongs to the next cell; a cell past the output cap ends the session
+// as a run is stopped.
+func TestSessionOutputPerCell(t *testing.T) {
+	bothPaths(t, func(t *testing.T, cold bool) {
+		e := newExecutor(t, sandbox.Config{DisableForkServer: cold, KeepBytes: 1 << 10, MaxOutputBytes: 64 << 10})
+		s := startSession(t, e)
+		res := cell(t, s, executor.Request{Code: "print('x' * 5000)"})
+		if !res.Success || !res.OutputTruncated || len(res.Stdout) != 1<<10 || res.StdoutBytes != 5001 {
+			t.Fatalf("long cell: truncated %v, kept %d, counted %d", res.OutputTruncated, len(res.Stdout), res.StdoutBytes)
+		}
+		res = cell(t, s, executor.Request{Code: "import sys, threading\nlate = threading.Event()\n" +
+			"threading.Thread(target=lambda: (late.wait(), print('late', flush=True), print('late err', file=sys.stderr))).start()\nprint('short')"})
+		if !res.Success || res.OutputTruncated || res.Stdout != "short\n" || res.StdoutBytes != 6 {
+			t.Fatalf("short cell: %+v", res)
+		}
+		res = cell(t, s, executor.Request{Code: "late.set()\nimport threading\nfor th in threading.enumerate():\n    if th is not threading.main_thread(): th.join()\nprint('third')"})
+		if !res.Success || res.Stdout != "late\nthird\n" || res.Stderr != "late err\n" {
+			t.Fatalf("the cell after a thread's late output: %+v", res)
+		}
+		res = cell(t, s, executor.Request{Code: "import sys\nfor _ in range(100): sys.stdout.write('y' * 1000 + '\\n')"})
+		if !res.OutputLimit || res.Success || s.Alive() {
+			t.Fatalf("a cell past the output cap: %+v, alive %v", res, s.Alive())
+		}
+	})
+}
+
+// TestSessionCancelAndBadInput: a cell whose context ends kills its
+// session, as it kills a run; a cell refused for its size leaves the
+// session as it was.
+func TestSessionCancelAndBadInput(t *testing.T) {
+	bothPaths(t, func(t *testing.T, cold bool) {
+		e := newExecutor(t, sandbox.Config{DisableForkServer: cold, MaxCodeBytes: 1 << 10})
+		s := startSession(t, e)
+		cell(t, s, executor.Request{Code: "x = 7"})
+		_, err := s.Run(context.Background(), executor.Request{Code: strings.Repeat("#", 2<<10)})
+		if executor.ErrorCode(err) != executor.ErrTooLarge || !s.Alive() {
+			t.Fatalf("too large a cell: %v, alive %v", err, s.Alive())
+		}
+		if res := cell(t, s, executor.Request{Code: "print(x)"}); res.Stdout != "7\n" {
+			t.Fatalf("after a refused cell: %+v", res)
+		}
+		// Ends while the cell sleeps (the cell starts in microseconds).
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_, err = s.Run(ctx, executor.Request{Code: "import time\ntime.sleep(30)"})
+		if executor.ErrorCode(err) != executor.ErrCanceled || s.Alive() {
+			t.Fatalf("canceled cell: %v, alive %v", err, s.Alive())
+		}
+	})
+}
