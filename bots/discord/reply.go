@@ -111,11 +111,12 @@ func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.
 	if err != nil {
 		return answer.Sent{}, err
 	}
+	p.b.own.Put(m.ID, struct{}{})
 	return answer.Sent{ID: m.ID}, nil
 }
 
 func (p platform) Edit(ctx context.Context, src source, rec answer.Record[source], r answer.Reply) (answer.Sent, error) {
-	return answer.Sent{ID: rec.Reply}, p.b.edit(ctx, src.channelID, rec.Reply, r)
+	return answer.Sent{ID: rec.Reply}, p.b.edit(ctx, src, rec.Reply, r)
 }
 
 func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
@@ -170,16 +171,59 @@ func (b *Bot) send(ctx context.Context, src source, r answer.Reply) (*discordgo.
 		Reference:       &discordgo.MessageReference{MessageID: src.messageID, ChannelID: src.channelID, GuildID: src.guildID, FailIfNotExists: &failIfMissing},
 		Files:           outputFiles(r),
 	}, discordgo.WithContext(ctx))
-	if err != nil && r.Fallback != nil && tooLarge(err) {
-		b.log.Info("Discord refused the run's files as too large; the reply names them instead", "channel", src.channelID, "err", err)
-		return b.send(ctx, src, *r.Fallback)
+	if err != nil && tooLarge(err) {
+		if smaller, ok := b.refit(src.guildID, r); ok {
+			b.log.Info("Discord refused the run's files as too large; the reply names those over the limit instead", "channel", src.channelID, "err", err)
+			return b.send(ctx, src, smaller)
+		}
 	}
 	return m, sendError(err)
 }
 
+// Discord's upload limit of one file: 10 MiB, more in a guild with
+// boosts.
+const (
+	uploadLimit      = 10 << 20
+	uploadLimitTier2 = 50 << 20
+	uploadLimitTier3 = 100 << 20
+)
+
+// uploadLimit is the size of the largest file Discord takes in guildID
+// ("" for a DM), as far as the state knows its boosts.
+func (b *Bot) uploadLimit(guildID string) int64 {
+	s := b.session()
+	if guildID == "" || s == nil || s.State == nil {
+		return uploadLimit
+	}
+	g, err := s.State.Guild(guildID)
+	switch {
+	case err != nil:
+		return uploadLimit
+	case g.PremiumTier == discordgo.PremiumTier3:
+		return uploadLimitTier3
+	case g.PremiumTier == discordgo.PremiumTier2:
+		return uploadLimitTier2
+	}
+	return uploadLimit
+}
+
+// refit is the reply to try once Discord refused r's files as too large:
+// the files within the per-file upload limit, the others named, else none
+// of them; ok is false when there is nothing smaller to try.
+func (b *Bot) refit(guildID string, r answer.Reply) (answer.Reply, bool) {
+	if fit, ok := r.Fit(b.uploadLimit(guildID)); ok {
+		return fit, true
+	}
+	if r.Fallback != nil {
+		return *r.Fallback, true
+	}
+	return answer.Reply{}, false
+}
+
 // edit replaces the reply replyID with r: an empty attachments list drops
 // the earlier run's files, the new ones are attached.
-func (b *Bot) edit(ctx context.Context, channelID, replyID string, r answer.Reply) error {
+func (b *Bot) edit(ctx context.Context, src source, replyID string, r answer.Reply) error {
+	channelID := src.channelID
 	content := r.Text
 	_, err := b.session().ChannelMessageEditComplex(&discordgo.MessageEdit{
 		ID:              replyID,
@@ -189,9 +233,11 @@ func (b *Bot) edit(ctx context.Context, channelID, replyID string, r answer.Repl
 		Attachments:     &[]*discordgo.MessageAttachment{},
 		Files:           outputFiles(r),
 	}, discordgo.WithContext(ctx))
-	if err != nil && r.Fallback != nil && tooLarge(err) {
-		b.log.Info("Discord refused the run's files as too large; the reply names them instead", "channel", channelID, "err", err)
-		return b.edit(ctx, channelID, replyID, *r.Fallback)
+	if err != nil && tooLarge(err) {
+		if smaller, ok := b.refit(src.guildID, r); ok {
+			b.log.Info("Discord refused the run's files as too large; the reply names those over the limit instead", "channel", channelID, "err", err)
+			return b.edit(ctx, src, replyID, smaller)
+		}
 	}
 	return sendError(err)
 }

@@ -430,8 +430,8 @@ func cmpID(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Discord's limits on the files of one message: 10 files, and 10 MiB in
-// all in a guild without boosts.
+// Discord's limits on the files of one message: 10 files, and 10 MiB a
+// file in a guild without boosts.
 const (
 	MaxFiles       = 10
 	MaxUploadBytes = 10 << 20
@@ -443,12 +443,10 @@ func uploadLimits(req *Request) (int, any) {
 	if len(req.Files) > MaxFiles {
 		return 400, apiError{Message: "Invalid Form Body: files: Must be 10 or fewer in length.", Code: 50035}
 	}
-	total := 0
 	for _, f := range req.Files {
-		total += len(f.Data)
-	}
-	if total > MaxUploadBytes {
-		return 413, apiError{Message: "Request entity too large", Code: 40005}
+		if len(f.Data) > MaxUploadBytes {
+			return 413, apiError{Message: "Request entity too large", Code: 40005}
+		}
 	}
 	return 0, nil
 }
