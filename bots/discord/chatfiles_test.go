@@ -2,8 +2,13 @@ package discord_test
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
@@ -61,4 +66,55 @@ func TestDeletingTheBotsOwnReplyLooksNothingUp(t *testing.T) {
 	if got := e.lookups(); len(got) != 0 {
 		t.Errorf("%d lookups, want 0: %+v", len(got), got)
 	}
+}
+
+// TestImagesCarryAltText: the reply's images carry a description (alt
+// text), a plot's naming its title and axes, on a new reply and on an
+// edit; other files carry none.
+func TestImagesCarryAltText(t *testing.T) {
+	t.Parallel()
+	plot := pngWithDescription("Sales, x axis: month")
+	e := start(t, fakerunner.Func(func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: "plotted\n", Files: []executor.File{
+			{Path: "figure-1.png", Size: int64(len(plot)), MIME: "image/png", Content: plot},
+			{Path: "raw.png", Size: int64(len(png)), MIME: "image/png", Content: png},
+			{Path: "data.csv", Size: 2, MIME: "text/csv", Content: []byte("a\n")},
+		}}, nil
+	}), func(c *discord.Config) { c.EditWindow = time.Minute })
+	m := e.say("!run ```py\nplot()\n```")
+	_, reply := e.storedReply(m.ID)
+	check := func(reply discordgo.Message) {
+		t.Helper()
+		want := []string{"Plot figure-1.png: Sales, x axis: month", "Image raw.png made by the snippet", ""}
+		if len(reply.Attachments) != len(want) {
+			t.Fatalf("attachments %+v", reply.Attachments)
+		}
+		for i, a := range reply.Attachments {
+			if got := fake.AttachmentDescription(a.ID); got != want[i] {
+				t.Errorf("%s: description %q, want %q", a.Filename, got, want[i])
+			}
+		}
+	}
+	check(reply)
+	edited := *m
+	edited.Content = "!run ```py\nplot(2)\n```"
+	e.fbot.MessageUpdate(edited)
+	if _, err := fake.WaitRequest(e.ctx, fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID)); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := fake.Message(reply.ID)
+	check(after)
+}
+
+// pngWithDescription is a tiny PNG whose Description chunk is desc, as the
+// sandbox's plot hook writes it.
+func pngWithDescription(desc string) []byte {
+	chunk := func(kind, data string) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+		b = append(b, kind+data...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE([]byte(kind+data)))
+	}
+	b := append([]byte(nil), pngMagic...)
+	b = append(b, chunk("tEXt", "Description\x00"+desc)...)
+	return append(b, chunk("IEND", "")...)
 }

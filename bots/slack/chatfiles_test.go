@@ -196,3 +196,19 @@ func TestDeletingTheBotsOwnMessagesLooksNothingUp(t *testing.T) {
 		t.Errorf("the message was deleted")
 	}
 }
+
+// TestPythonPlotAltTextNamesTitleAndAxes: a plot's alt text names the
+// title and axis labels matplotlib knows (the sandbox writes them into the
+// PNG); a plot without them gets the plain sentence.
+func TestPythonPlotAltTextNamesTitleAndAxes(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, sciPython(t, "matplotlib"), true)
+	m := h.mention(h.channel(), h.user(), "```python\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.title('Sales')\nplt.xlabel('month')\nplt.ylabel('€ (k)')\nplt.show()\nplt.plot([1])\nplt.show()\n```")
+	h.reply(m, "OK")
+	files := waitFiles(t, h, m.Channel, m.TS, "figure-1.png", "figure-2.png")
+	for i, want := range []string{"Plot figure-1.png: Sales, x axis: month, y axis: € (k)", "Image figure-2.png made by the snippet"} {
+		if files[i].AltText != want {
+			t.Errorf("%s: alt text %q, want %q", files[i].Filename, files[i].AltText, want)
+		}
+	}
+}

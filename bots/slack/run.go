@@ -244,7 +244,7 @@ const (
 )
 
 // upload shares files in the thread (files upload v2), images with alt
-// text so that they show inline. It returns the ids of the files shared
+// text (a plot's names its title and axes) so that they show inline. It returns the ids of the files shared
 // and the files that could not be, to name in the reply.
 func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread string, files []output) ([]string, []executor.OmittedFile) {
 	var ids []string
@@ -258,9 +258,7 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread stri
 			Filename: path.Base(f.Path), Title: f.title, Reader: bytes.NewReader(f.Content), FileSize: len(f.Content),
 			Channel: channel, ThreadTimestamp: thread,
 		}
-		if strings.HasPrefix(f.MIME, "image/") {
-			p.AltTxt = "Image " + f.Path + " made by the snippet"
-		}
+		p.AltTxt = formatting.AltText(f.File)
 		up, err := b.api.UploadFileContext(ctx, p)
 		if err != nil {
 			log.Error("uploading an output file", "file", f.Path, "err", err)
