@@ -55,8 +55,10 @@ type Config struct {
 	// MaxMessageBytes bounds one message; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// FilesDir is where the files of the runs are saved, each run's in a
-	// directory of its own (run-1, run-2, …); "" makes a fresh temporary
-	// directory at the first run with files. The reply names the paths.
+	// directory of its own (run-1, run-2, …), and the whole output of a
+	// run whose view was cut beside them (run-1-output.txt); "" makes a
+	// fresh temporary directory at the first run that needs one. The reply
+	// names the paths.
 	FilesDir string
 	Render   formatting.RenderOptions
 	Metrics  Metrics // nil: none counted
@@ -345,20 +347,23 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
-	text := formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render).Text
-	if len(res.Files) > 0 {
-		saved, err := b.save(res.Files)
+	r := formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render)
+	text := r.Text
+	if len(res.Files) > 0 || r.Full != "" {
+		saved, err := b.save(r.Full, res.Files)
 		if err != nil {
-			b.log.Error("saving the files of a run", "err", err)
-			return text + "\nthe files of this run could not be saved: " + err.Error()
+			b.log.Error("saving the output or files of a run", "err", err)
+			return text + "\nthe output or files of this run could not be saved: " + err.Error()
 		}
 		text += "\n" + saved
 	}
 	return text
 }
 
-// save writes files into a fresh directory of this run and lists their paths.
-func (b *Bot) save(files []executor.File) (string, error) {
+// save writes the whole output of a run whose view was cut (full, "" when
+// it was not) as run-N-output.txt, and its files into a fresh directory
+// run-N beside it, and lists their paths.
+func (b *Bot) save(full string, files []executor.File) (string, error) {
 	if b.filesDir == "" {
 		dir := b.cfg.FilesDir
 		if dir == "" {
@@ -371,7 +376,23 @@ func (b *Bot) save(files []executor.File) (string, error) {
 		b.filesDir = dir
 	}
 	b.runs++
-	dir := filepath.Join(b.filesDir, "run-"+strconv.Itoa(b.runs))
+	run := "run-" + strconv.Itoa(b.runs)
+	var s strings.Builder
+	if full != "" {
+		if err := os.MkdirAll(b.filesDir, 0o755); err != nil {
+			return "", err
+		}
+		p := filepath.Join(b.filesDir, run+"-output.txt")
+		if err := os.WriteFile(p, []byte(full), 0o644); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&s, "whole output saved in %s", formatting.FileName(p))
+		if len(files) == 0 {
+			return s.String(), nil
+		}
+		s.WriteByte('\n')
+	}
+	dir := filepath.Join(b.filesDir, run)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -380,7 +401,6 @@ func (b *Bot) save(files []executor.File) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	var s strings.Builder
 	fmt.Fprintf(&s, "%s saved in %s:", plural(len(files), "file"), dir)
 	for _, f := range files {
 		if d := filepath.Dir(filepath.FromSlash(f.Path)); d != "." {

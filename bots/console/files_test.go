@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,34 @@ func TestSavedFileNamesEscaped(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "run-1", name)); err != nil || string(data) != "a" {
 		t.Errorf("the file under its real name: %q, %v", data, err)
+	}
+}
+
+// TestCutOutputIsSaved: a run whose output the view cuts has its whole
+// output saved beside the run's files, and the reply names the file.
+func TestCutOutputIsSaved(t *testing.T) {
+	dir := t.TempDir()
+	var long strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&long, "line %d\n", i)
+	}
+	r := &fakerunner.Runner{Func: func(context.Context, executor.Job) (executor.Result, error) {
+		return executor.Result{Success: true, Stdout: long.String(),
+			Files: []executor.File{{Path: "a.txt", Size: 1, MIME: "text/plain", Content: []byte("a")}}}, nil
+	}}
+	b, out := open(t, strings.NewReader("```python\nx()\n```\n\n"), r, func(c *console.Config) { c.FilesDir = dir })
+	waitDone(t, b)
+	got := out.String()
+	p := filepath.Join(dir, "run-1-output.txt")
+	if data, err := os.ReadFile(p); err != nil || string(data) != long.String() {
+		t.Errorf("%s: %q, %v", p, data, err)
+	}
+	for _, want := range []string{"line 3\n", "whole output saved in " + p + "\n", "1 file saved in " + filepath.Join(dir, "run-1") + ":"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "line 99\n") {
+		t.Errorf("the view was not cut:\n%s", got)
 	}
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
+	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -157,6 +158,9 @@ type Bot struct {
 	appID    string
 	sessions int // READY and RESUMED seen
 
+	// own are the replies this process sent: their deletion answers no
+	// message, and needs no lookup.
+	own        *replycache.Cache[struct{}]
 	ready      atomic.Bool
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
 	reconnect  chan struct{}
@@ -196,6 +200,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		log:        logger,
 		now:        now,
 		handlers:   handlers.New(maxInFlight, logger),
+		own:        replycache.New[struct{}](cfg.MaxAnswers, remember, now),
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),

@@ -3,6 +3,7 @@ package discord_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -80,8 +81,20 @@ func TestFilesOutAndRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(patch.JSON), `"attachments":[]`) {
-		t.Errorf("the edit keeps the old attachments: %s", patch.JSON)
+	// The attachments listed are the new uploads (ids are their indexes),
+	// no earlier attachment (a snowflake string) is kept.
+	var p struct {
+		Attachments *[]struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"attachments"`
+	}
+	if err := patch.Decode(&p); err != nil || p.Attachments == nil {
+		t.Fatalf("the edit lists no attachments: %s (%v)", patch.JSON, err)
+	}
+	for _, a := range *p.Attachments {
+		if strings.HasPrefix(string(a.ID), `"`) {
+			t.Errorf("the edit keeps an old attachment: %s", patch.JSON)
+		}
 	}
 	stored, _ := fake.Message(reply.ID)
 	if got := attachments(t, stored); len(got) != 1 || got[0] != "figure-1.png (image/png) = two" {

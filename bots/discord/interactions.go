@@ -145,15 +145,20 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		b.metricReplied()
 		return
 	}
-	content := out.Text
-	_, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
-		Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out),
-	}, discordgo.WithContext(ctx))
-	if err != nil && out.Fallback != nil && tooLarge(err) {
-		content = out.Fallback.Text
+	var err error
+	for {
+		content := out.Text
 		_, err = s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
-			Content: &content, AllowedMentions: noMentions(), Files: outputFiles(*out.Fallback),
+			Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out),
 		}, discordgo.WithContext(ctx))
+		if err == nil || !tooLarge(err) {
+			break
+		}
+		smaller, ok := b.refit(i.GuildID, out)
+		if !ok {
+			break
+		}
+		out = smaller
 	}
 	if err != nil {
 		b.log.Error("sending an interaction result", "err", err)

@@ -164,6 +164,9 @@ func (b *Bot) onMessageDelete(_ *discordgo.Session, md *discordgo.MessageDelete)
 	if md.Message == nil {
 		return
 	}
+	if _, ok := b.own.Remove(md.ID); ok || md.BeforeDelete != nil && md.BeforeDelete.Author != nil && md.BeforeDelete.Author.ID == b.botUserID() {
+		return // the bot's own reply: it answers no message
+	}
 	at, _ := discordgo.SnowflakeTimestamp(md.ID)
 	req := answer.Request[source]{Src: source{channelID: md.ChannelID, messageID: md.ID}, What: "delete", Key: md.ID, At: at, Look: true}
 	b.flow.Take(&req)

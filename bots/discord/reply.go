@@ -3,6 +3,7 @@ package discord
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,6 +73,67 @@ func outputFiles(r answer.Reply) []*discordgo.File {
 	return files
 }
 
+// upload describes the upload files[ID] of a message: its alt text.
+// discordgo's MessageAttachment has no description, so the bot sends its
+// own payload.
+type upload struct {
+	ID          int    `json:"id"`
+	Filename    string `json:"filename"`
+	Description string `json:"description,omitempty"`
+}
+
+// uploads describe outputFiles(r), in their order: the images with their
+// alt text (formatting.AltText).
+func uploads(r answer.Reply) []upload {
+	out := []upload{} // an edit's [] drops the earlier run's files
+	if r.Full != "" {
+		out = append(out, upload{ID: len(out), Filename: outputName})
+	}
+	for _, f := range r.Files {
+		out = append(out, upload{ID: len(out), Filename: attachmentName(f.Path), Description: formatting.AltText(f)})
+	}
+	return out
+}
+
+// messageSend is discordgo's MessageSend with the uploads described.
+type messageSend struct {
+	*discordgo.MessageSend
+	Attachments []upload `json:"attachments,omitempty"`
+}
+
+// messageEdit is the edit of a reply: its content, and its attachments,
+// the new uploads only.
+type messageEdit struct {
+	Content         *string                           `json:"content,omitempty"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions,omitempty"`
+	Attachments     []upload                          `json:"attachments"`
+}
+
+// request sends data, with files as multipart when there are any, and
+// decodes the message Discord answers with.
+func (b *Bot) request(ctx context.Context, method, endpoint, bucket string, data any, files []*discordgo.File) (*discordgo.Message, error) {
+	s := b.session()
+	var resp []byte
+	var err error
+	if len(files) > 0 {
+		contentType, body, encErr := discordgo.MultipartBodyWithJSON(data, files)
+		if encErr != nil {
+			return nil, encErr
+		}
+		resp, err = s.RequestRaw(method, endpoint, contentType, body, bucket, 0, discordgo.WithContext(ctx))
+	} else {
+		resp, err = s.RequestWithBucketID(method, endpoint, data, bucket, discordgo.WithContext(ctx))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m discordgo.Message
+	if err := json.Unmarshal(resp, &m); err != nil {
+		return nil, fmt.Errorf("decoding the message Discord sent back: %w", err)
+	}
+	return &m, nil
+}
+
 // attachmentName is a file's name on Discord, which has no directories.
 func attachmentName(p string) string {
 	return strings.ReplaceAll(p, "/", "_")
@@ -111,11 +173,12 @@ func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.
 	if err != nil {
 		return answer.Sent{}, err
 	}
+	p.b.own.Put(m.ID, struct{}{})
 	return answer.Sent{ID: m.ID}, nil
 }
 
 func (p platform) Edit(ctx context.Context, src source, rec answer.Record[source], r answer.Reply) (answer.Sent, error) {
-	return answer.Sent{ID: rec.Reply}, p.b.edit(ctx, src.channelID, rec.Reply, r)
+	return answer.Sent{ID: rec.Reply}, p.b.edit(ctx, src, rec.Reply, r)
 }
 
 func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
@@ -164,34 +227,73 @@ func (p platform) Find(ctx context.Context, src source) (*answer.Record[source],
 // one: a thread is its own channel), pinging nobody, not even the author.
 func (b *Bot) send(ctx context.Context, src source, r answer.Reply) (*discordgo.Message, error) {
 	failIfMissing := false
-	m, err := b.session().ChannelMessageSendComplex(src.channelID, &discordgo.MessageSend{
+	endpoint := discordgo.EndpointChannelMessages(src.channelID)
+	m, err := b.request(ctx, http.MethodPost, endpoint, endpoint, messageSend{MessageSend: &discordgo.MessageSend{
 		Content:         r.Text,
 		AllowedMentions: noMentions(),
 		Reference:       &discordgo.MessageReference{MessageID: src.messageID, ChannelID: src.channelID, GuildID: src.guildID, FailIfNotExists: &failIfMissing},
-		Files:           outputFiles(r),
-	}, discordgo.WithContext(ctx))
-	if err != nil && r.Fallback != nil && tooLarge(err) {
-		b.log.Info("Discord refused the run's files as too large; the reply names them instead", "channel", src.channelID, "err", err)
-		return b.send(ctx, src, *r.Fallback)
+	}, Attachments: uploads(r)}, outputFiles(r))
+	if err != nil && tooLarge(err) {
+		if smaller, ok := b.refit(src.guildID, r); ok {
+			b.log.Info("Discord refused the run's files as too large; the reply names those over the limit instead", "channel", src.channelID, "err", err)
+			return b.send(ctx, src, smaller)
+		}
 	}
 	return m, sendError(err)
 }
 
+// Discord's upload limit of one file: 10 MiB, more in a guild with
+// boosts.
+const (
+	uploadLimit      = 10 << 20
+	uploadLimitTier2 = 50 << 20
+	uploadLimitTier3 = 100 << 20
+)
+
+// uploadLimit is the size of the largest file Discord takes in guildID
+// ("" for a DM), as far as the state knows its boosts.
+func (b *Bot) uploadLimit(guildID string) int64 {
+	s := b.session()
+	if guildID == "" || s == nil || s.State == nil {
+		return uploadLimit
+	}
+	g, err := s.State.Guild(guildID)
+	switch {
+	case err != nil:
+		return uploadLimit
+	case g.PremiumTier == discordgo.PremiumTier3:
+		return uploadLimitTier3
+	case g.PremiumTier == discordgo.PremiumTier2:
+		return uploadLimitTier2
+	}
+	return uploadLimit
+}
+
+// refit is the reply to try once Discord refused r's files as too large:
+// the files within the per-file upload limit, the others named, else none
+// of them; ok is false when there is nothing smaller to try.
+func (b *Bot) refit(guildID string, r answer.Reply) (answer.Reply, bool) {
+	if fit, ok := r.Fit(b.uploadLimit(guildID)); ok {
+		return fit, true
+	}
+	if r.Fallback != nil {
+		return *r.Fallback, true
+	}
+	return answer.Reply{}, false
+}
+
 // edit replaces the reply replyID with r: an empty attachments list drops
 // the earlier run's files, the new ones are attached.
-func (b *Bot) edit(ctx context.Context, channelID, replyID string, r answer.Reply) error {
+func (b *Bot) edit(ctx context.Context, src source, replyID string, r answer.Reply) error {
+	channelID := src.channelID
 	content := r.Text
-	_, err := b.session().ChannelMessageEditComplex(&discordgo.MessageEdit{
-		ID:              replyID,
-		Channel:         channelID,
-		Content:         &content,
-		AllowedMentions: noMentions(),
-		Attachments:     &[]*discordgo.MessageAttachment{},
-		Files:           outputFiles(r),
-	}, discordgo.WithContext(ctx))
-	if err != nil && r.Fallback != nil && tooLarge(err) {
-		b.log.Info("Discord refused the run's files as too large; the reply names them instead", "channel", channelID, "err", err)
-		return b.edit(ctx, channelID, replyID, *r.Fallback)
+	_, err := b.request(ctx, http.MethodPatch, discordgo.EndpointChannelMessage(channelID, replyID), discordgo.EndpointChannelMessage(channelID, ""),
+		messageEdit{Content: &content, AllowedMentions: noMentions(), Attachments: uploads(r)}, outputFiles(r))
+	if err != nil && tooLarge(err) {
+		if smaller, ok := b.refit(src.guildID, r); ok {
+			b.log.Info("Discord refused the run's files as too large; the reply names those over the limit instead", "channel", channelID, "err", err)
+			return b.edit(ctx, src, replyID, smaller)
+		}
 	}
 	return sendError(err)
 }

@@ -123,9 +123,11 @@ type Bot struct {
 	api      *slack.Client
 	channels map[string]bool
 	now      func() time.Time
+	files    *http.Client // downloads the files of messages
 
 	flow     *answer.Flow[source]        // answers the messages, remembers the replies (by channel/ts)
 	seen     *replycache.Cache[struct{}] // event ids handled
+	mentions *replycache.Cache[struct{}] // mentions answered, by channel/ts, of whichever event came first
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
 	self     atomic.Pointer[who]         // set by Open
 
@@ -180,6 +182,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		api:      slack.New(cfg.BotToken, opts...),
 		channels: channels,
 		now:      time.Now,
+		files:    &http.Client{},
 		handlers: handlers.New(maxInFlight, logger),
 	}
 	b.flow = answer.New[source](answer.Config{
@@ -189,6 +192,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		// The bot token goes with the downloads of the message's files,
 		// on Slack's hosts only; files:read in the manifest allows it.
 		Fetch: attach.Fetcher{
+			Client:  b.files,
 			Header:  http.Header{"Authorization": {"Bearer " + cfg.BotToken}},
 			Trusted: b.slackHost,
 			Limits:  attach.Limits{Files: cfg.MaxFiles, Bytes: cfg.MaxFilesBytes},
@@ -200,6 +204,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Log:        logger,
 	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
+	b.mentions = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
 	return b
 }
 

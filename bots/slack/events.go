@@ -66,6 +66,11 @@ func fromBot(self *who, botID, user string) bool {
 	return botID != "" || user == "" || user == self.userID
 }
 
+// own reports whether a message was posted by runblock itself.
+func own(self *who, botID, user string) bool {
+	return botID != "" && botID == self.botID || user != "" && user == self.userID
+}
+
 // mentions reports whether text mentions the bot user.
 func mentions(self *who, text string) bool {
 	return strings.Contains(text, "<@"+self.userID+">") || strings.Contains(text, "<@"+self.userID+"|")
@@ -114,13 +119,25 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent,
 	if fromBot(self, ev.BotID, ev.User) || ev.Edited != nil || isDM(ev.Channel) {
 		return
 	}
-	b.received()
-	src := source{
+	b.mentioned(self, source{
 		what: "mention", team: team, user: ev.User, channel: ev.Channel,
 		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-		text: stripMention(self, ev.Text), files: ev.Files, triggered: true, first: true, retry: retry,
+		text: ev.Text, files: ev.Files, retry: retry,
+	})
+}
+
+// mentioned answers a mention of the bot in a channel, once whichever of
+// its events come: app_mention, and for a message that shares files, a
+// message of subtype file_share, which may come alone (without an
+// app_mention), before it or after it.
+func (b *Bot) mentioned(self *who, src source) {
+	if !b.mentions.Add(src.key(), struct{}{}) {
+		b.log.Debug("mention answered from its other event", "channel", src.channel, "ts", src.ts)
+		return
 	}
-	if !b.allowed(ev.Channel) {
+	b.received()
+	src.text, src.triggered, src.first = stripMention(self, src.text), true, true
+	if !b.allowed(src.channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 		return
 	}
@@ -134,6 +151,18 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		if fromBot(self, ev.BotID, ev.User) {
 			return
 		}
+		var files []slack.File
+		if ev.Message != nil {
+			files = ev.Message.Files
+		}
+		if !dm && ev.SubType == "file_share" && mentions(self, ev.Text) {
+			b.mentioned(self, source{
+				what: "mention", team: team, user: ev.User, channel: ev.Channel,
+				ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
+				text: ev.Text, files: files, retry: retry,
+			})
+			return
+		}
 		if !dm && (mentions(self, ev.Text) || !b.channels[ev.Channel]) {
 			return // app_mention handles mentions; elsewhere only mentions run
 		}
@@ -141,10 +170,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		src := source{
 			what: "channel", team: team, user: ev.User, channel: ev.Channel,
 			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
-			text: ev.Text, quiet: !dm, first: true, retry: retry,
-		}
-		if ev.Message != nil {
-			src.files = ev.Message.Files
+			text: ev.Text, files: files, quiet: !dm, first: true, retry: retry,
 		}
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
@@ -154,6 +180,9 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 	case "message_changed":
 		b.onEdit(self, team, dm, ev)
 	case "message_deleted":
+		if prev := ev.PreviousMessage; prev != nil && own(self, prev.BotID, prev.User) {
+			return // the bot's own reply: it answers no message
+		}
 		ts := ev.DeletedTimeStamp
 		if ts == "" && ev.PreviousMessage != nil {
 			ts = ev.PreviousMessage.Timestamp
@@ -191,6 +220,9 @@ const tombstone = "tombstone"
 func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEvent) {
 	msg, prev := ev.Message, ev.PreviousMessage
 	if msg != nil && msg.SubType == tombstone {
+		if prev != nil && own(self, prev.BotID, prev.User) {
+			return
+		}
 		ts := msg.Timestamp
 		if ts == "" && prev != nil {
 			ts = prev.Timestamp
@@ -370,7 +402,7 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		src := source{
 			what: "shortcut", team: team, user: cb.User.ID, channel: cb.Channel.ID,
 			ts: msg.Timestamp, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
-			text: msg.Text, triggered: true, responseURL: cb.ResponseURL,
+			text: msg.Text, files: msg.Files, triggered: true, responseURL: cb.ResponseURL,
 		}
 		switch {
 		case msg.User == self.userID || msg.BotID == self.botID:

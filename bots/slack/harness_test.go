@@ -73,9 +73,16 @@ type harness struct {
 // fake Slack; socket says whether it connects over Socket Mode.
 func start(t testing.TB, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
 	t.Helper()
+	return startWith(t, fakeslack.Options{}, cfg, runner, socket, before...)
+}
+
+// startWith is start against a fake Slack with opts.
+func startWith(t testing.TB, opts fakeslack.Options, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
-	fake := fakeslack.New(fakeslack.Options{PingInterval: 200 * time.Millisecond})
+	opts.PingInterval = 200 * time.Millisecond
+	fake := fakeslack.New(opts)
 	t.Cleanup(fake.Close)
 	cfg.BotToken = fakeslack.BotToken
 	if socket {

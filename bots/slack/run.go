@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,9 +73,19 @@ func (b *Bot) request(src source) answer.Request[source] {
 	at, _ := tsTime(src.ts)
 	files := make([]attach.Source, len(src.files))
 	for i, f := range src.files {
-		files[i] = attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload}
-		if f.Name == "" {
-			files[i].Name = f.Title
+		files[i] = fileSource(f)
+		if f.URLPrivateDownload == "" && f.ID != "" {
+			// A file shared from another organisation (Slack Connect)
+			// comes as a stub, "file_access": "check_file_info":
+			// files.info has the rest.
+			id := f.ID
+			files[i].Resolve = func(ctx context.Context) (attach.Source, error) {
+				full, _, _, err := b.api.GetFileInfoContext(ctx, id, 0, 0)
+				if err != nil {
+					return attach.Source{}, fmt.Errorf("files.info %s: %w", id, err)
+				}
+				return fileSource(*full), nil
+			}
 		}
 	}
 	return answer.Request[source]{
@@ -88,6 +99,15 @@ func (b *Bot) request(src source) answer.Request[source] {
 		Once: src.first, Look: !src.first || src.retry,
 		Notice: src.only,
 	}
+}
+
+// fileSource is a file of a message as attach takes it.
+func fileSource(f slack.File) attach.Source {
+	src := attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload}
+	if f.Name == "" {
+		src.Name = f.Title
+	}
+	return src
 }
 
 // start answers src in a handler, in its turn among the user's events.
@@ -224,7 +244,7 @@ const (
 )
 
 // upload shares files in the thread (files upload v2), images with alt
-// text so that they show inline. It returns the ids of the files shared
+// text (a plot's names its title and axes) so that they show inline. It returns the ids of the files shared
 // and the files that could not be, to name in the reply.
 func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread string, files []output) ([]string, []executor.OmittedFile) {
 	var ids []string
@@ -238,9 +258,7 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread stri
 			Filename: path.Base(f.Path), Title: f.title, Reader: bytes.NewReader(f.Content), FileSize: len(f.Content),
 			Channel: channel, ThreadTimestamp: thread,
 		}
-		if strings.HasPrefix(f.MIME, "image/") {
-			p.AltTxt = "Image " + f.Path + " made by the snippet"
-		}
+		p.AltTxt = formatting.AltText(f.File)
 		up, err := b.api.UploadFileContext(ctx, p)
 		if err != nil {
 			log.Error("uploading an output file", "file", f.Path, "err", err)
@@ -261,9 +279,18 @@ func (b *Bot) deleteFiles(ctx context.Context, log *slog.Logger, ids []string) {
 	}
 }
 
-// slackHost reports whether u is on the Web API's host or beneath it
-// (files.slack.com for slack.com): the bot token goes nowhere else.
+// slackFileHosts are where Slack keeps the files of messages. With
+// SLACK_API_URL set to an egress proxy, the Web API's host is the proxy's,
+// yet the files' URLs stay on these hosts.
+var slackFileHosts = []string{"files.slack.com", "files.slack-gov.com"}
+
+// slackHost reports whether the bot token may go with a download from u:
+// on the Web API's host or beneath it (files.slack.com for slack.com), or,
+// over https, on Slack's own file hosts. Nowhere else.
 func (b *Bot) slackHost(u *url.URL) bool {
+	if u.Scheme == "https" && u.Port() == "" && slices.Contains(slackFileHosts, strings.ToLower(u.Hostname())) {
+		return true
+	}
 	api := "https://slack.com/api/"
 	if b.cfg.APIURL != "" {
 		api = b.cfg.APIURL

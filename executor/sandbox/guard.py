@@ -127,10 +127,27 @@ def _runblock_run():
                 shown["n"] += 1
                 name = f"{workdir}/figure-{shown['n']}.png"
             try:
-                fig.savefig(name, format="png")
+                fig.savefig(name, format="png", metadata={"Description": describe_figure(fig)})
             except Exception as exc:
                 sys.stderr.write(f"runblock: could not save figure {num}: {exc}\n")
             plt.close(fig)
+
+    def describe_figure(fig):
+        # The PNG's Description (alt text in chat): the titles and axis
+        # labels matplotlib knows, "" when it knows none.
+        parts = []
+        try:
+            sup = getattr(fig, "_suptitle", None)
+            if sup is not None and sup.get_text():
+                parts.append(sup.get_text())
+            for ax in fig.get_axes():
+                bits = [t for t in (ax.get_title(),) if t]
+                bits += [f"{a} axis: {t}" for a, t in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if t]
+                if bits:
+                    parts.append(", ".join(bits))
+        except Exception:
+            pass
+        return "; ".join(parts)[:1000]
 
     def fix_pyplot(module):
         def show(*args, **kwargs):

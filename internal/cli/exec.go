@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
@@ -19,9 +21,11 @@ import (
 )
 
 // runExec is `runblock exec`: one snippet, straight to the executor, its
-// whole output printed. With --json it prints exactly one JSON object
-// whatever happens: the result, or {"error", "code"} when the run was
-// refused or could not start.
+// whole output printed, and the snippet's status as the exit status (see
+// exitStatus), so that scripts and CI can use it. With --json it prints
+// exactly one JSON object whatever happens: the result, which carries the
+// status, and exit 0; or {"error", "code"} when the run was refused or
+// could not start, and exit non-zero.
 func runExec(ctx context.Context, c *invocation, args []string) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
@@ -110,6 +114,37 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	fmt.Fprintln(c.stdout, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
 	if err := saveFiles(c.stdout, *outDir, res); err != nil {
 		fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
+		return 1
+	}
+	return exitStatus(res)
+}
+
+// Exit statuses of plain exec for runs the sandbox ended, as timeout(1)
+// and snekbox give them.
+const (
+	exitTimeout = 124 // timeout(1)
+	exitMemory  = 137 // 128+SIGKILL, as snekbox
+)
+
+// exitStatus is plain exec's exit status for a finished run: the snippet's
+// own (1 for an uncaught exception, N for SystemExit(N)), exitTimeout or
+// exitMemory when the sandbox stopped it for its limits, 128 plus the
+// signal's number for a snippet killed by a signal, and 1 for any other
+// failure that left no status of its own (the output limit).
+func exitStatus(res executor.Result) int {
+	switch {
+	case res.Timeout:
+		return exitTimeout
+	case res.MemoryExceeded:
+		return exitMemory
+	case res.Signal != "" && !res.OutputLimit:
+		if n := unix.SignalNum(res.Signal); n != 0 {
+			return 128 + int(n)
+		}
+		return 1
+	case res.ExitCode > 0:
+		return res.ExitCode
+	case !res.Success:
 		return 1
 	}
 	return 0

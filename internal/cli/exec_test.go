@@ -46,10 +46,10 @@ func TestExecCommand(t *testing.T) {
 			t.Errorf("result %v", res)
 		}
 	})
-	t.Run("failing snippet exits 0", func(t *testing.T) {
+	t.Run("failing snippet exits 1", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), []string{"exec", fails}, env, nil, &stdout, &stderr); code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
+		if code := run(context.Background(), []string{"exec", fails}, env, nil, &stdout, &stderr); code != 1 {
+			t.Fatalf("exit %d, want 1: %s", code, stderr.String())
 		}
 		if !strings.Contains(stdout.String(), "ZeroDivisionError") {
 			t.Errorf("stdout %q lacks the error line", stdout.String())
@@ -152,5 +152,46 @@ func TestSaveFilesEscapesNames(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(data) != "a" {
 		t.Errorf("the file under its real name: %q, %v", data, err)
+	}
+}
+
+// TestExecExitStatus: plain exec exits with the snippet's status, 124 on
+// a timeout and 137 on the memory limit; exec --json exits 0 whenever it
+// printed a result, which carries the status.
+func TestExecExitStatus(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+	for _, tc := range []struct {
+		name, code string
+		args       []string
+		want       int
+	}{
+		{"success", "print('hi')\n", nil, 0},
+		{"uncaught exception", "1/0\n", nil, 1},
+		{"SystemExit(3)", "raise SystemExit(3)\n", nil, 3},
+		{"sys.exit(0) after output", "import sys\nprint('x')\nsys.exit(0)\n", nil, 0},
+		{"timeout", "while True: pass\n", []string{"--timeout", "300ms"}, 124},
+		{"memory", "x = bytearray(512 << 20)\nx[::4096] = b'x' * len(x[::4096])\n", []string{"--memory", "64MiB"}, 137},
+		{"killed by a signal", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", nil, 128 + 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".py")
+			if err := os.WriteFile(p, []byte(tc.code), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), append([]string{"exec", p}, tc.args...), env, nil, &stdout, &stderr); code != tc.want {
+				t.Errorf("exec: exit %d, want %d; stdout %q, stderr %q", code, tc.want, stdout.String(), stderr.String())
+			}
+			stdout.Reset()
+			if code := run(context.Background(), append([]string{"exec", "--json", p}, tc.args...), env, nil, &stdout, &stderr); code != 0 {
+				t.Errorf("exec --json: exit %d, want 0 with a result; stderr %q", code, stderr.String())
+			}
+			var res executor.Result
+			if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+				t.Errorf("exec --json: not a result: %q: %v", stdout.String(), err)
+			}
+		})
 	}
 }

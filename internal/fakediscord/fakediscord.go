@@ -57,6 +57,7 @@ type Server struct {
 	interactions map[string]*interaction       // by interaction token
 	files        map[string][]byte             // attachment contents, by attachment id
 	downloads    map[string]int                // attachment downloads, by attachment id
+	descriptions map[string]string             // attachment descriptions (alt text), by attachment id
 	nextID       int64
 	closed       bool
 
@@ -76,6 +77,7 @@ func New(opts Options) *Server {
 		interactions: make(map[string]*interaction),
 		files:        make(map[string][]byte),
 		downloads:    make(map[string]int),
+		descriptions: make(map[string]string),
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -110,6 +112,14 @@ func (s *Server) AttachmentData(rawURL string) ([]byte, bool) {
 		return nil, false
 	}
 	return s.files[id], true
+}
+
+// AttachmentDescription returns the description (alt text) the attachment
+// id was uploaded with.
+func (s *Server) AttachmentDescription(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.descriptions[id]
 }
 
 // Downloads returns how often the attachment at url was downloaded.

@@ -430,8 +430,8 @@ func cmpID(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Discord's limits on the files of one message: 10 files, and 10 MiB in
-// all in a guild without boosts.
+// Discord's limits on the files of one message: 10 files, and 10 MiB a
+// file in a guild without boosts.
 const (
 	MaxFiles       = 10
 	MaxUploadBytes = 10 << 20
@@ -443,28 +443,54 @@ func uploadLimits(req *Request) (int, any) {
 	if len(req.Files) > MaxFiles {
 		return 400, apiError{Message: "Invalid Form Body: files: Must be 10 or fewer in length.", Code: 50035}
 	}
-	total := 0
 	for _, f := range req.Files {
-		total += len(f.Data)
-	}
-	if total > MaxUploadBytes {
-		return 413, apiError{Message: "Request entity too large", Code: 40005}
+		if len(f.Data) > MaxUploadBytes {
+			return 413, apiError{Message: "Request entity too large", Code: 40005}
+		}
 	}
 	return 0, nil
 }
 
 // payload is what the fake reads of a message create or edit.
 type payload struct {
-	Content     *string                         `json:"content"`
-	Flags       discordgo.MessageFlags          `json:"flags"`
-	Reference   *discordgo.MessageReference     `json:"message_reference"`
-	Attachments *[]*discordgo.MessageAttachment `json:"attachments"`
+	Content     *string                     `json:"content"`
+	Flags       discordgo.MessageFlags      `json:"flags"`
+	Reference   *discordgo.MessageReference `json:"message_reference"`
+	Attachments *[]attachmentRef            `json:"attachments"`
 }
 
-func (s *Server) attachmentsLocked(files []File) []*discordgo.MessageAttachment {
+// attachmentRef is an entry of a payload's attachments: an attachment of
+// the message to keep (its snowflake, a string), or the description of
+// the upload files[N] (N, a number).
+type attachmentRef struct {
+	ID          json.RawMessage `json:"id"`
+	Description string          `json:"description"`
+}
+
+// upload returns N when r describes the upload files[N].
+func (r attachmentRef) upload() (int, bool) {
+	n, err := strconv.Atoi(string(r.ID))
+	return n, err == nil
+}
+
+// attachmentsLocked stores a request's files as attachments, with the
+// descriptions refs give them.
+func (s *Server) attachmentsLocked(files []File, refs *[]attachmentRef) []*discordgo.MessageAttachment {
+	desc := map[string]string{}
+	if refs != nil {
+		for _, r := range *refs {
+			if n, ok := r.upload(); ok {
+				desc["files["+strconv.Itoa(n)+"]"] = r.Description
+			}
+		}
+	}
 	var out []*discordgo.MessageAttachment
 	for _, f := range files {
-		out = append(out, s.storeLocked(f.Name, f.ContentType, f.Data))
+		a := s.storeLocked(f.Name, f.ContentType, f.Data)
+		if d := desc[f.Field]; d != "" {
+			s.descriptions[a.ID] = d
+		}
+		out = append(out, a)
 	}
 	return out
 }
@@ -482,7 +508,7 @@ func (s *Server) newMessageLocked(req *Request, channelID string, author *discor
 	}
 	m := &discordgo.Message{
 		ID: s.newIDLocked(), ChannelID: channelID, Author: author, Timestamp: time.Now().UTC(),
-		Flags: p.Flags, MessageReference: p.Reference, Attachments: s.attachmentsLocked(req.Files),
+		Flags: p.Flags, MessageReference: p.Reference, Attachments: s.attachmentsLocked(req.Files, p.Attachments),
 	}
 	if p.Reference != nil {
 		m.Type = discordgo.MessageTypeReply
@@ -506,9 +532,22 @@ func (s *Server) editMessageLocked(m *discordgo.Message, req *Request) error {
 		m.Content = *p.Content
 	}
 	if p.Attachments != nil {
-		m.Attachments = *p.Attachments
+		// The attachments listed by id stay; the others go.
+		var keep []*discordgo.MessageAttachment
+		for _, r := range *p.Attachments {
+			var id string
+			if json.Unmarshal(r.ID, &id) != nil {
+				continue
+			}
+			for _, a := range m.Attachments {
+				if a.ID == id {
+					keep = append(keep, a)
+				}
+			}
+		}
+		m.Attachments = keep
 	}
-	m.Attachments = append(m.Attachments, s.attachmentsLocked(req.Files)...)
+	m.Attachments = append(m.Attachments, s.attachmentsLocked(req.Files, p.Attachments)...)
 	now := time.Now().UTC()
 	m.EditedTimestamp = &now
 	return nil

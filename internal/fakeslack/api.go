@@ -243,6 +243,12 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		return http.StatusOK, map[string]any{"ok": true, "upload_url": s.http.URL + "/upload/" + id, "file_id": id}
 	case "files.completeUploadExternal":
 		return s.completeUploadLocked(c)
+	case "files.info":
+		f, ok := s.userFiles[c.Get("file")]
+		if !ok {
+			return http.StatusOK, failed("file_not_found")
+		}
+		return http.StatusOK, map[string]any{"ok": true, "file": s.fileObjectLocked(f), "comments": []any{}}
 	case "files.delete":
 		if s.files[c.Get("file")] == nil {
 			return http.StatusOK, failed("file_not_found")

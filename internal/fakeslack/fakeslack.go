@@ -51,6 +51,10 @@ type Options struct {
 	// it is redelivered with retry_attempt+1 (at most three times), like
 	// Slack does; 0 means never.
 	AckTimeout time.Duration
+	// FileHost, when set, is the base of the URLs of users' files
+	// ("https://files.slack.com", as Slack's are), for a client whose
+	// transport takes that host to the fake; "" uses the fake's own URL.
+	FileHost string
 }
 
 // Server is a fake Slack.
@@ -351,11 +355,29 @@ func (s *Server) AddUserFile(f UserFile) map[string]any {
 		f.Size = int64(len(f.Content))
 	}
 	s.userFiles[f.ID] = f
-	u := s.http.URL + "/files-pri/" + f.ID + "/" + url.PathEscape(f.Name)
+	return s.fileObjectLocked(f)
+}
+
+// fileObjectLocked is the file object of f, as messages and files.info
+// carry it.
+func (s *Server) fileObjectLocked(f UserFile) map[string]any {
+	base := s.http.URL
+	if s.opts.FileHost != "" {
+		base = s.opts.FileHost
+	}
+	u := base + "/files-pri/" + f.ID + "/" + url.PathEscape(f.Name)
 	return map[string]any{
 		"id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.Mimetype, "filetype": strings.TrimPrefix(path.Ext(f.Name), "."),
 		"size": f.Size, "mode": "hosted", "is_external": false, "url_private": u, "url_private_download": u + "?download=1",
 	}
+}
+
+// ConnectStub returns the stub of a file object from AddUserFile as Slack
+// sends it for a file shared from another organisation (Slack Connect):
+// its id and "file_access": "check_file_info", no name or URL; files.info
+// returns the whole object.
+func ConnectStub(file map[string]any) map[string]any {
+	return map[string]any{"id": file["id"], "mode": "file_access", "file_access": "check_file_info"}
 }
 
 // UserFileDownloads returns how often the user file id was downloaded.

@@ -69,8 +69,9 @@ type Reply struct {
 	// when Config.TooLarge is "".
 	Fallback *Reply
 
-	outcome string        // the run's, for the log
-	took    time.Duration // the run's
+	outcome string                    // the run's, for the log
+	took    time.Duration             // the run's
+	fit     func(int64) (Reply, bool) // Fit; nil without files or Config.TooLarge
 }
 
 // Sent is a reply the platform sent.

@@ -3,6 +3,7 @@ package answer
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/runerror"
@@ -47,11 +48,45 @@ func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped 
 	}
 	out := Reply{Text: r.Text, Full: r.Full, Files: res.Files, Reaction: r.Reaction(p), outcome: res.Outcome(), took: res.Duration}
 	if len(res.Files) > 0 && f.cfg.TooLarge != "" {
-		res.Files, res.FilesOmitted = nil, append(omit(res.Files, f.cfg.TooLarge), res.FilesOmitted...)
-		r = formatting.RenderRun(p, ex, res, opts)
-		out.Fallback = &Reply{Text: r.Text, Full: r.Full, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
+		// without is the reply without the files over names instead.
+		without := func(over func(executor.File) bool) Reply {
+			res := res
+			var keep, drop []executor.File
+			for _, file := range res.Files {
+				if over(file) {
+					drop = append(drop, file)
+				} else {
+					keep = append(keep, file)
+				}
+			}
+			res.Files, res.FilesOmitted = keep, append(omit(drop, f.cfg.TooLarge), res.FilesOmitted...)
+			r := formatting.RenderRun(p, ex, res, opts)
+			return Reply{Text: r.Text, Full: r.Full, Files: keep, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
+		}
+		fallback := without(func(executor.File) bool { return true })
+		out.Fallback = &fallback
+		out.fit = func(limit int64) (Reply, bool) {
+			over := func(file executor.File) bool { return int64(len(file.Content)) > limit }
+			if !slices.ContainsFunc(res.Files, over) {
+				return Reply{}, false
+			}
+			fit := without(over)
+			fit.Fallback = &fallback
+			return fit, true
+		}
 	}
 	return out
+}
+
+// Fit returns the reply with only its files of at most limit bytes (a
+// platform's per-file upload limit), the others named instead with
+// Config.TooLarge, and whether any file was over the limit: a platform
+// that refused the upload as too large tries it, then Fallback.
+func (r Reply) Fit(limit int64) (Reply, bool) {
+	if r.fit == nil {
+		return Reply{}, false
+	}
+	return r.fit(limit)
 }
 
 // omit names files as left out for reason.

@@ -69,6 +69,10 @@ type Source struct {
 	Size int64 // from the platform's metadata; 0 when unknown
 	MIME string
 	URL  string // "" when the platform offers no download
+	// Resolve, when set, completes a Source that is a stub (Slack
+	// Connect's files from another organisation come without a name or
+	// URL): Fetch calls it before giving the file up as not downloadable.
+	Resolve func(context.Context) (Source, error)
 }
 
 // Fetcher downloads attachments.
@@ -92,6 +96,15 @@ func (f Fetcher) Fetch(ctx context.Context, srcs []Source) ([]executor.File, []e
 	names := map[string]bool{}
 	var total int64
 	for _, src := range srcs {
+		if src.URL == "" && src.Resolve != nil && lim.Files >= 0 && len(files) < lim.Files {
+			full, err := src.Resolve(ctx)
+			switch {
+			case err != nil && f.Log != nil:
+				f.Log.Warn("completing an attached file", "file", src.Name, "err", err)
+			case err == nil:
+				src = full
+			}
+		}
 		name := unique(names, Name(src.Name))
 		skip := func(reason string) {
 			omitted = append(omitted, executor.OmittedFile{Path: name, Size: src.Size, Reason: reason})
