@@ -125,6 +125,9 @@ type Config struct {
 	// Retry paces Open's tries while Discord cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
+	// instead of as a cell of its thread's or reply chain's session.
+	NoSessions bool
 }
 
 // ErrDisallowedIntents is returned by Open when Discord refuses the
@@ -215,6 +218,8 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Now:        now,
 		Replied:    b.metricReplied,
 		Log:        logger,
+		NoSessions: cfg.NoSessions,
+		End:        ender(runner),
 	}, platform{b})
 	return b
 }
@@ -467,6 +472,14 @@ func (b *Bot) onDisconnect(*discordgo.Session, *discordgo.Disconnect) {
 // many events are in flight; it reports whether f runs.
 func (b *Bot) spawn(what string, f func(ctx context.Context)) bool {
 	return b.handlers.Go(what, f)
+}
+
+// ender is runner's way to end a session's live process, if it has one.
+func ender(runner Runner) answer.Ender {
+	if e, ok := runner.(answer.Ender); ok {
+		return e
+	}
+	return nil
 }
 
 // noMetrics is the Metrics of a Config without one.

@@ -108,6 +108,9 @@ type Config struct {
 	MaxFilesBytes int64
 	Render        formatting.RenderOptions
 	Metrics       Metrics // nil: none counted
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
+	// instead of as a cell of its thread's session.
+	NoSessions bool
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -198,6 +201,8 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Now:        func() time.Time { return b.now() },
 		Replied:    b.replied,
 		Log:        logger,
+		NoSessions: cfg.NoSessions,
+		End:        ender(runner),
 	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
 	return b
@@ -383,6 +388,14 @@ func (b *Bot) Close(ctx context.Context) error {
 // too many handlers are in flight.
 func (b *Bot) spawn(what string, fn func(ctx context.Context)) bool {
 	return b.handlers.Go(what, fn)
+}
+
+// ender is runner's way to end a session's live process, if it has one.
+func ender(runner Runner) answer.Ender {
+	if e, ok := runner.(answer.Ender); ok {
+		return e
+	}
+	return nil
 }
 
 // noMetrics is the Metrics of a Config without one.

@@ -120,6 +120,7 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent,
 		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
 		text: stripMention(self, ev.Text), files: ev.Files, triggered: true, first: true, retry: retry,
 	}
+	src.reset = isReset(src.text)
 	if !b.allowed(ev.Channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 		return
@@ -149,6 +150,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
 			src.what, src.triggered, src.text = "dm", mentions(self, ev.Text), stripMention(self, ev.Text)
+			src.reset = src.triggered && isReset(src.text)
 		}
 		b.start(src)
 	case "message_changed":
@@ -323,6 +325,8 @@ func (b *Bot) onSlash(cmd slack.SlashCommand) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 	case strings.TrimSpace(cmd.Text) == "":
 		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, cmd) })
+	case isReset(cmd.Text):
+		b.slashReset(src)
 	default:
 		b.start(src)
 	}
