@@ -23,6 +23,7 @@ import (
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -31,6 +32,7 @@ import (
 type Config struct {
 	Executor     sandbox.Config
 	Scheduler    executor.Config
+	Sessions     session.Config
 	Slack        slack.Config
 	Discord      discord.Config
 	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server

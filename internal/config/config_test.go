@@ -39,6 +39,10 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"max files bytes", c.Executor.MaxFilesBytes, int64(8 << 20)},
 		{"pool", c.Executor.Pool, runtime.NumCPU()},
 		{"fork server", c.Executor.DisableForkServer, false},
+		{"sessions", c.Sessions.Disabled, false},
+		{"session idle", c.Sessions.Idle, 15 * time.Minute},
+		{"session max", c.Sessions.MaxLive, 32},
+		{"session memory", c.Sessions.MemoryBytes, int64(1 << 30)},
 		{"concurrency", c.Scheduler.Concurrency, runtime.NumCPU()},
 		{"queue", c.Scheduler.QueueSize, 100},
 		{"user rate", c.Scheduler.UserRate, 5.0 / 60},
@@ -100,6 +104,10 @@ func TestParseConfigValues(t *testing.T) {
 		{"fork server off", Env{"RUNBLOCK_FORKSERVER": "off"}, func(c Config) bool { return c.Executor.DisableForkServer }},
 		{"fork server 0", Env{"RUNBLOCK_FORKSERVER": "0"}, func(c Config) bool { return c.Executor.DisableForkServer }},
 		{"fork server on", Env{"RUNBLOCK_FORKSERVER": "ON"}, func(c Config) bool { return !c.Executor.DisableForkServer }},
+		{"sessions off", Env{"RUNBLOCK_SESSIONS": "off"}, func(c Config) bool { return c.Sessions.Disabled }},
+		{"sessions", Env{"RUNBLOCK_SESSION_IDLE": "2m", "RUNBLOCK_SESSION_MAX": "5", "RUNBLOCK_SESSION_MEMORY": "512"}, func(c Config) bool {
+			return c.Sessions.Idle == 2*time.Minute && c.Sessions.MaxLive == 5 && c.Sessions.MemoryBytes == 512<<20
+		}},
 		{"rate per second", Env{"RUNBLOCK_USER_RATE": "2/s"}, func(c Config) bool { return c.Scheduler.UserRate == 2 }},
 		{"rate per hour", Env{"RUNBLOCK_USER_RATE": "36/h"}, func(c Config) bool { return c.Scheduler.UserRate == 0.01 }},
 		{"rate per minute spaced", Env{"RUNBLOCK_USER_RATE": " 30 / minute "}, func(c Config) bool { return c.Scheduler.UserRate == 0.5 }},
@@ -189,6 +197,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bool", Env{"RUNBLOCK_ALLOW_UNISOLATED": "maybe"}, "RUNBLOCK_ALLOW_UNISOLATED", "1 or 0"},
 		{"fork server word", Env{"RUNBLOCK_FORKSERVER": "sometimes"}, "RUNBLOCK_FORKSERVER", "not a boolean"},
 		{"pool negative", Env{"RUNBLOCK_POOL": "-2"}, "RUNBLOCK_POOL", "negative"},
+		{"sessions word", Env{"RUNBLOCK_SESSIONS": "sometimes"}, "RUNBLOCK_SESSIONS", "not a boolean"},
+		{"session idle zero", Env{"RUNBLOCK_SESSION_IDLE": "0s"}, "RUNBLOCK_SESSION_IDLE", "positive"},
+		{"session max zero", Env{"RUNBLOCK_SESSION_MAX": "0"}, "RUNBLOCK_SESSION_MAX", "at least 1"},
+		{"session memory tiny", Env{"RUNBLOCK_SESSION_MEMORY": "1MiB"}, "RUNBLOCK_SESSION_MEMORY", "64 MiB"},
 		{"max files huge", Env{"RUNBLOCK_MAX_FILES": "1000"}, "RUNBLOCK_MAX_FILES", "at most"},
 		{"preload not a module", Env{"RUNBLOCK_PRELOAD": "numpy; import os"}, "RUNBLOCK_PRELOAD", "module name"},
 		{"concurrency zero", Env{"RUNBLOCK_CONCURRENCY": "0"}, "RUNBLOCK_CONCURRENCY", "at least 1"},
@@ -554,7 +566,7 @@ func TestLogValueFollowsTheTable(t *testing.T) {
 	if _, ok := got["slack_bot_token"]; ok {
 		t.Error("the summary shows a chat setting that exec and the executor do not read")
 	}
-	if n := len(Sections[0].Settings) + len(Sections[5].Settings) + len(Sections[6].Settings); len(got) != n {
+	if n := len(Sections[0].Settings) + len(Sections[1].Settings) + len(Sections[6].Settings) + len(Sections[7].Settings); len(got) != n {
 		t.Errorf("%d entries, want %d: %v", len(got), n, got)
 	}
 }

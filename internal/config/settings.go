@@ -8,6 +8,7 @@ import (
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -46,7 +47,13 @@ const (
 	// and hold.
 	MaxConcurrency = 1024
 	MaxQueue       = 100_000
+	// MaxSessions bounds RUNBLOCK_SESSION_MAX: each live session holds a
+	// process, a uid and a work dir.
+	MaxSessions = 4096
 )
+
+// sessionCommands are the commands that keep or continue sessions.
+var sessionCommands = []string{"serve", "doctor", "executor", "mcp"}
 
 // Setting is one environment variable runblock reads.
 type Setting struct {
@@ -154,6 +161,20 @@ var Sections = []Section{
 		{Name: "RUNBLOCK_CGROUP", Kind: text, DefaultDoc: "the service's own cgroup, if delegated",
 			Doc:   "A cgroup v2 subtree delegated to runblock (below /sys/fs/cgroup, memory and pids enabled in its cgroup.subtree_control): each run gets its own cgroup there. Unset: the service's own cgroup if it is such a subtree, else the sandbox's init accounts each run's memory (`runblock doctor` says which).",
 			field: func(c *Config) any { return &c.Executor.Cgroup }},
+	}},
+	{Title: "Sessions", About: "a thread's (or an API session's) cells share one live Python, like a notebook's", Part: Sandbox, Settings: []Setting{
+		{Name: "RUNBLOCK_SESSIONS", Kind: offSwitch, Default: "on", UsedBy: sessionCommands,
+			Doc:   "on = the messages of a thread (and the API's runs with the same session id) share variables, imports and files, run by one live process per session; off = every message runs alone.",
+			field: func(c *Config) any { return &c.Sessions.Disabled }},
+		{Name: "RUNBLOCK_SESSION_IDLE", Kind: duration, Default: formatDuration(session.DefaultIdle), UsedBy: sessionCommands,
+			Doc:   "A session's process ends after this long without a cell; the next cell rebuilds its state by replaying the earlier ones.",
+			field: func(c *Config) any { return &c.Sessions.Idle }},
+		{Name: "RUNBLOCK_SESSION_MAX", Kind: whole, Default: strconv.Itoa(session.DefaultMaxLive), Min: 1, Max: MaxSessions, UsedBy: sessionCommands,
+			Doc:   "Live sessions per executor; past it the least recently used ends (its next cell replays).",
+			field: func(c *Config) any { return &c.Sessions.MaxLive }},
+		{Name: "RUNBLOCK_SESSION_MEMORY", Kind: memory, Default: formatSize(session.DefaultMemoryBytes), UsedBy: sessionCommands,
+			Doc:   "The memory the live sessions hold together; past it the least recently used end (their next cell replays).",
+			field: func(c *Config) any { return &c.Sessions.MemoryBytes }},
 	}},
 	{Title: "Scheduler", About: "sharing the executor", Part: Scheduler, Settings: []Setting{
 		{Name: "RUNBLOCK_CONCURRENCY", Kind: whole, DefaultDoc: "number of CPUs", Min: 1, Max: MaxConcurrency,

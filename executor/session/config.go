@@ -1,0 +1,42 @@
+package session
+
+import "time"
+
+// Defaults of Config.
+const (
+	// DefaultIdle is how long a session's process lives without a cell.
+	DefaultIdle = 15 * time.Minute
+	// DefaultMaxLive bounds the live sessions of one executor. An idle
+	// session forked from the fork server holds about 1 MiB of its own
+	// (5 MiB proportional) as a bare interpreter, and typically 20 to
+	// 100 MiB once its cells have imported pandas or matplotlib and built
+	// some data: 32 such sessions fill DefaultMemoryBytes at about 30 MiB
+	// each, so the count and the memory bound bite at about the same place,
+	// and the memory bound catches the heavy ones.
+	DefaultMaxLive = 32
+	// DefaultMemoryBytes bounds the memory of all live sessions together.
+	DefaultMemoryBytes = 1 << 30
+	// DefaultReplayBudget is the longest a replay may take, its cells
+	// together; past it the cell runs in a fresh session.
+	DefaultReplayBudget = 30 * time.Second
+)
+
+// Config is the sessions' settings (internal/config reads them from the
+// environment).
+type Config struct {
+	// Disabled turns sessions off (RUNBLOCK_SESSIONS=off): every message
+	// runs alone, as if it had no session.
+	Disabled bool
+	// Idle ends a session's process after this long without a cell
+	// (RUNBLOCK_SESSION_IDLE); the next cell rebuilds its state by replay.
+	Idle time.Duration
+	// MaxLive bounds the live sessions (RUNBLOCK_SESSION_MAX); past it the
+	// least recently used is evicted (its next cell replays).
+	MaxLive int
+	// MemoryBytes bounds the memory the live sessions hold together
+	// (RUNBLOCK_SESSION_MEMORY); past it the least recently used are
+	// evicted likewise.
+	MemoryBytes int64
+	// ReplayBudget bounds the time a replay takes, its cells together.
+	ReplayBudget time.Duration
+}
