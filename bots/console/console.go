@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
@@ -60,6 +61,9 @@ type Config struct {
 	FilesDir string
 	Render   formatting.RenderOptions
 	Metrics  Metrics // nil: none counted
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
+	// instead of as the next cell of the console's one session.
+	NoSessions bool
 }
 
 // Bot reads messages from Config.In, one at a time: a message is answered
@@ -91,6 +95,10 @@ type Bot struct {
 	// temporary directory made for the session. Only the handler uses them.
 	runs     int
 	filesDir string
+
+	// session is the console's one session (session.go); only the
+	// handler uses it.
+	session session
 }
 
 // New returns a console Bot; it reads nothing until Open.
@@ -114,6 +122,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		log:      logger,
 		handlers: handlers.New(1, logger),
 		done:     make(chan struct{}),
+		session:  newSession(),
 	}
 }
 
@@ -307,6 +316,9 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return formatting.RenderError(formatting.Console,
 			executor.Errorf(executor.ErrTooLarge, "message over %d bytes", b.cfg.MaxMessageBytes))
 	}
+	if !b.cfg.NoSessions && strings.TrimSpace(msg) == resetCommand {
+		return b.reset(ctx)
+	}
 	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
 	if !ext.Found {
 		return formatting.RenderNotice(formatting.Console, ext.Notice())
@@ -316,6 +328,12 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	job := executor.Job{
 		User:    b.cfg.User,
 		Request: executor.Request{Code: ext.Code, Stdin: ext.Stdin},
+	}
+	if !b.cfg.NoSessions {
+		if b.session.full() {
+			return fmt.Sprintf("This session has %d cells, the most it keeps: %s starts it fresh.", answer.MaxCells, resetCommand)
+		}
+		job.Request.Session = b.session.next()
 	}
 	if b.cfg.Interactive {
 		job.Progress = func(p executor.Progress) {
@@ -345,7 +363,11 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
-	text := formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render).Text
+	opts := b.cfg.Render
+	if !b.cfg.NoSessions {
+		opts.Header = b.session.ran(job.Request, res)
+	}
+	text := formatting.RenderRun(formatting.Console, ext, res, opts).Text
 	if len(res.Files) > 0 {
 		saved, err := b.save(res.Files)
 		if err != nil {

@@ -34,7 +34,7 @@ const MaxRerun = 20
 // Bounds of the record of sessions.
 const (
 	maxSessions = 1000      // sessions recorded, the least recently used dropped first
-	maxCells    = 200       // cells of one session
+	MaxCells    = 200       // cells of one session
 	maxBytes    = 256 << 20 // code, stdin and input files of all the cells recorded
 )
 
@@ -128,7 +128,7 @@ type notebook[S any] struct {
 
 func newNotebook[S any]() *notebook[S] {
 	return &notebook[S]{order: list.New(), byID: make(map[string]*list.Element), keys: make(map[string]*session[S]),
-		maxSessions: maxSessions, maxCells: maxCells, maxBytes: maxBytes}
+		maxSessions: maxSessions, maxCells: MaxCells, maxBytes: maxBytes}
 }
 
 // open returns the record of session id, new when there is none.
