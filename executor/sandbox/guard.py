@@ -47,6 +47,7 @@ def _runblock_run():
     REQUEST, STATUS, INIT_STATUS = 3, 4, 5  # protocol: fdRequest fdStatus fdInitStatus
     CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: guardArgConfig guardArgMode guardArgFontCache guardArgPreload guardArgSite
     READY, STARTED = b"ready\n", b"started\n"  # protocol: statusReady statusStarted
+    SESSION = b"session "  # protocol: sessionStart
 
     read, write, close = posix.read, posix.write, posix.close
     mode, _, unguarded = sys.argv[MODE].partition("+")
@@ -214,7 +215,17 @@ def _runblock_run():
         _runblock_reseed()
 
     write(STATUS, READY)
-    chunks = []
+    # A run's request, or a session's start (see _runblock_session): the
+    # first bytes tell which.
+    head = b""
+    while len(head) < len(SESSION):
+        chunk = read(REQUEST, 1 << 20)
+        if not chunk:
+            break
+        head += chunk
+    if head.startswith(SESSION):
+        _runblock_session(head, workdir, save_figures)
+    chunks = [head]
     while True:
         chunk = read(REQUEST, 1 << 20)
         if not chunk:
@@ -270,12 +281,14 @@ def _runblock_run():
     _runblock_exit(status, main)
 
 
-def _runblock_exit(status, main):
+def _runblock_exit(status, main, last=None):
     """Ends the run as the interpreter's exit does (non-daemon threads
     joined, atexit handlers run, the snippet's objects released so that the
     files it left open are flushed, the streams flushed), without then
     tearing down every module: in a fork of the fork server that touches,
-    and so copies, the whole inherited heap."""
+    and so copies, the whole inherited heap. last, when given, is called
+    once everything is flushed, just before the exit (a session's last
+    cell sends its end there)."""
     import atexit
     import gc
     import posix
@@ -311,6 +324,8 @@ def _runblock_exit(status, main):
             stream.flush()
         except BaseException:
             pass
+    if last is not None:
+        last()
     posix._exit(status & 0xFF)
 
 
@@ -371,6 +386,243 @@ def _runblock_close_files(gc, sys):
         pass
 
 
+def _runblock_session(head, workdir, save_figures):
+    """A session: cells, one after another, in one persistent __main__,
+    until the service closes the request pipe or a cell exits. The request
+    pipe and the status pipe stay open (the cells' code can reach them: the
+    service trusts nothing it reads there, see protocol.go).
+
+    The session's start (head) is SESSION and the collect limits, one
+    line. Each cell comes on the request pipe as one line,
+    "<cell> <nonce> <request bytes> <stdin bytes>", then the request (as a
+    run's, see _runblock_unpack: its input files are written into the work
+    dir first) and its stdin. After the cell the guard flushes, writes the
+    end marker (MARK_OPEN nonce MARK_CLOSE) on stdout and on stderr, and
+    its result on the status pipe: "<nonce> <outcome> <files> <omitted>"
+    then the files it created or changed since the last cell, each
+    "<path bytes> <content bytes>" then the path and the content, and the
+    omitted ones, each "<path bytes> <size> <reason>" then the path. A cell
+    that exits (SystemExit) sends its end as the session's python exits."""
+    import builtins
+    import gc
+    import io
+    import linecache
+    import posix
+    import sys
+
+    REQUEST, STATUS = 3, 4  # protocol: fdRequest fdStatus
+    MARK_OPEN, MARK_CLOSE = b"\x00runblock-cell-end ", b"\x00"  # protocol: sessionMarkOpen sessionMarkClose
+    OK, RAISED, EXITED = b"ok", b"raised", b"exit"  # protocol: cellOK cellRaised cellExited
+    read, write, _exit = posix.read, posix.write, posix._exit
+
+    def send(fd, data):
+        view = memoryview(data)
+        while view:
+            view = view[write(fd, view):]
+
+    buf = bytearray(head)
+
+    def line():
+        while b"\n" not in buf:
+            if len(buf) > 4096:
+                _exit(2)
+            chunk = read(REQUEST, 1 << 20)
+            if not chunk:
+                _exit(0)  # the service ended the session
+            buf.extend(chunk)
+        end = buf.index(b"\n")
+        fields = bytes(buf[:end]).split()
+        del buf[:end + 1]
+        return fields
+
+    def take(n):
+        while len(buf) < n:
+            chunk = read(REQUEST, min(n - len(buf), 1 << 20))
+            if not chunk:
+                _exit(0)
+            buf.extend(chunk)
+        data = bytes(buf[:n])
+        del buf[:n]
+        return data
+
+    limits = line()[1:]
+    lim = [int(x) for x in limits[:6]] + [tuple(limits[6:])]
+    module = type(sys)("__main__")
+    main = module.__dict__
+    main["__name__"] = "__main__"
+    main["__builtins__"] = builtins
+    sys.modules["__main__"] = module
+    root = workdir.encode("utf-8", "surrogateescape")
+    seen = _runblock_changes(root, {}, lim)[2]
+    gc.freeze()
+    del gc
+
+    def end(nonce, outcome):
+        nonlocal seen
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        files, omitted, seen = _runblock_changes(root, seen, lim)
+        marker = MARK_OPEN + nonce + MARK_CLOSE
+        for fd in (1, 2):
+            try:
+                send(fd, marker)
+            except OSError:
+                pass
+        out = [b"%s %s %d %d\n" % (nonce, outcome, len(files), len(omitted))]
+        for path, content in files:
+            out += [b"%d %d\n" % (len(path), len(content)), path, content]
+        for path, size, reason in omitted:
+            out += [b"%d %d %s\n" % (len(path), size, reason), path]
+        send(STATUS, b"".join(out))
+
+    while True:
+        cell, nonce, nrequest, nstdin = line()
+        request, stdin = take(int(nrequest)), take(int(nstdin))
+        filename = "<cell %d>" % int(cell)
+        source, args = _runblock_unpack(request, workdir)
+        del request
+        sys.argv = [filename] + args
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+        del stdin
+        linecache.cache[filename] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), filename)
+        failed, status, tb = None, None, None
+        try:
+            codes = _runblock_compile(source, filename)
+        except SyntaxError as exc:
+            failed = exc
+        except MemoryError as exc:
+            failed = exc
+        else:
+            try:
+                for code in codes:
+                    exec(code, main)
+            except SystemExit as exc:
+                status = exc
+            except BaseException as exc:
+                failed, tb = exc, exc.__traceback__.tb_next
+            finally:
+                del codes
+                plt = sys.modules.get("matplotlib.pyplot")
+                if plt is not None and not isinstance(failed, MemoryError):
+                    try:
+                        save_figures(plt)
+                    except Exception:
+                        pass
+        if status is not None:
+            _runblock_exit(status, main, lambda: end(nonce, EXITED))
+        if failed is not None:
+            _runblock_report(failed, tb, source, filename)
+            failed = tb = None
+            end(nonce, RAISED)
+        else:
+            end(nonce, OK)
+        del source
+
+
+def _runblock_changes(root, before, lim):
+    """The regular files beneath root (bytes) created or changed since
+    before (a snapshot: path -> (mode, size, mtime, inode)), as a run's
+    collector takes them (collectFilesAt): scratch names left out, in the
+    order they appeared, within lim (files, bytes, path bytes, named
+    omitted, depth, entries looked at, scratch prefixes); the entries new
+    or changed that do not come back, with why; and the new snapshot."""
+    import posix
+    import stat
+
+    SYMLINK, NOT_REGULAR, HARD_LINK, UNREADABLE, TOO_DEEP, COUNT, SIZE, NOT_NAMED = b"symlink", b"not-regular", b"hard-link", b"unreadable", b"too-deep", b"count", b"size", b"not-named"  # protocol: omitSymlink omitNotRegular omitHardLink omitUnreadable omitTooDeep omitCount omitSize omitNotNamed
+    max_files, max_bytes, max_path, max_omitted, max_depth, budget, scratch = lim
+    now, found, omitted = {}, [], []
+
+    def walk(prefix, depth):
+        nonlocal budget
+        try:
+            names = posix.listdir(root + b"/" + prefix if prefix else root)
+        except OSError:
+            if before.get(prefix) != "unreadable":
+                omitted.append((prefix or b".", 0, UNREADABLE))
+            now[prefix] = "unreadable"
+            return
+        names = sorted(names[:max(budget, 0)])
+        budget -= len(names)
+        for name in names:
+            if name.startswith(scratch):
+                continue
+            rel = prefix + name
+            try:
+                st = posix.lstat(root + b"/" + rel)
+            except OSError:
+                continue
+            key = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+            if stat.S_ISDIR(st.st_mode):
+                if depth >= max_depth:
+                    now[rel + b"/"] = key
+                    if before.get(rel + b"/") != key:
+                        omitted.append((rel + b"/", 0, TOO_DEEP))
+                elif budget > 0:
+                    walk(rel + b"/", depth + 1)
+                continue
+            now[rel] = key
+            if before.get(rel) == key:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.append((st.st_mtime_ns, rel, st.st_size))
+            elif stat.S_ISLNK(st.st_mode):
+                omitted.append((rel, 0, SYMLINK))
+            else:
+                omitted.append((rel, 0, NOT_REGULAR))
+
+    def read(path, most):
+        # Never through a symlink, never blocking on a FIFO.
+        try:
+            fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_NOCTTY | posix.O_CLOEXEC)
+        except OSError:
+            return None, UNREADABLE
+        try:
+            st = posix.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None, NOT_REGULAR
+            if st.st_nlink != 1:
+                return None, HARD_LINK
+            chunks, n = [], 0
+            while n <= most:
+                chunk = posix.read(fd, min(most + 1 - n, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                n += len(chunk)
+            if n > most:
+                return None, SIZE
+            return b"".join(chunks), None
+        except OSError:
+            return None, UNREADABLE
+        finally:
+            posix.close(fd)
+
+    walk(b"", 0)
+    files, left = [], max_bytes
+    for _, rel, size in sorted(found):
+        if len(rel) > max_path:
+            omitted.append((rel, size, UNREADABLE))
+        elif len(files) >= max_files:
+            omitted.append((rel, size, COUNT))
+        elif size > left:
+            omitted.append((rel, size, SIZE))
+        else:
+            content, reason = read(root + b"/" + rel, left)
+            if reason is None:
+                left -= len(content)
+                files.append((rel, content))
+            else:
+                omitted.append((rel, size, reason))
+    omitted = [(path[:max_path], size, reason) for path, size, reason in omitted]
+    if len(omitted) > max_omitted:
+        omitted = omitted[:max_omitted] + [(b"", len(omitted) - max_omitted, NOT_NAMED)]
+    return files, omitted, now
+
+
 def _runblock_reseed():
     """A fork shares its parent's random state: every run would draw the
     same numbers. Reseed the generators a preload may have seeded."""
@@ -382,7 +634,7 @@ def _runblock_reseed():
             getattr(module, reseed)()
 
 
-def _runblock_compile(source):
+def _runblock_compile(source, filename="<snippet>"):
     """The snippet's code, as one code object or, when it is large, as
     consecutive pieces of whole top-level statements: compiling a 1 MiB
     module at once peaks at ~380 MiB. A piece ends before a line that starts
@@ -391,7 +643,7 @@ def _runblock_compile(source):
     pieces are compiled before any runs, so a syntax error still stops the
     whole snippet, reported as compiling it whole reports it."""
     if len(source) <= 256 << 10:
-        return [compile(source, "<snippet>", "exec")]
+        return [compile(source, filename, "exec")]
     import re
 
     cuts = [m.start() + 1 for m in re.finditer(rb"\n(?=[^\s#)\]}])(?!(?:else|elif|except|finally)\b)", source)]
@@ -404,10 +656,10 @@ def _runblock_compile(source):
             i += 1
         piece = b"\n" * line + source[start:cuts[i]]
         try:
-            code = compile(piece, "<snippet>", "exec", flags=flags, dont_inherit=True)
+            code = compile(piece, filename, "exec", flags=flags, dont_inherit=True)
         except SyntaxError:
             if cuts[i] == len(source):
-                return [compile(source, "<snippet>", "exec")]
+                return [compile(source, filename, "exec")]
             i += 1
             continue
         codes.append(code)
@@ -470,7 +722,7 @@ def _runblock_unpack(data, workdir):
     return source, args
 
 
-def _runblock_report(exc, tb, source):
+def _runblock_report(exc, tb, source, filename="<snippet>"):
     import linecache
     import sys
     import traceback
@@ -495,7 +747,7 @@ def _runblock_report(exc, tb, source):
         chained = chained.__cause__ or chained.__context__
 
     lines = source.decode("utf-8", "replace").splitlines(True)
-    linecache.cache["<snippet>"] = (len(source), None, lines, "<snippet>")
+    linecache.cache[filename] = (len(source), None, lines, filename)
     try:
         traceback.print_exception(type(exc), exc, tb)
     except MemoryError:

@@ -72,6 +72,22 @@ import (
 //     collectFiles) by the init once every process of the run is dead, and
 //     sent in its bounded report (protocol.go); names starting with "_" or
 //     "." are scratch.
+//
+// A live session (session.go) is such a sandbox whose python runs cells
+// one after another, in the same layers, limits and accounting: its
+// memory limit bounds the whole session, its CPU time rlimit is
+// SessionCPU, and the service's timer bounds each cell. Its request and
+// status pipes stay open while the cells run, so the cells' code can
+// write what the service reads there, and the files of each cell are
+// collected by the guard in python, beside the cell's code. So, for a
+// session, the service trusts nothing of it: every line and frame is
+// bounded and checked (protocol.go) and anything malformed ends the
+// session with the cell's failure; an end marker carries a nonce drawn
+// for that cell only; the verdicts (timeout, memory, exit status, signal)
+// still come only from the wait status, the init's report and the
+// service's own timers and output counts. What a cell can forge is its own
+// output, its own files (paths checked: clean, relative) and whether it
+// raised: what it could print or write anyway.
 var policy = struct {
 	// Python runs as `python <PythonFlags> -c <guard loader> ...`:
 	// isolated mode (no user site, no PYTHON* variables), no site import,
@@ -187,6 +203,13 @@ var policy = struct {
 	// (prlimit) in a forked run, before python locks itself down.
 	Rlimits []rlimitRule
 
+	// SessionCPU is a live session's RLIMIT_CPU, in place of a run's
+	// timeout plus a second: the CPU time its python, and each process it
+	// starts, may use over all the session's cells. Past it the session
+	// ends (SIGXCPU, reported as a timeout). Each cell's own timeout is
+	// the service's timer.
+	SessionCPU time.Duration
+
 	// Env is the snippet's whole environment; WorkDirEnv variables are set
 	// to the work dir joined with their value.
 	Env        []string
@@ -265,6 +288,8 @@ var policy = struct {
 		{"NPROC", unix.RLIMIT_NPROC, func(limits) uint64 { return 64 }}, // threads included
 		{"CORE", unix.RLIMIT_CORE, func(limits) uint64 { return 0 }},
 	},
+
+	SessionCPU: 15 * time.Minute,
 
 	Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8",
 		"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1",

@@ -260,3 +260,72 @@ const (
 type forkHello struct {
 	Error string `json:"error,omitempty"`
 }
+
+// Sessions (session.go): a live python that runs cells, one after
+// another, in one persistent __main__ (guard.py's _runblock_session). The
+// request pipe and the status pipe stay open while the cells run, so the
+// cells' code can read and write them: everything the service reads of a
+// session is bounded and checked, and anything malformed ends the session
+// with the cell's failure, never the service's (see policy.go).
+//
+//	service → python  fdRequest  sessionStart and the collect limits, one
+//	                             line: "session <files> <bytes> <path
+//	                             bytes> <named omitted> <depth> <entries>
+//	                             <scratch prefixes...>"; then per cell a
+//	                             line "<cell> <nonce> <request bytes> <stdin
+//	                             bytes>", the request (encodeRequest) and
+//	                             its stdin
+//	python → service  1 and 2    the cell's output, then its end marker:
+//	                             sessionMarkOpen, the cell's nonce,
+//	                             sessionMarkClose
+//	python → service  fdStatus   the cell's end: a line "<nonce> <outcome>
+//	                             <files> <omitted>", then per file a line
+//	                             "<path bytes> <content bytes>", the path
+//	                             and the content, then per omitted file a
+//	                             line "<path bytes> <size> <reason>" and
+//	                             the path (the reason omitNotNamed: size
+//	                             counts the files not named)
+//
+// The nonce is fresh for each cell, drawn by the service when it sends
+// the cell: no code of an earlier cell can know it. Each line the service
+// reads is at most sessionLineMax bytes; a cell's end holds at most the
+// collect limits' files and bytes, reportMaxOmitted named omitted files
+// and one count, and paths of reportMaxPath bytes. Output written after a
+// cell's marker (by a thread or process still running) belongs to the
+// next cell.
+const (
+	sessionStart     = "session "
+	sessionMarkOpen  = "\x00runblock-cell-end "
+	sessionMarkClose = "\x00"
+	// sessionNonceBytes is the size of a cell's nonce, before hex.
+	sessionNonceBytes = 16
+	// sessionLineMax bounds each line the service reads on fdStatus.
+	sessionLineMax = 256
+)
+
+// A cell's outcome, in its end.
+const (
+	cellOK     = "ok"     // it ran to its end
+	cellRaised = "raised" // it raised: the traceback is on its stderr
+	cellExited = "exit"   // it raised SystemExit: python exits after its end
+)
+
+// Why a file a cell created or changed does not come back, in its end:
+// the reasons of executor.OmittedFile, as tokens.
+const (
+	omitSymlink    = "symlink"
+	omitNotRegular = "not-regular"
+	omitHardLink   = "hard-link"
+	omitUnreadable = "unreadable"
+	omitTooDeep    = "too-deep"
+	omitCount      = "count"
+	omitSize       = "size"
+	omitNotNamed   = "not-named"
+)
+
+// omitReasons are the reasons of the tokens above.
+var omitReasons = map[string]string{
+	omitSymlink: executor.OmitSymlink, omitNotRegular: executor.OmitNotRegular, omitHardLink: executor.OmitHardLink,
+	omitUnreadable: executor.OmitUnreadable, omitTooDeep: executor.OmitTooDeep, omitCount: executor.OmitCount,
+	omitSize: executor.OmitSize, omitNotNamed: executor.OmitNotNamed,
+}

@@ -27,6 +27,16 @@ func pythonProtocol() (lines map[string]string, confKeys []string) {
 		"statusReady":   "b" + strconv.Quote(statusReady+"\n"),
 		"statusStarted": "b" + strconv.Quote(statusStarted+"\n"),
 	}
+	// Sessions: the start, the end marker, the outcomes and the reasons a
+	// file does not come back.
+	for name, value := range map[string]string{
+		"sessionStart": sessionStart, "sessionMarkOpen": sessionMarkOpen, "sessionMarkClose": sessionMarkClose,
+		"cellOK": cellOK, "cellRaised": cellRaised, "cellExited": cellExited,
+		"omitSymlink": omitSymlink, "omitNotRegular": omitNotRegular, "omitHardLink": omitHardLink, "omitUnreadable": omitUnreadable,
+		"omitTooDeep": omitTooDeep, "omitCount": omitCount, "omitSize": omitSize, "omitNotNamed": omitNotNamed,
+	} {
+		lines[name] = "b" + strconv.Quote(value)
+	}
 	t := reflect.TypeFor[forkServerConf]()
 	for i := range t.NumField() {
 		confKeys = append(confKeys, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
@@ -133,6 +143,8 @@ func TestPythonProtocol(t *testing.T) {
 		{name: "Go declares a new number", lines: changed(lines, "fdNew", "9"), want: "no protocol line names fdNew"},
 		{name: "guard.py's descriptor changed", guard: replace(guardSource, "= 3, 4, 5", "= 3, 6, 5"), want: "STATUS = 6, protocol.go's fdStatus is 4"},
 		{name: "guard.py's line dropped", guard: replace(guardSource, "  # protocol: statusReady statusStarted", ""), want: "no protocol line names statusReady"},
+		{name: "Go's session marker changed", lines: changed(lines, "sessionMarkOpen", `b"\x00end "`), want: `MARK_OPEN = b"\x00runblock-cell-end ", protocol.go's sessionMarkOpen`},
+		{name: "guard.py's omitted reason changed", guard: replace(guardSource, `b"hard-link"`, `b"hardlink"`), want: `HARD_LINK = b"hardlink", protocol.go's omitHardLink is b"hard-link"`},
 		{name: "guard.py writes a bare descriptor", guard: replace(guardSource, "write(STATUS, READY)", "write(4, READY)"), want: `bare descriptors or argv slots: ["write(4"]`},
 		{name: "guard.py reads a bare argv slot", guard: replace(guardSource, "sys.argv[FONTCACHE]", "sys.argv[3]"), want: `"argv[3"`},
 		{name: "forkserver.py reads a key Go does not send", forkserver: replace(forkserverSource, `conf["hello_max"]`, `conf["hello_size"]`), want: `conf["hello_size"], which forkServerConf does not have`},

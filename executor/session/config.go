@@ -21,6 +21,22 @@ const (
 	DefaultReplayBudget = 30 * time.Second
 )
 
+// Bounds of the Manager's own record of each session's cells, which it
+// replays for callers that send no Replay (API and MCP clients).
+const (
+	// MaxRecordBytes bounds one session's record (code, stdin, arguments
+	// and input files); a session past it still runs, but once its process
+	// is gone its next cell starts fresh.
+	MaxRecordBytes = 4 << 20
+	// MaxRecordsBytes bounds the records of all sessions together; past
+	// it, those of the least recently used sessions without a live process
+	// are forgotten.
+	MaxRecordsBytes = 64 << 20
+	// minRecords is the least number of sessions whose records are kept
+	// (at least 4 × Config.MaxLive).
+	minRecords = 1024
+)
+
 // Config is the sessions' settings (internal/config reads them from the
 // environment).
 type Config struct {
@@ -39,4 +55,20 @@ type Config struct {
 	MemoryBytes int64
 	// ReplayBudget bounds the time a replay takes, its cells together.
 	ReplayBudget time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Idle <= 0 {
+		c.Idle = DefaultIdle
+	}
+	if c.MaxLive <= 0 {
+		c.MaxLive = DefaultMaxLive
+	}
+	if c.MemoryBytes <= 0 {
+		c.MemoryBytes = DefaultMemoryBytes
+	}
+	if c.ReplayBudget <= 0 {
+		c.ReplayBudget = DefaultReplayBudget
+	}
+	return c
 }

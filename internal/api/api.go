@@ -46,6 +46,11 @@ type Config struct {
 	MaxCodeBytes int64
 	// PythonVersion is the interpreter's version, such as "3.13.5".
 	PythonVersion string
+	// Sessions, when set, keeps the sessions of /v1/run's "session" field
+	// (the Scheduler's Runner is then that manager) and ends them for
+	// DELETE /v1/sessions/{id}; nil: sessions are off, and a run that
+	// names one runs alone.
+	Sessions Sessions
 	// MCP, when set, serves the tool run_python over MCP's streamable HTTP
 	// transport at /mcp behind the same tokens; its Scheduler (and
 	// PythonVersion, when unset) are the Handler's.
@@ -112,6 +117,7 @@ func New(cfg Config) *Handler {
 		h.tokens = append(h.tokens, token{hash: sum, id: "token:" + hex.EncodeToString(sum[:4])})
 	}
 	h.mux.Handle("POST /v1/run", h.endpoint(nativeErrors, h.native))
+	h.mux.Handle("DELETE /v1/sessions/{id}", h.endpoint(nativeErrors, h.endSession))
 	if cfg.MCP != nil {
 		h.mux.Handle("/mcp", h.mcpHandler(*cfg.MCP))
 	}

@@ -19,6 +19,9 @@ type clientKey struct{}
 // as the other endpoints' answers are.
 func (h *Handler) mcpHandler(mc mcp.Config) http.Handler {
 	mc.Scheduler = h.cfg.Scheduler
+	if mc.Sessions == nil && h.cfg.Sessions != nil {
+		mc.Sessions = h.cfg.Sessions
+	}
 	if mc.PythonVersion == "" {
 		mc.PythonVersion = h.cfg.PythonVersion
 	}

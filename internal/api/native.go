@@ -1,13 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/session"
 )
 
 // RunRequest is the body of POST /v1/run.
@@ -23,6 +26,40 @@ type RunRequest struct {
 	// Memory is in bytes; 0 or absent is the server's limit, and more is
 	// capped to it.
 	Memory int64 `json:"memory,omitempty"`
+	// Session makes the run a cell of the client's session of that id
+	// (1 to 128 letters, digits and . _ : @ -): runs with
+	// the same id share variables, imports and files. Sessions are the
+	// client's own: another token's same id is another session.
+	Session string `json:"session,omitempty"`
+	// Replay is for runblock's own bots: the session's earlier successful
+	// cells, oldest first, which the executor replays (output discarded)
+	// when no live process holds exactly their state. Other clients leave
+	// it out: the executor keeps its own record.
+	Replay []RunRequest `json:"replay,omitempty"`
+}
+
+// sessionKey is the session manager's key of a client's session id.
+func sessionKey(client, id string) string { return "api:" + client + ":" + id }
+
+func checkSessionID(id string) error {
+	if !session.ValidID(id) {
+		return badRequest("session id %q: use 1 to %d characters, %s", id, session.MaxIDLength, session.IDChars)
+	}
+	return nil
+}
+
+// Sessions is what the API needs of the session manager.
+type Sessions interface {
+	// EndSession ends a session, reporting whether there was one.
+	EndSession(ctx context.Context, id string) (bool, error)
+	// Live counts the sessions with a live process, for /readyz.
+	Live() int
+}
+
+// EndResponse is the answer of DELETE /v1/sessions/{id}.
+type EndResponse struct {
+	Session string `json:"session"`
+	Ended   bool   `json:"ended"`
 }
 
 // RunFile is an input file written into the work dir before the run.
@@ -87,6 +124,8 @@ func nativeErrors(w *answer, status int, message string) {
 		code = "bad_request"
 	case http.StatusUnauthorized:
 		code = "unauthorized"
+	case http.StatusNotFound:
+		code = "not_found"
 	case http.StatusRequestEntityTooLarge:
 		code = string(executor.ErrTooLarge)
 	case http.StatusTooManyRequests:
@@ -102,8 +141,53 @@ func (h *Handler) native(w *answer, r *http.Request, client string) error {
 	if err := decode(r, &body, true); err != nil {
 		return err
 	}
+	req, err := h.nativeRequest(body, "")
+	if err != nil {
+		return err
+	}
+	switch {
+	case body.Session == "" && body.Replay != nil:
+		return badRequest("field \"replay\" needs a \"session\"")
+	case body.Session == "":
+	case h.cfg.Sessions == nil:
+		// Sessions are off here: the run goes alone, and its answer
+		// says nothing of a session.
+	default:
+		if err := checkSessionID(body.Session); err != nil {
+			return err
+		}
+		req.Session = &executor.Session{ID: sessionKey(client, body.Session)}
+		if body.Replay != nil {
+			req.Session.Replay = make([]executor.Request, len(body.Replay))
+		}
+		for i, cell := range body.Replay {
+			field := fmt.Sprintf("replay[%d].", i)
+			if cell.Session != "" || cell.Replay != nil {
+				return badRequest("%s: a replayed cell has no session or replay of its own", strings.TrimSuffix(field, "."))
+			}
+			if req.Session.Replay[i], err = h.nativeRequest(cell, field); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := h.cfg.Scheduler.Submit(r.Context(), executor.Job{User: client, Request: req})
+	if err != nil {
+		return err
+	}
+	if res.Session != nil {
+		info := *res.Session
+		info.ID = body.Session
+		res.Session = &info
+	}
+	writeJSON(w, http.StatusOK, RunResponse{Result: res, TimeoutLimitMS: res.TimeoutLimit.Milliseconds()})
+	return nil
+}
+
+// nativeRequest checks body (a replayed cell's fields named after field,
+// such as "replay[2].") and turns it into an executor.Request.
+func (h *Handler) nativeRequest(body RunRequest, field string) (executor.Request, error) {
 	if body.Memory < 0 {
-		return badRequest("field \"memory\" must be a number of bytes, 0 for the server's limit")
+		return executor.Request{}, badRequest("field \"%smemory\" must be a number of bytes, 0 for the server's limit", field)
 	}
 	p := program{mode: "code", target: body.Code, argv: append([]string{"-c"}, body.Args...), stdin: body.Stdin,
 		timeout: time.Duration(body.Timeout), memory: body.Memory}
@@ -111,16 +195,31 @@ func (h *Handler) native(w *answer, r *http.Request, client string) error {
 	for i, f := range body.Files {
 		paths[i] = f.Path
 	}
-	if err := p.addFiles("files[%d].path", paths, func(i int) ([]byte, error) {
+	if err := p.addFiles(field+"files[%d].path", paths, func(i int) ([]byte, error) {
 		return content(body.Files[i].Content, body.Files[i].Encoding)
 	}); err != nil {
+		return executor.Request{}, err
+	}
+	return p.request(h.lim)
+}
+
+// endSession is DELETE /v1/sessions/{id}: it ends the client's session id.
+func (h *Handler) endSession(w *answer, r *http.Request, client string) error {
+	id := r.PathValue("id")
+	if err := checkSessionID(id); err != nil {
 		return err
 	}
-	res, err := h.run(r, client, p)
+	if h.cfg.Sessions == nil {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no session %q: sessions are off on this executor", id)}
+	}
+	found, err := h.cfg.Sessions.EndSession(r.Context(), sessionKey(client, id))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RunResponse{Result: res, TimeoutLimitMS: res.TimeoutLimit.Milliseconds()})
+	if !found {
+		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no session %q", id)}
+	}
+	writeJSON(w, http.StatusOK, EndResponse{Session: id, Ended: true})
 	return nil
 }
 

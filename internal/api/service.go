@@ -165,6 +165,9 @@ func (s *Service) readiness() httpserver.Readiness {
 	}
 	if s.cfg.Load != nil {
 		l := s.cfg.Load()
+		if s.cfg.API.Sessions != nil {
+			l.Sessions = s.cfg.API.Sessions.Live()
+		}
 		rd.Load = &l
 	}
 	return rd

@@ -33,6 +33,9 @@ type Load struct {
 	Running   int `json:"running"`    // runs now
 	Queued    int `json:"queued"`     // jobs waiting
 	QueueSize int `json:"queue_size"` // jobs that may wait
+	// Sessions counts the live sessions (their processes held between
+	// cells) when sessions are on.
+	Sessions int `json:"sessions"`
 }
 
 // Config configures the Server.

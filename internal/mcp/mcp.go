@@ -26,6 +26,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -54,12 +55,23 @@ type Config struct {
 	Packages      []string
 	// Version is runblock's, reported to clients.
 	Version string
-	Logger  *slog.Logger
+	// Sessions, when set, keeps the sessions of run_python's "session"
+	// argument (the Scheduler's Runner is then that manager) and ends them
+	// for reset_session; nil: sessions are off, and every call runs alone.
+	Sessions Sessions
+	Logger   *slog.Logger
+}
+
+// Sessions is what the server needs of the session manager.
+type Sessions interface {
+	// EndSession ends a session, reporting whether there was one.
+	EndSession(ctx context.Context, id string) (bool, error)
 }
 
 // Tool names.
 const (
-	ToolRun = "run_python"
+	ToolRun   = "run_python"
+	ToolReset = "reset_session"
 )
 
 // NewServer returns an MCP server whose runs are jobs of user in the
@@ -81,6 +93,15 @@ func NewServer(cfg Config, user string) *sdk.Server {
 		Description: h.describe(),
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false), IdempotentHint: false},
 	}, h.run)
+	if cfg.Sessions != nil {
+		sdk.AddTool(s, &sdk.Tool{
+			Name:  ToolReset,
+			Title: "Reset a Python session",
+			Description: "End a session of run_python: its variables, imports and files are gone, and the next run_python call with that session id starts from nothing. " +
+				"Use it to start over after a bad state, or when you are done with a session.",
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)},
+		}, h.reset)
+	}
 	return s
 }
 
@@ -110,6 +131,19 @@ type RunInput struct {
 	Stdin   string      `json:"stdin,omitempty" jsonschema:"the program's standard input; empty means EOF at once"`
 	Files   []FileInput `json:"files,omitempty" jsonschema:"files placed in the work dir before the code runs"`
 	Timeout float64     `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds; capped by the server's limit, which is also the default"`
+	Session string      `json:"session,omitempty" jsonschema:"a session id of your choice (1 to 128 letters, digits and . _ : @ -): calls with the same id share variables, imports and files, like notebook cells; leave it out to run alone"`
+}
+
+// ResetInput is reset_session's arguments.
+type ResetInput struct {
+	Session string `json:"session" jsonschema:"the id of the session to end"`
+}
+
+// ResetOutput is reset_session's structured result.
+type ResetOutput struct {
+	Session string `json:"session"`
+	// Ended: there was such a session, and it is gone.
+	Ended bool `json:"ended"`
 }
 
 // FileInput is a file given to run_python.
@@ -131,6 +165,8 @@ type RunOutput struct {
 	Error          string `json:"error,omitempty"`
 	Stdout         string `json:"stdout"`
 	Stderr         string `json:"stderr"`
+	// Session is where the call ran, for a call with a session.
+	Session *executor.SessionInfo `json:"session,omitempty"`
 }
 
 type handler struct {
@@ -144,7 +180,13 @@ func (h *handler) describe() string {
 	var b strings.Builder
 	b.WriteString("Run a Python program in a fresh, isolated sandbox and get its output (stdout, then stderr, then the error line), ")
 	b.WriteString("the figures it draws (matplotlib's plt.show() or open figures at the end) as PNG images, and the files it writes in its work dir. ")
-	b.WriteString("Each call starts from nothing. No network; no pip install. ")
+	if h.cfg.Sessions != nil {
+		b.WriteString("Each call starts from nothing, unless it names a session: calls with the same session id run one after another in one live Python, sharing variables, imports, functions and files, like the cells of a notebook. ")
+		b.WriteString("A session's state is rebuilt (by re-running its earlier successful calls) if its process ended: after a timeout, the memory limit, an exit or a long idle time; the answer says so. reset_session ends one. ")
+	} else {
+		b.WriteString("Each call starts from nothing. ")
+	}
+	b.WriteString("No network; no pip install. ")
 	fmt.Fprintf(&b, "Limits: %s wall clock per call (the timeout argument may lower it), %s of memory for the whole run",
 		formatting.DurationText(h.cfg.Timeout), formatting.SizeText(h.cfg.MemoryBytes))
 	if h.cfg.MaxFiles > 0 {
@@ -174,11 +216,16 @@ func (h *handler) run(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) 
 		}
 		return nil, RunOutput{}, errors.New(plain(formatting.RenderError(formatting.Console, err)))
 	}
+	if res.Session != nil {
+		info := *res.Session
+		info.ID = in.Session
+		res.Session = &info
+	}
 	out := RunOutput{
 		Success: res.Success, ExitCode: res.ExitCode, Timeout: res.Timeout,
 		MemoryExceeded: res.MemoryExceeded, OutputLimit: res.OutputLimit,
 		DurationMS: res.Duration.Milliseconds(), Error: res.Error,
-		Stdout: res.Stdout, Stderr: res.Stderr,
+		Stdout: res.Stdout, Stderr: res.Stderr, Session: res.Session,
 	}
 	if out.DurationMS == 0 {
 		out.DurationMS = res.DurationMS
@@ -186,12 +233,42 @@ func (h *handler) run(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) 
 	return &sdk.CallToolResult{Content: content(res), IsError: res.Outcome() != "ok"}, out, nil
 }
 
+// reset is reset_session.
+func (h *handler) reset(ctx context.Context, _ *sdk.CallToolRequest, in ResetInput) (*sdk.CallToolResult, ResetOutput, error) {
+	if !session.ValidID(in.Session) {
+		return nil, ResetOutput{}, fmt.Errorf("session: use 1 to %d characters, %s", session.MaxIDLength, session.IDChars)
+	}
+	ended, err := h.cfg.Sessions.EndSession(ctx, h.sessionKey(in.Session))
+	if err != nil {
+		if executor.ErrorCode(err) == executor.ErrInternal {
+			h.cfg.Logger.Error("ending a session failed", "user", h.user, "err", err)
+		}
+		return nil, ResetOutput{}, errors.New(plain(formatting.RenderError(formatting.Console, err)))
+	}
+	msg := fmt.Sprintf("Session %s ended: its next call starts from nothing.", in.Session)
+	if !ended {
+		msg = fmt.Sprintf("There is no session %s (never used, or already ended): its next call starts from nothing.", in.Session)
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}}, ResetOutput{Session: in.Session, Ended: ended}, nil
+}
+
+// sessionKey is the session manager's key of the client's session id.
+func (h *handler) sessionKey(id string) string { return "mcp:" + h.user + ":" + id }
+
 // request checks in against the server's limits and turns it into a Request.
 func (h *handler) request(in RunInput) (executor.Request, error) {
 	if strings.TrimSpace(in.Code) == "" {
 		return executor.Request{}, errors.New("code is empty: give the Python source to run")
 	}
 	req := executor.Request{Code: in.Code, Stdin: in.Stdin, Timeout: h.cfg.Timeout, MemoryBytes: h.cfg.MemoryBytes}
+	if in.Session != "" {
+		if !session.ValidID(in.Session) {
+			return req, fmt.Errorf("session: use 1 to %d characters, %s", session.MaxIDLength, session.IDChars)
+		}
+		if h.cfg.Sessions != nil {
+			req.Session = &executor.Session{ID: h.sessionKey(in.Session)}
+		}
+	}
 	switch {
 	case math.IsNaN(in.Timeout) || in.Timeout < 0:
 		return req, errors.New("timeout must be a positive number of seconds")
@@ -247,6 +324,9 @@ func content(res executor.Result) []sdk.Content {
 		}
 	}
 	text.WriteString(plain(formatting.Status(formatting.Console, res)))
+	if note := sessionNote(res.Session); note != "" {
+		text.WriteString("\n" + note)
+	}
 	if note := formatting.FilesNote(formatting.Console, nil, res.FilesOmitted); note != "" {
 		text.WriteString("\n" + plain(note))
 	}
@@ -270,6 +350,24 @@ func content(res executor.Result) []sdk.Content {
 		out = append(out, &sdk.EmbeddedResource{Resource: rc})
 	}
 	return out
+}
+
+// sessionNote says what became of the session's state, if anything did.
+func sessionNote(s *executor.SessionInfo) string {
+	if s == nil {
+		return ""
+	}
+	notes := []string{fmt.Sprintf("Session %s, call %d.", s.ID, s.Cell)}
+	switch {
+	case s.Fresh:
+		notes = append(notes, "The session's earlier state could not be rebuilt: this call ran in a fresh session.")
+	case s.Restored > 0:
+		notes = append(notes, fmt.Sprintf("The session's state was rebuilt by re-running %d earlier calls.", s.Restored))
+	}
+	if s.Ended {
+		notes = append(notes, "This call ended the session's process: the next call rebuilds its state from the earlier successful calls.")
+	}
+	return strings.Join(notes, " ")
 }
 
 // plain drops the console rendering's trailing newline.

@@ -1,5 +1,5 @@
 // Package metrics exposes runblock's Prometheus metrics: runs by outcome, run
-// durations, queue depth, rate limiting and adapter traffic.
+// durations, queue depth, rate limiting, sessions and adapter traffic.
 package metrics
 
 import (
@@ -28,7 +28,19 @@ type Registry struct {
 	received    *prometheus.CounterVec
 	replied     *prometheus.CounterVec
 	reconnects  *prometheus.CounterVec
+	sessions    prometheus.Gauge
+	cells       prometheus.Counter
+	replays     *prometheus.CounterVec
+	replayed    prometheus.Counter
+	evictions   *prometheus.CounterVec
 }
+
+// ReplayOutcomes and EvictionReasons are the values of the labels of
+// runblock_session_replays_total and runblock_session_evictions_total.
+var (
+	ReplayOutcomes  = []string{"restored", "fresh"}
+	EvictionReasons = []string{"idle", "count", "memory"}
+)
 
 // New returns a Registry with every metric registered, plus the Go runtime
 // and process collectors.
@@ -64,13 +76,40 @@ func New() *Registry {
 			Name: "runblock_reconnects_total",
 			Help: "Reconnections of an adapter's connection, by platform.",
 		}, []string{"platform"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "runblock_sessions_live",
+			Help: "Sessions with a live process.",
+		}),
+		cells: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runblock_session_cells_total",
+			Help: "Cells run in sessions.",
+		}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runblock_session_replays_total",
+			Help: "Rebuilds of a session's state by replaying its earlier cells, by outcome (restored; fresh: it failed or passed its budget).",
+		}, []string{"outcome"}),
+		replayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "runblock_session_replayed_cells_total",
+			Help: "Cells replayed to rebuild sessions.",
+		}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runblock_session_evictions_total",
+			Help: "Live session processes ended to free room or for idleness, by reason (idle, count, memory).",
+		}, []string{"reason"}),
 	}
 	r.reg.MustRegister(r.runs, r.duration, r.queueDepth, r.rateLimited, r.received, r.replied, r.reconnects,
+		r.sessions, r.cells, r.replays, r.replayed, r.evictions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	for _, o := range Outcomes {
 		r.runs.WithLabelValues(o)
+	}
+	for _, o := range ReplayOutcomes {
+		r.replays.WithLabelValues(o)
+	}
+	for _, e := range EvictionReasons {
+		r.evictions.WithLabelValues(e)
 	}
 	for _, p := range Platforms {
 		r.received.WithLabelValues(p)
@@ -102,6 +141,22 @@ func (r *Registry) MessageReplied(platform string) { r.replied.WithLabelValues(p
 
 // Reconnected counts a reconnection of an adapter.
 func (r *Registry) Reconnected(platform string) { r.reconnects.WithLabelValues(platform).Inc() }
+
+// SessionsLive sets the number of live sessions.
+func (r *Registry) SessionsLive(n int) { r.sessions.Set(float64(n)) }
+
+// SessionCell counts a cell run in a session.
+func (r *Registry) SessionCell() { r.cells.Inc() }
+
+// SessionReplay counts a rebuild of a session's state and the cells it
+// replayed.
+func (r *Registry) SessionReplay(outcome string, cells int) {
+	r.replays.WithLabelValues(outcome).Inc()
+	r.replayed.Add(float64(cells))
+}
+
+// SessionEvicted counts a live session ended to free room or for idleness.
+func (r *Registry) SessionEvicted(reason string) { r.evictions.WithLabelValues(reason).Inc() }
 
 // Handler serves the metrics in the Prometheus exposition format.
 func (r *Registry) Handler() http.Handler {

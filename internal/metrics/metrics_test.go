@@ -11,6 +11,7 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/slack"
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/metrics"
 )
 
@@ -19,6 +20,7 @@ var (
 	_ slack.Metrics    = (*metrics.Registry)(nil)
 	_ discord.Metrics  = (*metrics.Registry)(nil)
 	_ console.Metrics  = (*metrics.Registry)(nil)
+	_ session.Metrics  = (*metrics.Registry)(nil)
 )
 
 func scrape(t *testing.T, r *metrics.Registry) string {
@@ -47,6 +49,11 @@ func TestRegistryExposesObservations(t *testing.T) {
 	r.MessageReceived("slack")
 	r.MessageReplied("slack")
 	r.Reconnected("discord")
+	r.SessionsLive(2)
+	r.SessionCell()
+	r.SessionReplay("restored", 4)
+	r.SessionReplay("fresh", 3)
+	r.SessionEvicted("memory")
 
 	body := scrape(t, r)
 	for _, want := range []string{
@@ -65,6 +72,13 @@ func TestRegistryExposesObservations(t *testing.T) {
 		`runblock_messages_replied_total{platform="slack"} 1`,
 		`runblock_messages_received_total{platform="console"} 0`,
 		`runblock_reconnects_total{platform="discord"} 1`,
+		`runblock_sessions_live 2`,
+		`runblock_session_cells_total 1`,
+		`runblock_session_replays_total{outcome="restored"} 1`,
+		`runblock_session_replays_total{outcome="fresh"} 1`,
+		`runblock_session_replayed_cells_total 7`,
+		`runblock_session_evictions_total{reason="memory"} 1`,
+		`runblock_session_evictions_total{reason="idle"} 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %q", want)
