@@ -524,26 +524,37 @@ def _runblock_session(head, workdir, save_figures):
 
 def _runblock_changes(root, before, lim):
     """The regular files beneath root (bytes) created or changed since
-    before (a snapshot: path -> (mode, size, mtime, inode)), as a run's
+    before (a snapshot: path -> ((mode, size, mtime, inode), digest)), as a run's
     collector takes them (collectFilesAt): scratch names left out, in the
     order they appeared, within lim (files, bytes, path bytes, named
     omitted, depth, entries looked at, scratch prefixes); the entries new
     or changed that do not come back, with why; and the new snapshot."""
     import posix
     import stat
+    import time
 
     SYMLINK, NOT_REGULAR, HARD_LINK, UNREADABLE, TOO_DEEP, COUNT, SIZE, NOT_NAMED = b"symlink", b"not-regular", b"hard-link", b"unreadable", b"too-deep", b"count", b"size", b"not-named"  # protocol: omitSymlink omitNotRegular omitHardLink omitUnreadable omitTooDeep omitCount omitSize omitNotNamed
     max_files, max_bytes, max_path, max_omitted, max_depth, budget, scratch = lim
     now, found, omitted = {}, [], []
+    # A file's times have the kernel's coarse clock (a few ms): a file
+    # written again, to the same size, in the tick the snapshot saw it
+    # written, would look unchanged. So the snapshot also keeps a digest
+    # of the files written in its last RECENT ns, to compare.
+    RECENT = 100_000_000
+    start = time.time_ns()
+
+    def digest(path):
+        content, reason = read(path, max_bytes)
+        return None if reason is not None else hash(content)
 
     def walk(prefix, depth):
         nonlocal budget
         try:
             names = posix.listdir(root + b"/" + prefix if prefix else root)
         except OSError:
-            if before.get(prefix) != "unreadable":
+            if before.get(prefix) != (None, None):
                 omitted.append((prefix or b".", 0, UNREADABLE))
-            now[prefix] = "unreadable"
+            now[prefix] = (None, None)
             return
         names = sorted(names[:max(budget, 0)])
         budget -= len(names)
@@ -558,16 +569,20 @@ def _runblock_changes(root, before, lim):
             key = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
             if stat.S_ISDIR(st.st_mode):
                 if depth >= max_depth:
-                    now[rel + b"/"] = key
-                    if before.get(rel + b"/") != key:
+                    now[rel + b"/"] = (key, None)
+                    if before.get(rel + b"/") != (key, None):
                         omitted.append((rel + b"/", 0, TOO_DEEP))
                 elif budget > 0:
                     walk(rel + b"/", depth + 1)
                 continue
-            now[rel] = key
-            if before.get(rel) == key:
+            old = before.get(rel)
+            regular = stat.S_ISREG(st.st_mode)
+            recent = regular and st.st_mtime_ns >= start - RECENT
+            sig = digest(root + b"/" + rel) if recent or (old is not None and old[1] is not None) else None
+            now[rel] = (key, sig if recent else None)
+            if old is not None and old[0] == key and (old[1] is None or old[1] == sig):
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if regular:
                 found.append((st.st_mtime_ns, rel, st.st_size))
             elif stat.S_ISLNK(st.st_mode):
                 omitted.append((rel, 0, SYMLINK))

@@ -3,7 +3,7 @@ package sandbox
 import (
 	"context"
 	_ "embed"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -48,9 +48,9 @@ type python struct {
 	Version    string   `json:"version"`
 	Prefixes   []string `json:"prefixes"`
 	Site       []string `json:"site"`
-	// Guard is guard.py compiled by this interpreter, as hex of its
-	// marshal data, and Code the same as bytes: loading it is cheaper than
-	// compiling the source in every sandbox.
+	// Guard is guard.py compiled by this interpreter (docstrings left
+	// out), as base64 of its marshal data, and Code the same as bytes:
+	// loading it is cheaper than compiling the source in every sandbox.
 	Guard string `json:"guard"`
 	Code  []byte `json:"-"`
 }
@@ -70,8 +70,10 @@ while len(b) < n:
 exec(marshal.loads(b))`, loaderArg, fdRequest)
 
 // forkServerLoader is the fork server's -c program: it starts once, so it
-// takes the compiled guard on its command line, as hex.
-var forkServerLoader = fmt.Sprintf("import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv.pop(%d))))", loaderArg)
+// takes the compiled guard on its command line, as base64. The fork
+// server's init gets it within its stage spec, one argument, which the
+// kernel bounds to 128 KiB (MAX_ARG_STRLEN; TestGuardFitsAnArgument).
+var forkServerLoader = fmt.Sprintf("import binascii, marshal, sys; exec(marshal.loads(binascii.a2b_base64(sys.argv.pop(%d))))", loaderArg)
 
 // findPython resolves name (or python3 on PATH) to the real interpreter by
 // asking it: python3 on PATH may be a shim script.
@@ -85,8 +87,8 @@ func findPython(ctx context.Context, name string) (python, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	const probe = `import json, marshal, platform, site, sys
-guard = marshal.dumps(compile(sys.stdin.read(), "<runblock>", "exec")).hex()
+	const probe = `import base64, json, marshal, platform, site, sys
+guard = base64.b64encode(marshal.dumps(compile(sys.stdin.read(), "<runblock>", "exec", optimize=2))).decode()
 site.venv(None)  # -S leaves a virtualenv's prefix and packages to site
 print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
     "venv": sys.prefix != sys.base_prefix,
@@ -104,7 +106,7 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 	if err := json.Unmarshal(out, &py); err != nil {
 		return python{}, fmt.Errorf("read %s's answer: %w", path, err)
 	}
-	if py.Code, err = hex.DecodeString(py.Guard); err != nil {
+	if py.Code, err = base64.StdEncoding.DecodeString(py.Guard); err != nil {
 		return python{}, fmt.Errorf("read %s's compiled guard: %w", path, err)
 	}
 	if py.Real, err = filepath.EvalSymlinks(py.Executable); err != nil {

@@ -40,7 +40,7 @@ import "github.com/runblock/runblock/executor"
 //
 //	service → its init     argv[0]  forkServerMarker; argv[1] stageSpec
 //	init → fork server     argv     -c forkServerLoader, the compiled guard
-//	                                in hex (loaderArg), then guardArgv with
+//	                                in base64 (loaderArg), then guardArgv with
 //	                                forkServerConf, JSON, at guardArgConfig
 //	service → its init     fdForkControl  SOCK_SEQPACKET: one forkRun per
 //	                                datagram (JSON, at most forkRequestMax)
@@ -97,7 +97,7 @@ const (
 )
 
 // Python's argv after `python <policy.PythonFlags> -c <loader>`: the
-// loader takes argv[loaderArg] (the guard's size, or the guard in hex) and
+// loader takes argv[loaderArg] (the guard's size, or the guard in base64) and
 // pops it, and the guard reads the rest at these slots (guardArgv).
 const (
 	loaderArg = 1

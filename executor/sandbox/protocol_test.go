@@ -211,3 +211,20 @@ _runblock_fork_failed(json.loads(sys.argv[1]), 1, Exception(json.loads(sys.argv[
 		})
 	}
 }
+
+// TestGuardFitsAnArgument: the fork server's init gets the compiled guard
+// within its stage spec, one argument of at most 128 KiB (the kernel's
+// MAX_ARG_STRLEN): past it the fork server cannot start ("argument list
+// too long"), which the guard's session mode took it to when the guard
+// went as hex with its docstrings. The guard leaves 32 KiB for the rest
+// of the spec (the seccomp filter, the configuration, the binds).
+func TestGuardFitsAnArgument(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(py.Guard); n > 96<<10 {
+		t.Errorf("the compiled guard takes %d bytes of the fork server's spec, over 96 KiB", n)
+	}
+	t.Logf("compiled guard: %d bytes on the command line", len(py.Guard))
+}

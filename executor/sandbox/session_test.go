@@ -1,7 +1,10 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +117,86 @@ func TestSessionTimeout(t *testing.T) {
 		res := cell(t, s, executor.Request{Code: "print('spinning', flush=True)\nwhile True: pass", Timeout: 500 * time.Millisecond})
 		if !res.Timeout || res.Success || res.Stdout != "spinning\n" || s.Alive() {
 			t.Fatalf("timed out cell: %+v, alive %v", res, s.Alive())
+		}
+	})
+}
+
+// files maps the paths of res's files to their content.
+func files(res executor.Result) map[string]string {
+	m := map[string]string{}
+	for _, f := range res.Files {
+		m[f.Path] = string(f.Content)
+	}
+	return m
+}
+
+// TestSessionFilesPerCell: files persist in the work dir across cells,
+// and each cell returns only those it created or changed, even a file
+// written again to the same size in the same clock tick; input files come in before
+// their cell and come back only when changed.
+func TestSessionFilesPerCell(t *testing.T) {
+	bothPaths(t, func(t *testing.T, cold bool) {
+		e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+		s := startSession(t, e)
+		for i, c := range []struct {
+			req  executor.Request
+			want map[string]string
+		}{
+			{executor.Request{Code: "open('a.txt', 'w').write('A1')"}, map[string]string{"a.txt": "A1"}},
+			{executor.Request{Code: "import os\nos.mkdir('d')\nopen('d/b.txt', 'w').write('B')"}, map[string]string{"d/b.txt": "B"}},
+			{executor.Request{Code: "print(open('a.txt').read(), open('d/b.txt').read())"}, map[string]string{}},
+			{executor.Request{Code: "open('a.txt', 'w').write('A2')"}, map[string]string{"a.txt": "A2"}},
+			// Again to the same size, with the same times: as written in
+			// the same tick of a coarse clock (kernels before 6.13).
+			{executor.Request{Code: "import os\nst = os.stat('a.txt')\nopen('a.txt', 'w').write('A3')\nos.utime('a.txt', ns=(st.st_atime_ns, st.st_mtime_ns))"}, map[string]string{"a.txt": "A3"}},
+			{executor.Request{Code: "print(open('in.csv').read())", Files: []executor.File{{Path: "in.csv", Content: []byte("x,y\n")}}}, map[string]string{}},
+			{executor.Request{Code: "open('in.csv', 'a').write('1,2\\n')\nopen('_scratch', 'w').write('s')"}, map[string]string{"in.csv": "x,y\n1,2\n"}},
+			{executor.Request{Code: "import os\nos.remove('a.txt')"}, map[string]string{}},
+		} {
+			res := cell(t, s, c.req)
+			if !res.Success {
+				t.Fatalf("cell %d: %+v", i+1, res)
+			}
+			if got := files(res); !maps.Equal(got, c.want) || len(res.FilesOmitted) > 0 {
+				t.Errorf("cell %d: files %q (omitted %v), want %q", i+1, got, res.FilesOmitted, c.want)
+			}
+		}
+		res := cell(t, s, executor.Request{Code: "import os\nprint(sorted(set(os.listdir('.')) - {'.config', '.shm'}), os.listdir('d'))"})
+		if want := "['_scratch', 'd', 'in.csv'] ['b.txt']\n"; res.Stdout != want {
+			t.Errorf("work dir %q, want %q", res.Stdout, want)
+		}
+	})
+}
+
+// TestSessionPlotComesWithItsCell: a notebook's three cells, data, frame
+// and plot: the plot comes back with the third, as figure-1.png, and not
+// again with the next.
+func TestSessionPlotComesWithItsCell(t *testing.T) {
+	requireModules(t, "numpy", "pandas", "matplotlib")
+	bothPaths(t, func(t *testing.T, cold bool) {
+		e := newExecutor(t, sandbox.Config{Python: debianPython, DisableForkServer: cold, Timeout: 20 * time.Second})
+		s := startSession(t, e)
+		cells := []string{
+			"import pandas as pd\nimport matplotlib.pyplot as plt\nvisits = [120, 135, 160, 150, 190]",
+			"df = pd.DataFrame({'day': ['Mon', 'Tue', 'Wed', 'Thu', 'Fri'], 'visits': visits})\nprint(df['visits'].mean())",
+			"df.plot(x='day', y='visits', title='Visits')\nplt.show()",
+			"print(len(df))",
+		}
+		for i, code := range cells {
+			res := cell(t, s, executor.Request{Code: code})
+			if !res.Success {
+				t.Fatalf("cell %d: %+v", i+1, res)
+			}
+			var names []string
+			for _, f := range res.Files {
+				names = append(names, f.Path)
+			}
+			if want := map[bool][]string{true: {"figure-1.png"}}[i == 2]; !slices.Equal(names, want) {
+				t.Errorf("cell %d: files %q, want %q", i+1, names, want)
+			}
+			if i == 2 && (res.Files[0].MIME != "image/png" || !bytes.HasPrefix(res.Files[0].Content, []byte("\x89PNG"))) {
+				t.Errorf("the plot is not a PNG: %s", res.Files[0].MIME)
+			}
 		}
 	})
 }
