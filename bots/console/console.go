@@ -61,6 +61,10 @@ type Config struct {
 	FilesDir string
 	Render   formatting.RenderOptions
 	Metrics  Metrics // nil: none counted
+	// End, when set, ends the session's live process on %reset (the
+	// executor's session manager); else a Runner that has End(ctx, id)
+	// does.
+	End func(ctx context.Context, id string) error
 	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
 	// instead of as the next cell of the console's one session.
 	NoSessions bool

@@ -50,8 +50,12 @@ func (s *session) ran(req executor.Request, res executor.Result) string {
 // reset answers %reset: the session starts fresh, its live process ended
 // when the runner can end it.
 func (b *Bot) reset(ctx context.Context) string {
-	if e, ok := b.runner.(answer.Ender); ok {
-		if err := e.End(ctx, b.session.id); err != nil {
+	end := b.cfg.End
+	if e, ok := b.runner.(answer.Ender); ok && end == nil {
+		end = e.End
+	}
+	if end != nil {
+		if err := end(ctx, b.session.id); err != nil {
 			b.log.Warn("ending the session's live process", "err", err)
 		}
 	}

@@ -28,7 +28,12 @@ func (h *harness) say(channel, thread, user, text string, files ...map[string]an
 // which contains want.
 func (h *harness) cell(m fakeslack.Message, header, want string) fakeslack.Message {
 	h.t.Helper()
-	r := h.reply(m, want)
+	r, err := h.fake.WaitMessage(h.ctx, m.Channel, func(x fakeslack.Message) bool {
+		return x.BotID == fakeslack.BotID && x.Metadata != nil && x.Metadata.EventPayload["source_ts"] == m.TS && strings.Contains(x.Text, want)
+	})
+	if err != nil {
+		h.t.Fatalf("no reply to %s holding %q: %v; replies: %+v", m.TS, want, err, h.fake.BotReplies(m.Channel, threadOf(m.ThreadTS, m.TS)))
+	}
 	if first, _, _ := strings.Cut(r.Text, "\n"); first != header {
 		h.t.Fatalf("reply %q, want it to begin %q", r.Text, header)
 	}

@@ -43,6 +43,12 @@ type Ender interface {
 	End(ctx context.Context, id string) error
 }
 
+// EndFunc is an Ender that is a func.
+type EndFunc func(ctx context.Context, id string) error
+
+// End calls f.
+func (f EndFunc) End(ctx context.Context, id string) error { return f(ctx, id) }
+
 // Past is a message of a session found on the platform, with the bot's
 // reply to it: what a session's record is recovered from.
 type Past[S any] struct {
