@@ -116,6 +116,7 @@ type session[S any] struct {
 	known   bool
 	bytes   int64
 	posters map[string]uint64 // user → the sequence number of their last cell
+	keys    []string          // its entries in notebook.keys
 }
 
 // notebook is the record of the sessions, bounded; safe for concurrent
@@ -173,13 +174,27 @@ func (nb *notebook[S]) dropLocked(s *session[S]) {
 
 // clearLocked forgets s's cells.
 func (nb *notebook[S]) clearLocked(s *session[S]) {
-	for k, v := range nb.keys {
-		if v == s {
+	for _, k := range s.keys {
+		if nb.keys[k] == s {
 			delete(nb.keys, k)
 		}
 	}
 	nb.bytes -= s.bytes
-	s.bytes, s.cells = 0, nil
+	s.bytes, s.cells, s.keys = 0, nil, nil
+}
+
+// heldLocked reports whether s is in the record (not dropped).
+func (nb *notebook[S]) heldLocked(s *session[S]) bool {
+	el, ok := nb.byID[s.id]
+	return ok && el.Value == s
+}
+
+// keyLocked maps key to s.
+func (nb *notebook[S]) keyLocked(s *session[S], key string) {
+	if key != "" && nb.keys[key] != s {
+		nb.keys[key] = s
+		s.keys = append(s.keys, key)
+	}
 }
 
 // sessionOf returns the session of a cell's message key or reply id.
@@ -232,10 +247,14 @@ func (nb *notebook[S]) replay(s *session[S], i int) []executor.Request {
 	return out
 }
 
-// put records c as cell i of s (i == its length: a new cell).
+// put records c as cell i of s (i == its length: a new cell), unless s
+// was dropped meanwhile: its next cell recovers it.
 func (nb *notebook[S]) put(s *session[S], i int, c cell[S]) {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
+	if !nb.heldLocked(s) {
+		return
+	}
 	if i < len(s.cells) {
 		s.bytes -= s.cells[i].size()
 		nb.bytes -= s.cells[i].size()
@@ -247,9 +266,7 @@ func (nb *notebook[S]) put(s *session[S], i int, c cell[S]) {
 	nb.bytes += c.size()
 	nb.seq++
 	s.posters[c.user] = nb.seq
-	if c.key != "" {
-		nb.keys[c.key] = s
-	}
+	nb.keyLocked(s, c.key)
 	nb.evictLocked(s)
 }
 
@@ -260,7 +277,9 @@ func (nb *notebook[S]) replied(s *session[S], reply string) {
 	}
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
-	nb.keys[reply] = s
+	if nb.heldLocked(s) {
+		nb.keyLocked(s, reply)
+	}
 }
 
 // forget drops the cell of the message key, wherever it is.
