@@ -13,15 +13,23 @@
 // with a result or with an error of its own, is never retried elsewhere
 // and keeps its place. Otherwise the run fails with
 // executor.ErrUnavailable: "executor unavailable, try again".
+//
+// The cells of a session go to one executor, chosen by rendezvous hashing
+// of the session's id over the healthy executors, which keeps the
+// session's live process; with each cell goes the session's replay list
+// (the bot's record of its earlier successful cells), so that when that
+// executor is gone the next one chosen rebuilds the state.
 package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"maps"
@@ -379,10 +387,21 @@ func (r *Runner) Capacity() int {
 	return n
 }
 
-// pick returns the least-loaded executor not in tried, counting the run in
-// its load; nil when none is left. Ready executors come first; the others
-// (not polled ready, not marked down) are tried after them.
-func (r *Runner) pick(tried map[string]bool) *endpoint {
+// pick returns the executor for a run, counting the run in its load; nil
+// when none is left. A cell of a session (key set) goes to the session's
+// executor (pickSession); any other run to the least-loaded executor not
+// in tried. Ready executors come first; the others (not polled ready, not
+// marked down) are tried after them.
+func (r *Runner) pick(tried map[string]bool, key string) *endpoint {
+	if key != "" {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		e := r.pickSessionLocked(tried, key)
+		if e != nil {
+			e.inflight++
+		}
+		return e
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -411,6 +430,74 @@ func (r *Runner) pick(tried map[string]bool) *endpoint {
 	return best
 }
 
+// pickSessionLocked returns the executor that holds the session key: by
+// rendezvous hashing, the ready executor not in tried (nor marked down)
+// that scores highest for key, so that a session's cells go to one
+// executor while it is there and, when it is gone, to the same other one.
+// Executors not polled ready come after the ready ones.
+func (r *Runner) pickSessionLocked(tried map[string]bool, key string) *endpoint {
+	now := r.now()
+	var best *endpoint
+	var bestScore uint64
+	for _, e := range r.endpoints {
+		if tried[e.base] || now.Before(e.downUntil) {
+			continue
+		}
+		score := rendezvous(key, e.base)
+		if best == nil || (e.ready && !best.ready) || (e.ready == best.ready && score > bestScore) {
+			best, bestScore = e, score
+		}
+	}
+	return best
+}
+
+// rendezvous is the score of executor base for session key.
+func rendezvous(key, base string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(base))
+	return h.Sum64()
+}
+
+// End ends session id on the executor that holds it (DELETE
+// /v1/sessions/{id}): a bot's reset. A session the executor does not know
+// is no error.
+func (r *Runner) End(ctx context.Context, id string) error {
+	r.mu.Lock()
+	e := r.pickSessionLocked(nil, id)
+	base := ""
+	if e != nil {
+		base = e.base
+	}
+	r.mu.Unlock()
+	if base == "" {
+		return r.unavailable(nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.AttemptTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/v1/sessions/"+url.PathEscape(id), nil)
+	if err != nil {
+		return &executor.Error{Code: executor.ErrInternal, Message: "building the request", Err: err}
+	}
+	if r.cfg.Token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+	}
+	resp, err := r.client.Do(hreq)
+	if err != nil {
+		return r.unavailable(fmt.Errorf("%s: %w", base, err))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusNotFound:
+		return nil
+	}
+	var er api.ErrorResponse
+	_ = json.Unmarshal(b, &er)
+	return &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("ending session on %s: answered %d: %s", base, resp.StatusCode, cmp.Or(er.Error, http.StatusText(resp.StatusCode)))}
+}
+
 // done ends a run's count on e; down takes e out of the choice until a
 // poll finds it ready again.
 func (r *Runner) done(e *endpoint, down bool) {
@@ -435,9 +522,19 @@ const (
 
 // Run runs req on an executor, as described in the package comment.
 func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
-	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes}
-	for _, f := range req.Files {
-		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
+	rr := runRequest(req)
+	key := ""
+	if req.Session != nil {
+		// The executor that holds the session gets its cells; the replay
+		// lets another rebuild it when that one is gone.
+		key = req.Session.ID
+		rr.Session = key
+		if req.Session.Replay != nil {
+			rr.Replay = make([]api.RunRequest, 0, len(req.Session.Replay))
+		}
+		for _, c := range req.Session.Replay {
+			rr.Replay = append(rr.Replay, runRequest(c))
+		}
 	}
 	body, err := json.Marshal(rr)
 	if err != nil {
@@ -448,7 +545,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 	var full *executor.Error
 	var last error
 	for {
-		e := r.pick(tried)
+		e := r.pick(tried, key)
 		if e == nil {
 			if full != nil {
 				return executor.Result{}, full
@@ -483,6 +580,15 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			}
 		}
 	}
+}
+
+// runRequest is req in the body of /v1/run, without its session.
+func runRequest(req executor.Request) api.RunRequest {
+	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes}
+	for _, f := range req.Files {
+		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
+	}
+	return rr
 }
 
 // unavailable is the error of a run no executor could take: worth trying

@@ -39,6 +39,7 @@ type fake struct {
 	ready bool
 	load  httpserver.Load
 	run   func(w http.ResponseWriter, r *http.Request, req api.RunRequest)
+	ended []string // the sessions DELETE asked it to end
 }
 
 func newFake(t *testing.T, capacity int, run func(w http.ResponseWriter, r *http.Request, req api.RunRequest)) *fake {
@@ -70,6 +71,13 @@ func newFakeAt(t *testing.T, addr string, capacity int, run func(w http.Response
 		}
 		f.runs.Add(1)
 		f.run(w, r, req)
+	})
+	mux.HandleFunc("DELETE /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.ended = append(f.ended, r.PathValue("id"))
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(api.ErrorResponse{Error: "no session", Code: "not_found"})
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

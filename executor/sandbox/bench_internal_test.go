@@ -17,7 +17,7 @@ import (
 )
 
 // benchExecutors builds executors for one tier each, side by side.
-func benchExecutor(b *testing.B, layers layerSet, poolSize int, fork bool) *Executor {
+func benchExecutor(b testing.TB, layers layerSet, poolSize int, fork bool) *Executor {
 	b.Helper()
 	py, err := findPython(context.Background(), "")
 	if err != nil {

@@ -246,7 +246,7 @@ func (c *cellRun) run(ctx context.Context) (executor.Result, error) {
 	wroteC, endsC, outC, errC := wrote, ends, out.ended, errs.ended
 	waited := p.waited
 	for {
-		if endsC == nil && outC == nil && errC == nil && wroteC == nil && (end.outcome != cellExited || waited == nil) {
+		if haveEnd && outC == nil && errC == nil && wroteC == nil && (end.outcome != cellExited || waited == nil) {
 			break
 		}
 		select {

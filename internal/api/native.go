@@ -34,8 +34,9 @@ type RunRequest struct {
 	// Replay is for runblock's own bots: the session's earlier successful
 	// cells, oldest first, which the executor replays (output discarded)
 	// when no live process holds exactly their state. Other clients leave
-	// it out: the executor keeps its own record.
-	Replay []RunRequest `json:"replay,omitempty"`
+	// it out: the executor keeps its own record. An empty list (not
+	// absent) says the session has no earlier cells.
+	Replay []RunRequest `json:"replay,omitzero"`
 }
 
 // sessionKey is the session manager's key of a client's session id.

@@ -7,8 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/formatting"
 )
 
 // runDoctor is `runblock doctor`: which isolation layers work here.
@@ -36,7 +40,41 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 		return status
 	}
 	writeReport(stdout, rep, ec.DisableForkServer)
+	fmt.Fprint(stdout, sessionsText(cfg.Sessions, cfg.Executor.MemoryBytes))
 	return status
+}
+
+// sessionsText is doctor's paragraph on sessions: how they work, their
+// limits and what they cost; memory is the limit of one run (and of one
+// session).
+func sessionsText(c session.Config, memory int64) string {
+	if c.Disabled {
+		return "sessions: off (RUNBLOCK_SESSIONS=off): every message runs alone, from nothing\n"
+	}
+	c.Idle = cmp.Or(c.Idle, session.DefaultIdle)
+	c.MaxLive = cmp.Or(c.MaxLive, session.DefaultMaxLive)
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, session.DefaultMemoryBytes)
+	return fmt.Sprintf(`sessions: on: the cells of a thread (or of an API or MCP session id) share one live Python
+  limits: %s for a whole session, each cell its own timeout; at most %d live (RUNBLOCK_SESSION_MAX) and %s together (RUNBLOCK_SESSION_MEMORY), the least recently used evicted past either
+  memory: a live session that cannot report what it holds counts at its %s limit, so %s holds %d of those
+  idle: a session's process ends after %s without a cell (RUNBLOCK_SESSION_IDLE)
+  cost: no CPU between cells; about 1 MiB of its own for a bare interpreter, 20-100 MiB once pandas or matplotlib are loaded with data
+  after an eviction, an idle end, a timeout or the memory limit, the next cell replays the earlier successful cells (within %s) and says so
+`, formatting.SizeText(memory), c.MaxLive, formatting.SizeText(c.MemoryBytes),
+		formatting.SizeText(memory), formatting.SizeText(c.MemoryBytes), min(int64(c.MaxLive), max(c.MemoryBytes/max(memory, 1), 1)),
+		durationSetting(c.Idle), formatting.DurationText(session.DefaultReplayBudget))
+}
+
+// durationSetting writes d as the settings are written: 15m, not 15m0s.
+func durationSetting(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // writeReport is doctor's report as text; forkServerOff is

@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/config"
 )
 
@@ -41,6 +43,30 @@ func TestDoctorCommand(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "\nfork server: off (RUNBLOCK_FORKSERVER=off)") {
 		t.Errorf("doctor with RUNBLOCK_FORKSERVER=off says:\n%s", stdout.String())
+	}
+}
+
+func TestDoctorSaysHowSessionsWork(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  session.Config
+		want []string
+	}{
+		{"off", session.Config{Disabled: true}, []string{"sessions: off (RUNBLOCK_SESSIONS=off)"}},
+		{"defaults", session.Config{}, []string{
+			"sessions: on", "256 MiB for a whole session", "at most 32 live", "1 GiB together",
+			"counts at its 256 MiB limit, so 1 GiB holds 4", "after 15m without a cell", "no CPU between cells", "replays the earlier successful cells",
+		}},
+		{"set", session.Config{Idle: 90 * time.Second, MaxLive: 3, MemoryBytes: 4 << 30}, []string{"at most 3 live", "4 GiB together", "4 GiB holds 3", "after 1m30s without"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sessionsText(tc.cfg, 256<<20)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("doctor's sessions text lacks %q:\n%s", w, got)
+				}
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -62,6 +63,7 @@ type ExecutorMain struct {
 	Logger  *slog.Logger
 
 	exec      *sandbox.Executor
+	sessions  *session.Manager // nil: sessions are off
 	scheduler *executor.Scheduler
 	service   *api.Service
 }
@@ -90,7 +92,12 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	reg := metrics.New()
 	sc := clientScheduler(cfg, logger)
 	sc.Metrics = reg
-	m.scheduler = executor.NewScheduler(m.exec, sc)
+	var runner executor.Runner = m.exec
+	var sessions api.Sessions
+	if m.sessions = newSessions(cfg, m.exec, reg, logger); m.sessions != nil {
+		runner, sessions = m.sessions, m.sessions
+	}
+	m.scheduler = executor.NewScheduler(runner, sc)
 	svc := api.NewService(api.ServiceConfig{
 		Addr:      executorAddr(cfg),
 		Runner:    m.exec,
@@ -104,6 +111,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 			Timeout:      cfg.Executor.Timeout,
 			MemoryBytes:  cfg.Executor.MemoryBytes,
 			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
+			Sessions:     sessions,
 			MCP:          new(mcpConfig(ctx, cfg, m.Version, logger, m.exec)),
 		},
 		Ready:     m.exec.Ready,
@@ -135,7 +143,7 @@ func (m *ExecutorMain) closeAfterFailedStart() {
 
 // Close drains (/readyz and new runs answer 503, so that balancers and
 // bots go elsewhere), lets the runs accepted finish until ctx ends, then
-// stops the service and the sandbox.
+// stops the service, the sessions and the sandbox.
 func (m *ExecutorMain) Close(ctx context.Context) error {
 	var errs []error
 	if m.service != nil {
@@ -149,6 +157,11 @@ func (m *ExecutorMain) Close(ctx context.Context) error {
 	if m.service != nil {
 		if err := m.service.Close(ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if m.sessions != nil {
+		if err := m.sessions.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("sessions: %w", err))
 		}
 	}
 	if m.exec != nil {
@@ -172,6 +185,19 @@ func listenError(err error, addr string, set bool) error {
 		return fmt.Errorf("cannot listen on %s (the default without RUNBLOCK_HTTP_ADDR): %w; %s", addr, op.Err, fix)
 	}
 	return fmt.Errorf("RUNBLOCK_HTTP_ADDR=%s: cannot listen: %w; %s", addr, op.Err, fix)
+}
+
+// newSessions is the session manager in front of ex, or nil when
+// RUNBLOCK_SESSIONS is off; metrics may be nil.
+func newSessions(cfg config.Config, ex *sandbox.Executor, metrics *metrics.Registry, logger *slog.Logger) *session.Manager {
+	if cfg.Sessions.Disabled {
+		return nil
+	}
+	opts := session.Options{Config: cfg.Sessions, SessionBytes: cfg.Executor.MemoryBytes, Logger: logger.With("component", "sessions")}
+	if metrics != nil {
+		opts.Metrics = metrics
+	}
+	return session.New(ex, ex, opts)
 }
 
 // clientScheduler is the scheduler's configuration where its users are

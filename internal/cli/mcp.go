@@ -41,7 +41,19 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 			logger.Warn("closing executor", "err", err)
 		}
 	}()
-	sched := executor.NewScheduler(ex, clientScheduler(cfg, logger))
+	var runner executor.Runner = ex
+	sessions := newSessions(cfg, ex, nil, logger)
+	if sessions != nil {
+		runner = sessions
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
+			defer cancel()
+			if err := sessions.Close(ctx); err != nil {
+				logger.Warn("closing sessions", "err", err)
+			}
+		}()
+	}
+	sched := executor.NewScheduler(runner, clientScheduler(cfg, logger))
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
 		defer cancel()
@@ -51,6 +63,9 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 	}()
 	mc := mcpConfig(ctx, cfg, c.version, logger, ex)
 	mc.Scheduler = sched
+	if sessions != nil {
+		mc.Sessions = sessions
+	}
 	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", ex.Isolation().Tier)
 	t := &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}}
 	if err := mcp.NewServer(mc, mcpUser).Run(ctx, t); err != nil && ctx.Err() == nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ const debianPython = "/usr/bin/python3"
 
 // TestMCPOverStdio drives `runblock mcp`, a subprocess of the built
 // binary, with the SDK's own client over standard input and output: the
-// tools, a print, a plot as an image, a timeout as a tool error, bad
+// tools, a print, a session kept across two calls and reset, a plot as
+// an image, a timeout as a tool error, bad
 // arguments refused while the server keeps serving, and a clean exit when
 // the client closes standard input.
 func TestMCPOverStdio(t *testing.T) {
@@ -56,11 +58,15 @@ func TestMCPOverStdio(t *testing.T) {
 		}
 	}()
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "run_python" {
+	if err != nil || len(tools.Tools) != 2 {
 		t.Fatalf("tools %+v, %v", tools, err)
 	}
-	if d := tools.Tools[0].Description; !strings.Contains(d, "20 s") || !strings.Contains(d, "512 MiB") || !strings.Contains(d, "Python 3.") {
-		t.Errorf("description %q lacks the limits or the python", d)
+	i := slices.IndexFunc(tools.Tools, func(tool *sdk.Tool) bool { return tool.Name == "run_python" })
+	if i < 0 || !slices.ContainsFunc(tools.Tools, func(tool *sdk.Tool) bool { return tool.Name == "reset_session" }) {
+		t.Fatalf("tools %+v: want run_python and reset_session", tools.Tools)
+	}
+	if d := tools.Tools[i].Description; !strings.Contains(d, "20 s") || !strings.Contains(d, "512 MiB") || !strings.Contains(d, "Python 3.") || !strings.Contains(d, "session") {
+		t.Errorf("description %q lacks the limits, the python or sessions", d)
 	}
 	callText := func(args map[string]any) (*sdk.CallToolResult, string) {
 		t.Helper()
@@ -72,6 +78,16 @@ func TestMCPOverStdio(t *testing.T) {
 	}
 	if res, text := callText(map[string]any{"code": "print(sum(range(10)))"}); res.IsError || !strings.HasPrefix(text, "45\nOK · ") {
 		t.Errorf("print: isError %v, %q", res.IsError, text)
+	}
+	callText(map[string]any{"code": "x = 41", "session": "nb"})
+	if res, text := callText(map[string]any{"code": "print(x + 1)", "session": "nb"}); res.IsError || !strings.HasPrefix(text, "42\nOK · ") || !strings.Contains(text, "Session nb, call 2.") {
+		t.Errorf("the session's second call: isError %v, %q", res.IsError, text)
+	}
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "reset_session", Arguments: map[string]any{"session": "nb"}}); err != nil || res.IsError {
+		t.Errorf("reset_session: %+v, %v", res, err)
+	}
+	if res, text := callText(map[string]any{"code": "print('x' in globals())", "session": "nb"}); res.IsError || !strings.HasPrefix(text, "False\n") || !strings.Contains(text, "call 1.") {
+		t.Errorf("after reset_session: isError %v, %q", res.IsError, text)
 	}
 	if res, text := callText(map[string]any{"code": "while True: pass", "timeout": 1}); !res.IsError || !strings.Contains(text, "Timed out after 1 s") {
 		t.Errorf("timeout: isError %v, %q", res.IsError, text)

@@ -16,6 +16,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/metrics"
@@ -62,6 +63,23 @@ func runServe(ctx context.Context, c *invocation, args []string) int {
 	return 0
 }
 
+// botRunner is what the bots submit their runs to: the scheduler.
+type botRunner interface {
+	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
+}
+
+// endingQueue is the scheduler with End of the sessions behind it, so that
+// a bot's reset ends the session's live process at once rather than
+// leaving it to idle out.
+type endingQueue struct {
+	*executor.Scheduler
+	sessions interface {
+		End(ctx context.Context, id string) error
+	}
+}
+
+func (q endingQueue) End(ctx context.Context, id string) error { return q.sessions.End(ctx, id) }
+
 // adapter is a chat connection Main owns.
 type adapter interface {
 	Open(ctx context.Context) error
@@ -87,6 +105,7 @@ type Main struct {
 	Runner executor.Runner
 
 	exec      *sandbox.Executor
+	sessions  *session.Manager // nil: sessions off, or runs go to remote executors
 	remote    *remote.Runner
 	isolation string
 	metrics   *metrics.Registry
@@ -139,6 +158,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		m.exec, runner = ex, ex
 		m.isolation = ex.Isolation().Tier
+		if m.sessions = newSessions(cfg, ex, m.metrics, m.Logger); m.sessions != nil {
+			runner = m.sessions
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -159,6 +181,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.remote != nil {
 		m.remote.OnCapacity(m.scheduler.SetConcurrency)
 	}
+	var queue botRunner = m.scheduler
+	switch {
+	case m.sessions != nil:
+		queue = endingQueue{m.scheduler, m.sessions}
+	case m.remote != nil && !cfg.Sessions.Disabled:
+		queue = endingQueue{m.scheduler, m.remote}
+	}
 
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {
@@ -166,7 +195,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		c.Metrics = m.metrics
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		c.NoSessions = cfg.Sessions.Disabled
-		slackBot = slack.New(c, m.scheduler, m.Logger.With("adapter", "slack"))
+		slackBot = slack.New(c, queue, m.Logger.With("adapter", "slack"))
 		m.adapters = append(m.adapters, namedAdapter{"slack", slackBot})
 	}
 	if cfg.DiscordEnabled() {
@@ -174,7 +203,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		c.Metrics = m.metrics
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		c.NoSessions = cfg.Sessions.Disabled
-		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, m.scheduler, m.Logger.With("adapter", "discord"))})
+		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, queue, m.Logger.With("adapter", "discord"))})
 	}
 	if len(m.adapters) == 0 {
 		m.console = console.New(console.Config{
@@ -185,7 +214,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			Render:          cfg.Render,
 			Metrics:         m.metrics,
 			NoSessions:      cfg.Sessions.Disabled,
-		}, m.scheduler, m.Logger)
+		}, queue, m.Logger)
 		m.adapters = append(m.adapters, namedAdapter{"console", m.console})
 	}
 
@@ -281,6 +310,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.scheduler != nil {
 		if err := m.scheduler.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("scheduler: %w", err))
+		}
+	}
+	if m.sessions != nil {
+		if err := m.sessions.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("sessions: %w", err))
 		}
 	}
 	if m.exec != nil {

@@ -1,0 +1,121 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/remote"
+	"github.com/runblock/runblock/internal/api"
+)
+
+// cells records the session cells a fake executor got.
+type cells struct {
+	mu  sync.Mutex
+	got []api.RunRequest
+}
+
+// answer echoes a cell with its executor's name and the replay it came
+// with.
+func (c *cells) answer(name string) func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+	return func(w http.ResponseWriter, _ *http.Request, req api.RunRequest) {
+		c.mu.Lock()
+		c.got = append(c.got, req)
+		c.mu.Unlock()
+		var replay []string
+		for _, r := range req.Replay {
+			replay = append(replay, r.Code)
+		}
+		out := fmt.Sprintf("%s:%s:%s after [%s]", name, req.Session, req.Code, strings.Join(replay, ","))
+		_ = json.NewEncoder(w).Encode(api.RunResponse{Result: executor.Result{Success: true, Stdout: out}})
+	}
+}
+
+func cell(t *testing.T, r *remote.Runner, id, code string, replay ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := &executor.Session{ID: id, Replay: []executor.Request{}}
+	for _, c := range replay {
+		s.Replay = append(s.Replay, executor.Request{Code: c})
+	}
+	res, err := r.Run(ctx, executor.Request{Code: code, Session: s})
+	if err != nil {
+		t.Fatalf("cell %q of %s: %v", code, id, err)
+	}
+	return res.Stdout
+}
+
+func TestSessionCellsGoToTheExecutorThatHoldsThem(t *testing.T) {
+	var rec cells
+	fakes := map[string]*fake{}
+	var urls []string
+	for _, name := range []string{"a", "b", "c"} {
+		f := newFake(t, 2, rec.answer(name))
+		fakes[name] = f
+		urls = append(urls, f.srv.URL)
+	}
+	r := open(t, remote.Config{URLs: urls})
+	holders := map[string]string{} // session -> executor
+	for i := range 12 {
+		id := fmt.Sprintf("slack:T1:C1:%d.0001", i)
+		first := cell(t, r, id, "x = 1")
+		holders[id] = first[:1]
+		// Load elsewhere changes nothing: a session stays where it is.
+		for name, f := range fakes {
+			f.set(true, map[bool]int{true: 9, false: 0}[name == holders[id]])
+		}
+		r.Refresh(context.Background())
+		if got := cell(t, r, id, "print(x)", "x = 1"); got != holders[id]+":"+id+":print(x) after [x = 1]" {
+			t.Errorf("second cell of %s: %q, want it on %s with the replay", id, got, holders[id])
+		}
+		for _, f := range fakes {
+			f.set(true, 0)
+		}
+		r.Refresh(context.Background())
+	}
+	used := map[string]bool{}
+	for _, h := range holders {
+		used[h] = true
+	}
+	if len(used) < 2 {
+		t.Errorf("12 sessions all went to %v: they should spread over the executors", used)
+	}
+	rec.mu.Lock()
+	emptyReplay := rec.got[0].Replay
+	rec.mu.Unlock()
+	if emptyReplay == nil {
+		t.Error("an empty replay list went as none: the executor would use its own record")
+	}
+
+	// The holder of one session goes away: its next cell goes to another
+	// executor, with the replay to rebuild it, and stays there.
+	id := "slack:T1:C1:0.0001"
+	gone := holders[id]
+	fakes[gone].set(false, 0)
+	r.Refresh(context.Background())
+	got := cell(t, r, id, "print(x)", "x = 1")
+	if strings.HasPrefix(got, gone+":") || !strings.HasSuffix(got, "after [x = 1]") {
+		t.Fatalf("after its executor left: %q", got)
+	}
+	if again := cell(t, r, id, "print(x)", "x = 1"); again[:1] != got[:1] {
+		t.Errorf("the session moved again: %q then %q", got, again)
+	}
+
+	// End goes to the executor that holds the session; its 404 is no error.
+	if err := r.End(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	holder := fakes[got[:1]]
+	holder.mu.Lock()
+	defer holder.mu.Unlock()
+	if len(holder.ended) != 1 || holder.ended[0] != id {
+		t.Errorf("End reached %s with %v", got[:1], holder.ended)
+	}
+}

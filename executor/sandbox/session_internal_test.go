@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// TestSessionReducedTiers: a session works on every tier the product
+// falls back to (namespaces without Landlock, Landlock or seccomp alone
+// without namespaces, and the guard alone), keeps its state and returns
+// its files there, and Close removes its host work dir where it has one.
+func TestSessionReducedTiers(t *testing.T) {
+	for _, set := range append(tiers[1:], layerSet{}) {
+		t.Run(set.String(), func(t *testing.T) {
+			e := benchExecutor(t, set, 0, false)
+			e.plan.caps = collectLimits{MaxFiles: e.cfg.MaxFiles, MaxBytes: e.cfg.MaxFilesBytes}
+			live, err := e.StartSession(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := live.(*session)
+			for i, c := range []struct {
+				code, stdout string
+				files        int
+				ok           bool
+			}{
+				{"x = 41\nopen('f.txt', 'w').write('F')", "", 1, true},
+				{"print(x + 1)", "42\n", 0, true},
+				{"1 / 0", "", 0, false},
+				{"print(x)", "41\n", 0, true},
+			} {
+				res, err := s.Run(context.Background(), executor.Request{Code: c.code})
+				if err != nil || res.Success != c.ok || res.Stdout != c.stdout || len(res.Files) != c.files {
+					t.Fatalf("cell %d: %+v, %v", i+1, res, err)
+				}
+			}
+			dir := s.p.hostDir
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(dir); dir != "" && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the session's work dir %s is left behind: %v", dir, err)
+			}
+			if s.Alive() {
+				t.Error("a closed session is alive")
+			}
+		})
+	}
+}
+
+// BenchmarkSessionCell: a hello cell in a live session (no fork, no
+// sandbox start: python is there, waiting), beside a fresh run of the
+// same snippet in a pre-forked sandbox of the pool, as Run takes it.
+func BenchmarkSessionCell(b *testing.B) {
+	hello := executor.Request{Code: "print('hello')"}
+	b.Run("session-cell", func(b *testing.B) {
+		e := benchExecutor(b, tiers[0], 0, true)
+		s, err := e.StartSession(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			if res, err := s.Run(context.Background(), hello); err != nil || res.Stdout != "hello\n" {
+				b.Fatalf("%+v %v", res, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		reportLatency(b, lat)
+	})
+	b.Run("fresh-prefork-run", func(b *testing.B) {
+		e := benchExecutor(b, tiers[0], 1, true)
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			// As a run that finds its pooled sandbox ready.
+			p := <-e.pool.idle
+			start := time.Now()
+			if res, err := p.run(context.Background(), hello); err != nil || res.Stdout != "hello\n" {
+				b.Fatalf("%+v %v", res, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		reportLatency(b, lat)
+	})
+}
+
+// BenchmarkSessionReplay: what rebuilding a session costs: a session
+// started (a fork of the fork server) and ten small cells run in it, as
+// a replay of ten earlier cells does.
+func BenchmarkSessionReplay(b *testing.B) {
+	e := benchExecutor(b, tiers[0], 0, true)
+	cells := []string{
+		"import math", "x = 1", "def f(n):\n    return n * 2", "y = f(x)", "xs = [f(i) for i in range(100)]",
+		"total = sum(xs)", "import json", "doc = json.dumps({'total': total})", "data = {'a': 1, 'b': 2}", "print(total, y)",
+	}
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		s, err := e.StartSession(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, code := range cells {
+			if res, err := s.Run(context.Background(), executor.Request{Code: code}); err != nil || !res.Success {
+				b.Fatalf("%q: %+v %v", code, res, err)
+			}
+		}
+		lat = append(lat, time.Since(start))
+		s.Close()
+	}
+	reportLatency(b, lat)
+}
