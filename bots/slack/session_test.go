@@ -121,6 +121,9 @@ func TestSessionRecoveredAfterRestart(t *testing.T) {
 	h.cell(m1, "[1]", "df=read")
 	h.cell(h.say(ch, m1.TS, ada, code("raise")), "[2]", "Error")
 	h.cell(h.say(ch, m1.TS, ada, code("n=len(df)")), "[3]", "n=len(df)")
+	if r := runner.Jobs()[2].Request.Session.Replay; len(r) != 1 || len(r[0].Files) != 1 || string(r[0].Files[0].Content) != string(csv) {
+		t.Fatalf("the third cell's replay %+v, want the first cell with its file", r)
+	}
 	h.restart(clk)
 	// The new process's executor holds nothing either.
 	runner.Sessions.End(h.ctx, "slack:"+fakeslack.TeamID+":"+ch+":"+m1.TS)
