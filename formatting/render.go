@@ -44,6 +44,9 @@ type RenderOptions struct {
 	// Skipped are the attachments of the message that did not go into the
 	// run, named in the reply with the files the run left out.
 	Skipped []executor.OmittedFile
+	// Header, when set, is a line of ours put before the status line (a
+	// session's cell number), within the platform's limit.
+	Header string
 }
 
 func (o RenderOptions) withDefaults() RenderOptions {
@@ -98,7 +101,7 @@ func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
 // says which statements printed something other than the transcript shows.
 func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptions) Reply {
 	opts = opts.withDefaults()
-	r := result{p: p, res: res, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
+	r := result{p: p, res: res, header: opts.Header, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
 	if ext.Transcript != nil {
 		var c TranscriptCheck
 		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
@@ -147,12 +150,17 @@ type result struct {
 	outChars, errChars int
 	check              string // the transcript check note, or ""
 	files              string // the FilesNote, or ""
+	header             string // RenderOptions.Header
 }
 
 // render renders the reply with the given budget for the output shown, and
 // reports whether any output was left out.
 func (r result) render(maxLines, maxChars int) (string, bool) {
 	var b strings.Builder
+	if r.header != "" {
+		b.WriteString(escapeControls(r.header))
+		b.WriteByte('\n')
+	}
 	b.WriteString(r.status())
 
 	failed := r.res.Outcome() != "ok"

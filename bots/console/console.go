@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/runerror"
 	"github.com/runblock/runblock/executor"
@@ -62,6 +63,13 @@ type Config struct {
 	FilesDir string
 	Render   formatting.RenderOptions
 	Metrics  Metrics // nil: none counted
+	// End, when set, ends the session's live process on %reset (the
+	// executor's session manager); else a Runner that has End(ctx, id)
+	// does.
+	End func(ctx context.Context, id string) error
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
+	// instead of as the next cell of the console's one session.
+	NoSessions bool
 }
 
 // Bot reads messages from Config.In, one at a time: a message is answered
@@ -93,6 +101,10 @@ type Bot struct {
 	// temporary directory made for the session. Only the handler uses them.
 	runs     int
 	filesDir string
+
+	// session is the console's one session (session.go); only the
+	// handler uses it.
+	session session
 }
 
 // New returns a console Bot; it reads nothing until Open.
@@ -116,6 +128,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		log:      logger,
 		handlers: handlers.New(1, logger),
 		done:     make(chan struct{}),
+		session:  newSession(),
 	}
 }
 
@@ -309,6 +322,9 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return formatting.RenderError(formatting.Console,
 			executor.Errorf(executor.ErrTooLarge, "message over %d bytes", b.cfg.MaxMessageBytes))
 	}
+	if !b.cfg.NoSessions && strings.TrimSpace(msg) == resetCommand {
+		return b.reset(ctx)
+	}
 	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
 	if !ext.Found {
 		return formatting.RenderNotice(formatting.Console, ext.Notice())
@@ -318,6 +334,12 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	job := executor.Job{
 		User:    b.cfg.User,
 		Request: executor.Request{Code: ext.Code, Stdin: ext.Stdin},
+	}
+	if !b.cfg.NoSessions {
+		if b.session.full() {
+			return fmt.Sprintf("This session has %d cells, the most it keeps: %s starts it fresh.", answer.MaxCells, resetCommand)
+		}
+		job.Request.Session = b.session.next()
 	}
 	if b.cfg.Interactive {
 		job.Progress = func(p executor.Progress) {
@@ -347,7 +369,11 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return text
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
-	r := formatting.RenderRun(formatting.Console, ext, res, b.cfg.Render)
+	opts := b.cfg.Render
+	if !b.cfg.NoSessions {
+		opts.Header = b.session.ran(job.Request, res)
+	}
+	r := formatting.RenderRun(formatting.Console, ext, res, opts)
 	text := r.Text
 	if len(res.Files) > 0 || r.Full != "" {
 		saved, err := b.save(r.Full, res.Files)

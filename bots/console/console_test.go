@@ -102,7 +102,7 @@ func TestPipedMessageIsAnswered(t *testing.T) {
 	if jobs[0].User != console.DefaultUser {
 		t.Errorf("user %q, want %q", jobs[0].User, console.DefaultUser)
 	}
-	want := formatting.Render(formatting.Console, executor.Result{Success: true, Stdout: "2\n", StdoutBytes: 2}, formatting.RenderOptions{}).Text
+	want := formatting.Render(formatting.Console, executor.Result{Success: true, Stdout: "2\n", StdoutBytes: 2}, formatting.RenderOptions{Header: "[1]"}).Text
 	if got := out.String(); strings.TrimSpace(got) != strings.TrimSpace(want) || !strings.Contains(got, "2") {
 		t.Errorf("output %q, want the rendered reply %q", got, want)
 	}

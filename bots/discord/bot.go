@@ -126,6 +126,14 @@ type Config struct {
 	// Retry paces Open's tries while Discord cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff
+	// End, when set, ends a session's live process on a reset (the
+	// executor's session manager); else a Runner that has End(ctx, id)
+	// does. Without either a reset clears the bot's record, and the next
+	// cell's empty replay starts the session fresh.
+	End func(ctx context.Context, id string) error
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
+	// instead of as a cell of its thread's or reply chain's session.
+	NoSessions bool
 }
 
 // ErrDisallowedIntents is returned by Open when Discord refuses the
@@ -220,6 +228,8 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Now:        now,
 		Replied:    b.metricReplied,
 		Log:        logger,
+		NoSessions: cfg.NoSessions,
+		End:        ender(cfg.End, runner),
 	}, platform{b})
 	return b
 }
@@ -472,6 +482,18 @@ func (b *Bot) onDisconnect(*discordgo.Session, *discordgo.Disconnect) {
 // many events are in flight; it reports whether f runs.
 func (b *Bot) spawn(what string, f func(ctx context.Context)) bool {
 	return b.handlers.Go(what, f)
+}
+
+// ender is the way to end a session's live process: end, else runner's
+// End, if it has one.
+func ender(end func(ctx context.Context, id string) error, runner Runner) answer.Ender {
+	if end != nil {
+		return answer.EndFunc(end)
+	}
+	if e, ok := runner.(answer.Ender); ok {
+		return e
+	}
+	return nil
 }
 
 // noMetrics is the Metrics of a Config without one.

@@ -12,6 +12,7 @@ const (
 	CommandRun     = "run"      // slash command, option "code"
 	CommandRunCode = "Run code" // message context-menu command
 	optionCode     = "code"
+	optionReset    = "reset"
 	modalRun       = "runblock:run"
 	inputCode      = "code"
 	inputStdin     = "stdin"
@@ -53,6 +54,11 @@ func commands() []*discordgo.ApplicationCommand {
 				Type:        discordgo.ApplicationCommandOptionString,
 				Name:        optionCode,
 				Description: "Python code (leave empty for a multi-line editor)",
+				Required:    false,
+			}, {
+				Type:        discordgo.ApplicationCommandOptionBoolean,
+				Name:        optionReset,
+				Description: "Start this thread's session fresh: its variables and files go",
 				Required:    false,
 			}},
 		},

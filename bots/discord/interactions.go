@@ -40,6 +40,8 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 			}
 			ex := formatting.Extract(content, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true})
 			b.runInteraction(ctx, s, i, ex, atts)
+		case d.Name == CommandRun && d.GetOption(optionReset) != nil && d.GetOption(optionReset).BoolValue():
+			b.resetInteraction(ctx, s, i)
 		case d.Name == CommandRun:
 			var code string
 			if o := d.GetOption(optionCode); o != nil && o.Type == discordgo.ApplicationCommandOptionString {

@@ -120,10 +120,10 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if tr.quiet && !formatting.Extract(tr.text, formatting.ExtractOptions{Platform: formatting.Discord}).Found {
 		return // chat in a listed channel
 	}
-	b.start(answer.Request[source]{
+	b.startCell(s, answer.Request[source]{
 		Src: src, What: "message", Key: m.ID, User: src.user, Text: tr.text, Extract: opts,
-		Files: attachments(m.Attachments), Quiet: tr.quiet, Once: true,
-	})
+		Files: attachments(m.Attachments), Quiet: tr.quiet, Once: true, Reset: tr.explicit && isReset(tr.text),
+	}, m)
 }
 
 // onMessageUpdate re-runs an edit of an answered message into its reply,
@@ -153,10 +153,10 @@ func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate)
 	if triggered {
 		text = tr.text
 	}
-	b.start(answer.Request[source]{
+	b.startCell(s, answer.Request[source]{
 		Src: src, What: "edit", Key: m.ID, User: src.user, Text: text, Extract: formatting.ExtractOptions{Triggered: src.explicit},
 		Files: attachments(m.Attachments), At: at, Look: true, Rerun: true, Window: b.cfg.EditWindow,
-	})
+	}, m)
 }
 
 // onMessageDelete deletes the reply of a deleted message, once it is there.
@@ -199,12 +199,14 @@ func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAd
 		}
 		at, _ := discordgo.SnowflakeTimestamp(r.MessageID)
 		b.metricReceived()
+		m.GuildID = r.GuildID
+		session, _ := b.sessionOf(ctx, s, m, false)
 		// Answered before a restart, it is not answered again: an edit
 		// re-runs it.
 		b.flow.Answer(ctx, answer.Request[source]{
 			Src:  source{channelID: r.ChannelID, messageID: r.MessageID, guildID: r.GuildID, user: userKey(r.GuildID, r.UserID), content: m.Content},
 			What: "reaction", Key: r.MessageID, User: userKey(r.GuildID, r.UserID), Text: m.Content,
-			Files: attachments(m.Attachments), At: at, Quiet: true, Once: true, Look: true,
+			Files: attachments(m.Attachments), At: at, Quiet: true, Once: true, Look: true, Session: session,
 		})
 	})
 }

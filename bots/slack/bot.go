@@ -108,6 +108,14 @@ type Config struct {
 	MaxFilesBytes int64
 	Render        formatting.RenderOptions
 	Metrics       Metrics // nil: none counted
+	// End, when set, ends a session's live process on a reset (the
+	// executor's session manager); else a Runner that has End(ctx, id)
+	// does. Without either a reset clears the bot's record, and the next
+	// cell's empty replay starts the session fresh.
+	End func(ctx context.Context, id string) error
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
+	// instead of as a cell of its thread's session.
+	NoSessions bool
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -202,6 +210,8 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Now:        func() time.Time { return b.now() },
 		Replied:    b.replied,
 		Log:        logger,
+		NoSessions: cfg.NoSessions,
+		End:        ender(cfg.End, runner),
 	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
 	b.mentions = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
@@ -388,6 +398,18 @@ func (b *Bot) Close(ctx context.Context) error {
 // too many handlers are in flight.
 func (b *Bot) spawn(what string, fn func(ctx context.Context)) bool {
 	return b.handlers.Go(what, fn)
+}
+
+// ender is the way to end a session's live process: end, else runner's
+// End, if it has one.
+func ender(end func(ctx context.Context, id string) error, runner Runner) answer.Ender {
+	if end != nil {
+		return answer.EndFunc(end)
+	}
+	if e, ok := runner.(answer.Ender); ok {
+		return e
+	}
+	return nil
 }
 
 // noMetrics is the Metrics of a Config without one.

@@ -137,6 +137,7 @@ func (b *Bot) mentioned(self *who, src source) {
 	}
 	b.received()
 	src.text, src.triggered, src.first = stripMention(self, src.text), true, true
+	src.reset = isReset(src.text)
 	if !b.allowed(src.channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 		return
@@ -175,6 +176,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
 			src.what, src.triggered, src.text = "dm", mentions(self, ev.Text), stripMention(self, ev.Text)
+			src.reset = src.triggered && isReset(src.text)
 		}
 		b.start(src)
 	case "message_changed":
@@ -355,6 +357,8 @@ func (b *Bot) onSlash(cmd slack.SlashCommand) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 	case strings.TrimSpace(cmd.Text) == "":
 		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, cmd) })
+	case isReset(cmd.Text):
+		b.slashReset(src)
 	default:
 		b.start(src)
 	}

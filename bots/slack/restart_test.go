@@ -180,7 +180,8 @@ func TestRedeliveryAfterRestartIsNotAnsweredAgain(t *testing.T) {
 }
 
 // A message never answered (it had no code) and edited after a restart
-// runs, with one lookup to make sure.
+// runs, with one lookup to make sure and one to recover its thread's
+// session.
 func TestEditAfterRestartOfAnUnansweredMessageAnswers(t *testing.T) {
 	t.Parallel()
 	h, clk := restartable(t, Config{EditWindow: DefaultEditWindow}, echo)
@@ -191,8 +192,8 @@ func TestEditAfterRestartOfAnUnansweredMessageAnswers(t *testing.T) {
 	r := h.reply(m, "ran print(2)")
 	h.settle()
 	h.onlyReply(m, r)
-	if n := len(h.lookups()); n != 1 {
-		t.Fatalf("%d lookups, want 1", n)
+	if n := len(h.lookups()); n != 2 {
+		t.Fatalf("%d lookups, want 2", n)
 	}
 }
 

@@ -51,6 +51,8 @@ type source struct {
 	responseURL string
 	// only, when set, is the notice to send instead of running.
 	only *formatting.Notice
+	// reset: the message asks for its session to start fresh.
+	reset bool
 }
 
 // userKey is the scheduler's key for the user.
@@ -97,7 +99,8 @@ func (b *Bot) request(src source) answer.Request[source] {
 		// retried one (or any other trigger) may have been answered by
 		// an earlier process.
 		Once: src.first, Look: !src.first || src.retry,
-		Notice: src.only,
+		Notice:  src.only,
+		Session: src.session(), Starts: src.first && src.ts == src.thread, Reset: src.reset,
 	}
 }
 

@@ -194,6 +194,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		c := cfg.Slack
 		c.Metrics = m.metrics
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
+		c.NoSessions = cfg.Sessions.Disabled
 		slackBot = slack.New(c, queue, m.Logger.With("adapter", "slack"))
 		m.adapters = append(m.adapters, namedAdapter{"slack", slackBot})
 	}
@@ -201,6 +202,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		c := cfg.Discord
 		c.Metrics = m.metrics
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
+		c.NoSessions = cfg.Sessions.Disabled
 		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, queue, m.Logger.With("adapter", "discord"))})
 	}
 	if len(m.adapters) == 0 {
@@ -211,6 +213,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			MaxMessageBytes: int(2*cfg.Executor.MaxCodeBytes + 64<<10),
 			Render:          cfg.Render,
 			Metrics:         m.metrics,
+			NoSessions:      cfg.Sessions.Disabled,
 		}, queue, m.Logger)
 		m.adapters = append(m.adapters, namedAdapter{"console", m.console})
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,6 +257,9 @@ func (b *Bot) MessageCreate(m discordgo.Message) *discordgo.Message {
 func (b *Bot) MessageUpdate(m discordgo.Message) {
 	now := time.Now().UTC()
 	m.EditedTimestamp = &now
+	if old, ok := b.s.Message(m.ID); ok && m.Reactions == nil {
+		m.Reactions = slices.Clone(old.Reactions) // an edit keeps the reactions
+	}
 	b.s.PutMessage(m)
 	b.Dispatch("MESSAGE_UPDATE", m)
 }

@@ -362,12 +362,28 @@ func (s *Server) channelLocked(bot *Bot, req *Request, channelID string, rest []
 		}
 		return s.messageLocked(m, req)
 	case len(rest) == 5 && rest[0] == "messages" && rest[2] == "reactions" && (req.Method == "PUT" || req.Method == "DELETE"):
-		if s.messages[rest[1]] == nil {
+		m := s.messages[rest[1]]
+		if m == nil {
 			return 404, errUnknownMsg, nil
+		}
+		if rest[4] == "@me" {
+			react(m, rest[3], req.Method == "PUT")
 		}
 		return 204, nil, nil
 	}
 	return 404, errNotFound, nil
+}
+
+// react adds or removes the bot's reaction emoji on m, as messages then
+// list it: Me set, counted once.
+func react(m *discordgo.Message, emoji string, add bool) {
+	i := slices.IndexFunc(m.Reactions, func(r *discordgo.MessageReactions) bool { return r.Emoji != nil && r.Emoji.Name == emoji })
+	switch {
+	case add && i < 0:
+		m.Reactions = append(m.Reactions, &discordgo.MessageReactions{Count: 1, Me: true, Emoji: &discordgo.Emoji{Name: emoji}})
+	case !add && i >= 0:
+		m.Reactions = slices.Delete(m.Reactions, i, i+1)
+	}
 }
 
 // listMessagesLocked answers GET /channels/{c}/messages: at most limit

@@ -50,6 +50,10 @@ type Platform[S any] interface {
 	// Find looks on the platform for the reply to src that a process
 	// before this one sent; nil when there is none.
 	Find(ctx context.Context, src S) (*Record[S], error)
+	// Earlier returns the messages of src's session (session.go) the bot
+	// answered, oldest first, each with its reply: what the session's
+	// record is recovered from, once, when the flow does not hold it.
+	Earlier(ctx context.Context, src S, session string) ([]Past[S], error)
 }
 
 // Reply is an answer ready to send.
@@ -72,6 +76,7 @@ type Reply struct {
 	outcome string                    // the run's, for the log
 	took    time.Duration             // the run's
 	fit     func(int64) (Reply, bool) // Fit; nil without files or Config.TooLarge
+	below   bool                      // an edited cell: the cells below it are re-run
 }
 
 // Sent is a reply the platform sent.
@@ -121,6 +126,12 @@ type Request[S any] struct {
 	Window            time.Duration
 	// Notice, when set, is sent instead of running.
 	Notice *formatting.Notice
+	// Session, when set, makes the message a cell of that session
+	// (session.go): "slack:T1:C1:1712.000100". Starts: the message is
+	// the session's first, so there is nothing earlier to recover.
+	// Reset: the message asks for the session to start fresh.
+	Session       string
+	Starts, Reset bool
 
 	turn   *turns.Turn
 	ticket *ticket[S]
@@ -149,6 +160,11 @@ type Config struct {
 	Now        func() time.Time // nil: time.Now
 	Replied    func()           // counts a reply or notice sent; nil: none
 	Log        *slog.Logger
+	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone, its
+	// Request.Session ignored.
+	NoSessions bool
+	// End, when set, ends a reset session's live process.
+	End Ender
 }
 
 // clockSkew widens "posted before this process started" for a local clock
@@ -164,6 +180,9 @@ type Flow[S any] struct {
 	keys     *keys[S]
 	turns    *turns.Turns
 	openedAt atomic.Int64 // Unix ns: older messages may have been answered by an earlier process
+
+	nb        *notebook[S] // the sessions' cells
+	sessTurns *turns.Turns // by session: its cells one at a time, in order
 }
 
 // New returns a Flow that answers through p.
@@ -179,9 +198,11 @@ func New[S any](cfg Config, p Platform[S]) *Flow[S] {
 	}
 	return &Flow[S]{
 		cfg: cfg, p: p, log: cfg.Log,
-		replies: replycache.New[Record[S]](cfg.MaxReplies, cfg.ReplyTTL, cfg.Now),
-		keys:    newKeys[S](),
-		turns:   turns.New(),
+		replies:   replycache.New[Record[S]](cfg.MaxReplies, cfg.ReplyTTL, cfg.Now),
+		keys:      newKeys[S](),
+		turns:     turns.New(),
+		nb:        newNotebook[S](),
+		sessTurns: turns.New(),
 	}
 }
 
@@ -239,6 +260,11 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	if req.Notice != nil {
 		turn.Done()
 		f.notify(ctx, log, req.Src, formatting.RenderNotice(f.cfg.Platform, *req.Notice))
+		return
+	}
+	if req.Reset {
+		turn.Done()
+		f.reset(ctx, log, req)
 		return
 	}
 	var rec *Record[S]
@@ -301,7 +327,18 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(f.cfg.Platform, pr) },
 	}, replyID)
 	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
-	out := f.Run(ctx, log, turn, req.User, ex, req.Files, prog.Update)
+	var out Reply
+	var cell *cellRun[S]
+	if f.sessions(req) {
+		cell = f.enter(ctx, log, req)
+		defer cell.done()
+		if r, ok := f.replies.Get(req.Key); ok && rec != nil {
+			rec = &r // a re-run of the cells above may have changed it
+		}
+		out = cell.run(ctx, log, turn, ex, prog.Update)
+	} else {
+		out = f.Run(ctx, log, turn, req.User, ex, req.Files, prog.Update)
+	}
 	replyID = prog.Stop()
 	ind.stopIt()
 	if out.Reaction == "" && ctx.Err() != nil {
@@ -340,6 +377,12 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	if req.Key != "" && sent.ID != "" {
 		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: sent.ID, Files: sent.Files, Reaction: out.Reaction, Created: prev.Created})
 	}
+	if cell != nil {
+		f.nb.replied(cell.s, sent.ID)
+		if out.below {
+			cell.below(ctx, log)
+		}
+	}
 }
 
 // noCode answers a message without code: an answered one says so in its
@@ -355,6 +398,7 @@ func (f *Flow[S]) noCode(ctx context.Context, log *slog.Logger, req Request[S], 
 		}
 		f.cfg.Replied()
 		f.unreact(ctx, req.Src, *rec)
+		f.nb.forget(req.Key) // no longer a cell
 		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: rec.Reply, Files: sent.Files, Created: rec.Created})
 	case !req.Quiet:
 		f.remember(req, f.notify(ctx, log, req.Src, text))
@@ -384,6 +428,7 @@ func (f *Flow[S]) Delete(ctx context.Context, req Request[S]) {
 		return
 	}
 	f.replies.Remove(req.Key)
+	f.nb.forget(req.Key)
 	if err := f.p.Delete(ctx, *rec); err != nil {
 		log.Warn("deleting the reply of a deleted message", "reply", rec.Reply, "err", err)
 	}

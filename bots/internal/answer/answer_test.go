@@ -25,8 +25,9 @@ type msg string
 // fakePlatform records what the flow does, in order, as lines like
 // "post m1: text" or "react m1 +✅"; a nil func field takes the default.
 type fakePlatform struct {
-	notify func(src msg, text string) (string, error)
-	find   func(src msg) (*Record[msg], error)
+	notify  func(src msg, text string) (string, error)
+	find    func(src msg) (*Record[msg], error)
+	earlier func(src msg, session string) ([]Past[msg], error)
 
 	mu      sync.Mutex
 	events  []string
@@ -107,6 +108,14 @@ func (p *fakePlatform) Notify(_ context.Context, src msg, text string) (string, 
 func (p *fakePlatform) Find(_ context.Context, src msg) (*Record[msg], error) {
 	if p.find != nil {
 		return p.find(src)
+	}
+	return nil, nil
+}
+
+func (p *fakePlatform) Earlier(_ context.Context, src msg, session string) ([]Past[msg], error) {
+	p.add("earlier %s %s", src, session)
+	if p.earlier != nil {
+		return p.earlier(src, session)
 	}
 	return nil, nil
 }
@@ -382,7 +391,7 @@ func TestRenderBoundsTheFilesAndKeepsAFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Platform = formatting.Discord
 			f := New[msg](tc.cfg, &fakePlatform{})
-			r := f.render(formatting.Extraction{Found: true, Code: "make()"}, res, nil)
+			r := f.render(formatting.Extraction{Found: true, Code: "make()"}, res, nil, "")
 			var names []string
 			for _, f := range r.Files {
 				names = append(names, f.Path)
