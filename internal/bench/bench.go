@@ -66,7 +66,8 @@ type Options struct {
 	PlotRuns int
 	PlotGap  time.Duration
 	// LaunchRuns is the number of launches per pattern of the launch
-	// section, LaunchGap apart in the staggered one; 0 = 100, 50 ms.
+	// section, LaunchGap apart in the staggered one; 0 = 100, 200 ms (as
+	// ComputeSDK's benchmark).
 	LaunchRuns int
 	LaunchGap  time.Duration
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood; SkipPlot
@@ -342,7 +343,7 @@ type benchmark struct {
 }
 
 // quick are the counts of a --quick run, where Options leave them 0.
-var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20}
+var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond}
 
 func newBenchmark(opts Options) *benchmark {
 	if opts.Quick {
@@ -353,6 +354,7 @@ func newBenchmark(opts Options) *benchmark {
 		opts.PlotRuns = cmp.Or(opts.PlotRuns, quick.PlotRuns)
 		opts.PlotGap = cmp.Or(opts.PlotGap, quick.PlotGap)
 		opts.LaunchRuns = cmp.Or(opts.LaunchRuns, quick.LaunchRuns)
+		opts.LaunchGap = cmp.Or(opts.LaunchGap, quick.LaunchGap)
 	}
 	n := cmp.Or(opts.Concurrency, runtime.NumCPU())
 	b := &benchmark{
@@ -366,7 +368,7 @@ func newBenchmark(opts Options) *benchmark {
 		plotRuns:   cmp.Or(opts.PlotRuns, 10),
 		plotGap:    cmp.Or(opts.PlotGap, time.Second),
 		launchRuns: cmp.Or(opts.LaunchRuns, 100),
-		launchGap:  cmp.Or(opts.LaunchGap, 50*time.Millisecond),
+		launchGap:  cmp.Or(opts.LaunchGap, 200*time.Millisecond),
 		log:        opts.Logger,
 	}
 	if b.log == nil {

@@ -230,8 +230,8 @@ func TestQuick(t *testing.T) {
 	if want := []int{7, quick.IdleRuns, quick.Warmup, quick.HumanEvalPrograms, quick.PlotRuns, quick.LaunchRuns}; !slices.Equal(got, want) {
 		t.Errorf("quick counts %v, want %v", got, want)
 	}
-	if b.plotGap != quick.PlotGap {
-		t.Errorf("quick plot gap %v, want %v", b.plotGap, quick.PlotGap)
+	if b.plotGap != quick.PlotGap || b.launchGap != quick.LaunchGap {
+		t.Errorf("quick gaps %v and %v, want %v and %v", b.plotGap, b.launchGap, quick.PlotGap, quick.LaunchGap)
 	}
 	b.report = &Report{}
 	if rows := b.plotConfigs(); len(rows) != 1 || rows[0].row.Name != plotPrefork || !rows[0].cfg.Preload.Auto {
@@ -241,6 +241,9 @@ func TestQuick(t *testing.T) {
 	got = []int{full.helloRuns, full.idleRuns, full.warmup, full.opts.HumanEvalPrograms, full.plotRuns, full.launchRuns}
 	if want := []int{200, 100, 10, 0, 10, 100}; !slices.Equal(got, want) {
 		t.Errorf("full counts %v, want %v", got, want)
+	}
+	if full.launchGap != 200*time.Millisecond {
+		t.Errorf("staggered launches %v apart, want 200ms as ComputeSDK's", full.launchGap)
 	}
 }
 
