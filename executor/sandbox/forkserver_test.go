@@ -120,8 +120,8 @@ func TestForkedRunsShareNothing(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"forked", Config{Preload: []string{"random"}}},
-		{"pre-forked", Config{Preload: []string{"random"}, Pool: 1}},
+		{"forked", Config{Preload: Preload{Modules: []string{"random"}}}},
+		{"pre-forked", Config{Preload: Preload{Modules: []string{"random"}}, Pool: 1}},
 	}
 	const debian = "/usr/bin/python3"
 	if err := exec.Command(debian, "-c", "import numpy").Run(); err == nil {
@@ -129,11 +129,11 @@ func TestForkedRunsShareNothing(t *testing.T) {
 			struct {
 				name string
 				cfg  Config
-			}{"forked numpy", Config{Python: debian, Preload: []string{"random", "numpy"}}},
+			}{"forked numpy", Config{Python: debian, Preload: Preload{Modules: []string{"random", "numpy"}}}},
 			struct {
 				name string
 				cfg  Config
-			}{"pre-forked numpy", Config{Python: debian, Preload: []string{"random", "numpy"}, Pool: 1}},
+			}{"pre-forked numpy", Config{Python: debian, Preload: Preload{Modules: []string{"random", "numpy"}}, Pool: 1}},
 		)
 	} else {
 		t.Logf("numpy of %s missing (apt-get install python3-numpy): its generator not checked", debian)

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 )
@@ -26,7 +25,7 @@ type pool struct {
 func newPool(e *Executor, size int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	pl := *e.plan
-	pl.preload = strings.Join(e.cfg.Preload, ",")
+	pl.preload = e.cfg.Preload.fromScratch()
 	p := &pool{e: e, plan: &pl, idle: make(chan *proc), cancel: cancel}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })

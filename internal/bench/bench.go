@@ -25,11 +25,14 @@ import (
 	"github.com/runblock/runblock/executor/sandbox"
 )
 
-// Options configure a bench run. The zero value measures everything with the
-// defaults of issue 5.
+// Options configure a bench run. The zero value measures everything.
 type Options struct {
 	// JSON makes Run write one JSON object instead of tables.
 	JSON bool
+	// Quick is a first look in well under a minute: a few runs of every
+	// row, the plot and launch sections small, and the original, the idle
+	// memory and the flood left out. Counts set below still apply.
+	Quick bool
 	// Executor is the base configuration of the executor rows; bench sets
 	// Pool and DisableForkServer per row. Its Python (python3 on PATH when
 	// "") also runs the bare row and seed_bench.py, resolved to
@@ -59,14 +62,20 @@ type Options struct {
 	FloodTimeout time.Duration
 	// PlotRuns is the number of runs of the plot snippet (numpy and
 	// matplotlib, plt.show()) per row, arriving PlotGap apart; 0 = 10 runs,
-	// 2 s.
+	// 1 s.
 	PlotRuns int
 	PlotGap  time.Duration
+	// LaunchRuns is the number of launches per pattern of the launch
+	// section, LaunchGap apart in the staggered one; 0 = 100, 200 ms (as
+	// ComputeSDK's benchmark).
+	LaunchRuns int
+	LaunchGap  time.Duration
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood; SkipPlot
-	// skips the plot rows.
+	// skips the plot rows; SkipLaunch the launch section.
 	SkipOriginal bool
 	SkipFlood    bool
 	SkipPlot     bool
+	SkipLaunch   bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -96,6 +105,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) error {
 func Measure(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
 	b := newBenchmark(opts)
+	opts = b.opts // with --quick's counts
 	py, err := resolvePython(ctx, cmp.Or(opts.Executor.Python, "python3"))
 	if err != nil {
 		return nil, err
@@ -112,10 +122,16 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		Warmup:        b.warmup,
 	}
 	b.report = r
+	plot := b.plotModules(ctx, py.Path)
 
 	shared := cmp.Or(opts.SharedDir, findShared())
-	if shared == "" {
-		b.note("../shared not found beside the module root: the original execute_code is not measured")
+	switch {
+	case opts.SkipOriginal:
+		b.skip("original execute_code", "--skip-original")
+	case opts.Quick:
+		b.skip("original execute_code", "--quick (it takes half a minute)")
+	case shared == "":
+		b.skip("original execute_code", "../shared/reference/seed_bench.py not found beside the module root (--shared DIR)")
 	}
 	var total int
 	if progs, err := humanEval(bytes.NewReader(humanEvalData)); err != nil {
@@ -130,7 +146,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		r.HumanEvalPrograms = len(progs)
 	}
 
-	seed := shared != "" && !opts.SkipOriginal
+	seed := shared != "" && !opts.SkipOriginal && !opts.Quick
 	if seed {
 		b.original(ctx, py.Path, filepath.Join(shared, "reference", "seed_bench.py"), total)
 	}
@@ -148,9 +164,8 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		ok, out, err := bp.run(ctx, code, bareTimeout)
 		return outcome{ok: ok, stdout: out}, err
 	}}}
-	b.note("guard-only tier: sandbox.Config has no setting that forces it, so that row is left out")
 	var started []*sandbox.Executor
-	for _, c := range b.executorRows() {
+	for _, c := range b.executorRows(plot) {
 		ex, err := b.start(ctx, &c.row, c.cfg)
 		if err != nil {
 			b.report.Rows = append(b.report.Rows, c.row)
@@ -179,14 +194,23 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 
 	// Idle memory: one executor at a time, so that every process below
 	// the bench is its own.
-	for _, c := range b.memoryRows() {
-		r.IdleMemory = append(r.IdleMemory, b.idleMemory(ctx, c.row.Name, c.row.Label, c.cfg))
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if opts.Quick {
+		b.skip("idle memory", "--quick")
+	} else {
+		for _, c := range b.memoryRows() {
+			r.IdleMemory = append(r.IdleMemory, b.idleMemory(ctx, c.row.Name, c.row.Label, c.cfg))
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 	}
 
-	if !opts.SkipFlood {
+	switch {
+	case opts.SkipFlood:
+		b.skip("stdout flood", "--skip-flood")
+	case opts.Quick:
+		b.skip("stdout flood", "--quick (it floods for the whole timeout, twice)")
+	default:
 		r.Flood = b.flood(ctx, b.poolConfig(), b.poolLabel())
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -197,14 +221,32 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
-	if !opts.SkipPlot {
+	switch {
+	case opts.SkipPlot:
+		b.skip("plot", "--skip-plot")
+	case plot != "":
+		b.skip("plot", plot)
+	default:
 		r.Plot = b.plotRows(ctx)
 		r.PlotGapMS = ms(b.plotGap)
 		for _, row := range r.Plot {
 			if row.Error != "" {
-				b.note("plot: %s: %s (numpy and matplotlib must be importable: RUNBLOCK_PYTHON=/usr/bin/python3 with python3-numpy and python3-matplotlib)", row.Label, row.Error)
+				b.note("plot: %s: %s", row.Label, row.Error)
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	if opts.SkipLaunch {
+		b.skip("launches", "--skip-launch")
+	} else {
+		if plot != "" && !opts.SkipPlot {
+			b.skip("plot launches", plot)
+		}
+		r.Launches = b.launches(ctx, plot == "" && !opts.SkipPlot)
+		r.LaunchRuns, r.LaunchGapMS = b.launchRuns, ms(b.launchGap)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -261,6 +303,15 @@ func (b *benchmark) original(ctx context.Context, python, script string, total i
 	b.report.Original = best(b.report.Original, o)
 }
 
+// plotModules returns "" when python has numpy and matplotlib, else why
+// the plot rows cannot run.
+func (b *benchmark) plotModules(ctx context.Context, python string) string {
+	if err := hasModules(ctx, python, "numpy", "matplotlib"); err != nil {
+		return fmt.Sprintf("%s: %v; RUNBLOCK_PYTHON=/usr/bin/python3 with Debian's python3-numpy and python3-matplotlib measures it", python, err)
+	}
+	return ""
+}
+
 // loadAvg returns the 1-minute load average, or "" where /proc has none.
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -273,35 +324,52 @@ func loadAvg() string {
 
 // benchmark is the state of one Measure call.
 type benchmark struct {
-	opts      Options
-	conc      []int
-	pool      int
-	helloRuns int
-	idleRuns  int
-	idleGap   time.Duration
-	warmup    int
-	plotRuns  int
-	plotGap   time.Duration
-	programs  []string
-	report    *Report
-	log       *slog.Logger
+	opts       Options
+	conc       []int
+	pool       int
+	helloRuns  int
+	idleRuns   int
+	idleGap    time.Duration
+	warmup     int
+	plotRuns   int
+	plotGap    time.Duration
+	launchRuns int
+	launchGap  time.Duration
+	programs   []string
+	report     *Report
+	log        *slog.Logger
 	// fellBack is set once the report notes that the fork server is off.
 	fellBack bool
 }
 
+// quick are the counts of a --quick run, where Options leave them 0.
+var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond}
+
 func newBenchmark(opts Options) *benchmark {
+	if opts.Quick {
+		opts.HelloRuns = cmp.Or(opts.HelloRuns, quick.HelloRuns)
+		opts.IdleRuns = cmp.Or(opts.IdleRuns, quick.IdleRuns)
+		opts.Warmup = cmp.Or(opts.Warmup, quick.Warmup)
+		opts.HumanEvalPrograms = cmp.Or(opts.HumanEvalPrograms, quick.HumanEvalPrograms)
+		opts.PlotRuns = cmp.Or(opts.PlotRuns, quick.PlotRuns)
+		opts.PlotGap = cmp.Or(opts.PlotGap, quick.PlotGap)
+		opts.LaunchRuns = cmp.Or(opts.LaunchRuns, quick.LaunchRuns)
+		opts.LaunchGap = cmp.Or(opts.LaunchGap, quick.LaunchGap)
+	}
 	n := cmp.Or(opts.Concurrency, runtime.NumCPU())
 	b := &benchmark{
-		opts:      opts,
-		conc:      slices.Compact([]int{1, max(n, 1)}),
-		pool:      cmp.Or(opts.Pool, opts.Executor.Pool, n),
-		helloRuns: cmp.Or(opts.HelloRuns, 200),
-		idleRuns:  cmp.Or(opts.IdleRuns, 100),
-		idleGap:   cmp.Or(opts.IdleGap, 50*time.Millisecond),
-		warmup:    cmp.Or(opts.Warmup, 10),
-		plotRuns:  cmp.Or(opts.PlotRuns, 10),
-		plotGap:   cmp.Or(opts.PlotGap, 2*time.Second),
-		log:       opts.Logger,
+		opts:       opts,
+		conc:       slices.Compact([]int{1, max(n, 1)}),
+		pool:       cmp.Or(opts.Pool, opts.Executor.Pool, n),
+		helloRuns:  cmp.Or(opts.HelloRuns, 200),
+		idleRuns:   cmp.Or(opts.IdleRuns, 100),
+		idleGap:    cmp.Or(opts.IdleGap, 50*time.Millisecond),
+		warmup:     cmp.Or(opts.Warmup, 10),
+		plotRuns:   cmp.Or(opts.PlotRuns, 10),
+		plotGap:    cmp.Or(opts.PlotGap, time.Second),
+		launchRuns: cmp.Or(opts.LaunchRuns, 100),
+		launchGap:  cmp.Or(opts.LaunchGap, 200*time.Millisecond),
+		log:        opts.Logger,
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -313,6 +381,12 @@ func (b *benchmark) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	b.log.Warn("bench: " + msg)
 	b.report.Notes = append(b.report.Notes, msg)
+}
+
+// skip records that part of the bench did not run, and why, in one line.
+func (b *benchmark) skip(part, why string) {
+	b.log.Info("bench: skipped", "part", part, "why", why)
+	b.report.Skipped = append(b.report.Skipped, Skip{Part: part, Why: why})
 }
 
 // executorConfig is one executor row.
@@ -362,13 +436,29 @@ const (
 func (b *benchmark) poolLabel() string    { return fmt.Sprintf("executor pool (%d)", b.pool) }
 func (b *benchmark) preforkLabel() string { return fmt.Sprintf("executor prefork (%d)", b.pool) }
 
-func (b *benchmark) executorRows() []executorConfig {
-	return []executorConfig{
+// executorRows are the executor's rows, with the preload configured
+// (RUNBLOCK_PRELOAD, auto by default), and, where that preload imports
+// something (plot is "" where python has numpy and matplotlib, else why
+// not), the pre-forked row again without it: plain runs side by side with
+// and without the preloaded heap.
+func (b *benchmark) executorRows(plot string) []executorConfig {
+	rows := []executorConfig{
 		{Row{Name: rowCold, Label: coldLabel}, b.coldConfig()},
 		{Row{Name: rowPool, Label: b.poolLabel()}, b.poolConfig()},
 		{Row{Name: rowFork, Label: forkLabel}, b.forkConfig()},
 		{Row{Name: rowPrefork, Label: b.preforkLabel()}, b.preforkConfig()},
 	}
+	pre := b.opts.Executor.Preload
+	switch {
+	case len(pre.Modules) == 0:
+	case pre.Auto && plot != "":
+		b.skip("prefork with RUNBLOCK_PRELOAD=off", "the default preload imports nothing with this python, so it would be the prefork row again")
+	default:
+		off := b.preforkConfig()
+		off.Preload = sandbox.Preload{}
+		rows = append(rows, executorConfig{Row{Name: rowPreforkOff, Label: b.preforkLabel() + ", preload off"}, off})
+	}
+	return rows
 }
 
 // memoryRows are the executors whose idle memory is measured: the warm
@@ -462,12 +552,12 @@ func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
 
 // Orders of the rows: in the report, and in turn during the idle phase.
 var (
-	reportRank = map[string]int{rowBare: 0, rowCold: 1, rowPool: 2, rowFork: 3, rowPrefork: 4}
-	idleRank   = map[string]int{rowPool: 0, rowPrefork: 1, rowBare: 2, rowFork: 3, rowCold: 4}
+	reportRank = map[string]int{rowBare: 0, rowCold: 1, rowPool: 2, rowFork: 3, rowPrefork: 4, rowPreforkOff: 5}
+	idleRank   = map[string]int{rowPool: 0, rowPrefork: 1, rowPreforkOff: 2, rowBare: 3, rowFork: 4, rowCold: 5}
 )
 
 // sortRows puts the rows in the report's order: bare, cold, pool, fork,
-// prefork.
+// prefork, prefork without the preload.
 func (b *benchmark) sortRows() {
 	slices.SortStableFunc(b.report.Rows, func(x, y Row) int { return cmp.Compare(reportRank[x.Name], reportRank[y.Name]) })
 }

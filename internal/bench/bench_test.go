@@ -34,6 +34,8 @@ func TestMeasureSmoke(t *testing.T) {
 		Warmup:            1,
 		HumanEvalPrograms: 2,
 		FloodTimeout:      500 * time.Millisecond,
+		LaunchRuns:        3,
+		LaunchGap:         time.Millisecond,
 		SkipOriginal:      true,
 		SkipPlot:          true, // TestPlotRows
 		Executor:          sandbox.Config{KeepBytes: 4096},
@@ -146,14 +148,34 @@ func TestMeasureSmoke(t *testing.T) {
 		}
 	})
 
-	if len(r.Targets) != 9 {
-		t.Fatalf("%d targets, want 9", len(r.Targets))
+	t.Run("launches", func(t *testing.T) {
+		var got []string
+		for _, l := range r.Launches {
+			got = append(got, l.Name+" "+l.Pattern)
+			if l.Error != "" || l.Runs != 3 || l.OK != 3 || l.P50MS <= 0 || l.P50MS > l.P99MS {
+				t.Errorf("%s %s: %+v, want 3 of 3 launches, consistent figures", l.Name, l.Pattern, l)
+			}
+		}
+		if want := []string{"hello sequential", "hello staggered", "hello burst"}; !slices.Equal(got, want) {
+			t.Errorf("launches %v, want %v (no plot: skipped)", got, want)
+		}
+	})
+
+	var skipped []string
+	for _, sk := range r.Skipped {
+		skipped = append(skipped, sk.Part+": "+sk.Why)
 	}
-	if s := r.Targets[2].Status; s != statusNA {
-		t.Errorf("HumanEval target without the original = %s, want n/a", s)
+	if want := []string{"original execute_code: --skip-original", "plot: --skip-plot"}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %q, want %q", skipped, want)
 	}
-	if s := r.Targets[6].Status; s != statusNA {
-		t.Errorf("plot target without the plot rows = %s, want n/a", s)
+
+	if len(r.Targets) != 10 {
+		t.Fatalf("%d targets, want 10", len(r.Targets))
+	}
+	for _, i := range []int{2, 6, 7} { // the original; the plot; the preload off
+		if s := r.Targets[i].Status; s != statusNA {
+			t.Errorf("target %q without its figures = %s, want n/a", r.Targets[i].Name, s)
+		}
 	}
 
 	var text, js bytes.Buffer
@@ -183,7 +205,7 @@ func TestPlotRows(t *testing.T) {
 	if out, err := exec.Command(python, "-c", "import numpy, matplotlib").CombinedOutput(); err != nil {
 		t.Skipf("needs %s with numpy and matplotlib (apt-get install python3-numpy python3-matplotlib): %v %s", python, err, out)
 	}
-	b := newBenchmark(Options{PlotRuns: 2, PlotGap: 500 * time.Millisecond,
+	b := newBenchmark(Options{PlotRuns: 2, PlotGap: 500 * time.Millisecond, Pool: 1,
 		// 512 MiB until RLIMIT_AS becomes a loose backstop (issue 11).
 		Executor: sandbox.Config{Python: python, Timeout: 30 * time.Second, MemoryBytes: 512 << 20}})
 	b.report = &Report{}
@@ -195,7 +217,71 @@ func TestPlotRows(t *testing.T) {
 			t.Errorf("%s: %+v", row.Label, row)
 		}
 	}
-	if want := []string{plotCold, plotPool, plotPoolPreload, plotForkPreload, plotPreforkPreload}; !slices.Equal(names, want) {
+	if want := []string{plotCold, plotPoolPreload, plotFork, plotPrefork}; !slices.Equal(names, want) {
 		t.Errorf("plot rows %v, want %v", names, want)
+	}
+}
+
+// TestQuick: --quick sets small counts where none is given, and leaves
+// those given alone.
+func TestQuick(t *testing.T) {
+	b := newBenchmark(Options{Quick: true, HelloRuns: 7})
+	got := []int{b.helloRuns, b.idleRuns, b.warmup, b.opts.HumanEvalPrograms, b.plotRuns, b.launchRuns}
+	if want := []int{7, quick.IdleRuns, quick.Warmup, quick.HumanEvalPrograms, quick.PlotRuns, quick.LaunchRuns}; !slices.Equal(got, want) {
+		t.Errorf("quick counts %v, want %v", got, want)
+	}
+	if b.plotGap != quick.PlotGap || b.launchGap != quick.LaunchGap {
+		t.Errorf("quick gaps %v and %v, want %v and %v", b.plotGap, b.launchGap, quick.PlotGap, quick.LaunchGap)
+	}
+	b.report = &Report{}
+	if rows := b.plotConfigs(); len(rows) != 1 || rows[0].row.Name != plotPrefork || !rows[0].cfg.Preload.Auto {
+		t.Errorf("quick plot rows %+v, want the pre-forked one with the default preload", rows)
+	}
+	full := newBenchmark(Options{})
+	got = []int{full.helloRuns, full.idleRuns, full.warmup, full.opts.HumanEvalPrograms, full.plotRuns, full.launchRuns}
+	if want := []int{200, 100, 10, 0, 10, 100}; !slices.Equal(got, want) {
+		t.Errorf("full counts %v, want %v", got, want)
+	}
+	if full.launchGap != 200*time.Millisecond {
+		t.Errorf("staggered launches %v apart, want 200ms as ComputeSDK's", full.launchGap)
+	}
+}
+
+// TestPreloadOffRow: the pre-forked row is measured again without the
+// preload where the configured preload imports something, and skipped with
+// one line saying why where it would import nothing.
+func TestPreloadOffRow(t *testing.T) {
+	tests := []struct {
+		name    string
+		preload sandbox.Preload
+		plot    string // "" when python has numpy and matplotlib
+		want    bool
+		skipped string
+	}{
+		{"default, python has them", sandbox.DefaultPreload, "", true, ""},
+		{"default, python lacks them", sandbox.DefaultPreload, "no numpy", false, "prefork with RUNBLOCK_PRELOAD=off"},
+		{"explicit", sandbox.Preload{Modules: []string{"json"}}, "no numpy", true, ""},
+		{"off", sandbox.Preload{}, "", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBenchmark(Options{Executor: sandbox.Config{Preload: tt.preload}})
+			b.report = &Report{}
+			rows := b.executorRows(tt.plot)
+			last := rows[len(rows)-1]
+			if got := last.row.Name == rowPreforkOff; got != tt.want {
+				t.Fatalf("rows end with %q, want the preload-off row: %v", last.row.Name, tt.want)
+			}
+			if tt.want && (len(last.cfg.Preload.Modules) != 0 || last.cfg.Pool != b.pool || last.cfg.DisableForkServer) {
+				t.Errorf("preload-off row config %+v, want the pre-forked one without a preload", last.cfg)
+			}
+			var skipped string
+			for _, sk := range b.report.Skipped {
+				skipped += sk.Part
+			}
+			if skipped != tt.skipped {
+				t.Errorf("skipped %q, want %q", skipped, tt.skipped)
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
@@ -23,16 +22,20 @@ plt.show()
 print("ok")
 `
 
-// plotPreload is RUNBLOCK_PRELOAD of the preloaded row.
-var plotPreload = []string{"numpy", "matplotlib.pyplot"}
+// plotPreload is RUNBLOCK_PRELOAD of the pre-started row.
+var plotPreload = sandbox.Preload{Modules: []string{"numpy", "matplotlib.pyplot"}}
+
+// plotOK says whether a run of plotCode worked: "ok" and one PNG.
+func plotOK(res executor.Result) bool {
+	return res.Success && res.Stdout == "ok\n" && len(res.Files) == 1 && bytes.HasPrefix(res.Files[0].Content, []byte("\x89PNG"))
+}
 
 // Plot row names, used as keys by the targets.
 const (
-	plotCold           = "cold"
-	plotPool           = "pool"
-	plotPoolPreload    = "pool+preload"
-	plotForkPreload    = "fork+preload"
-	plotPreforkPreload = "prefork+preload"
+	plotCold        = "cold"
+	plotPoolPreload = "pool+preload"
+	plotFork        = "fork"
+	plotPrefork     = "prefork"
 )
 
 // PlotRow is the plot snippet on one executor: runs arriving one at a
@@ -49,34 +52,39 @@ type PlotRow struct {
 	ForkServer *sandbox.ForkServerReport `json:"fork_server,omitempty"`
 }
 
-// plotRows measures the plot snippet cold, pooled, and pooled with
-// numpy and matplotlib.pyplot preloaded, every sandbox started from
-// scratch; and with the fork server preloading them, forked cold and
-// pre-forked.
-func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
-	pooled := b.coldConfig()
+// plotConfigs are the plot rows: with no preload, every sandbox started
+// from scratch (what the imports cost); pre-started with numpy and
+// matplotlib.pyplot imported (the floor a pre-forked run is held to); and
+// with the default settings, forked on demand and pre-forked. Quick runs
+// measure only the default.
+func (b *benchmark) plotConfigs() []executorConfig {
+	cold := b.coldConfig()
+	cold.Preload = sandbox.Preload{}
+	pooled := cold
 	pooled.Pool = 1
-	preloaded := pooled
-	preloaded.Preload = plotPreload
+	pooled.Preload = plotPreload
 	fork := b.forkConfig()
-	fork.Preload = plotPreload
-	prefork := fork
-	prefork.Pool = 1
-	preload := ", RUNBLOCK_PRELOAD=" + strings.Join(plotPreload, ",")
-	rows := []struct {
-		name, label string
-		cfg         sandbox.Config
-	}{
-		{plotCold, coldLabel, b.coldConfig()},
-		{plotPool, "executor pool (1)", pooled},
-		{plotPoolPreload, "executor pool (1)" + preload, preloaded},
-		{plotForkPreload, forkLabel + preload, fork},
-		{plotPreforkPreload, "executor prefork (1)" + preload, prefork},
+	fork.Preload = sandbox.DefaultPreload
+	prefork := b.preforkConfig()
+	prefork.Preload = sandbox.DefaultPreload
+	rows := []executorConfig{
+		{Row{Name: plotCold, Label: coldLabel + ", preload off"}, cold},
+		{Row{Name: plotPoolPreload, Label: "executor pool (1), RUNBLOCK_PRELOAD=" + strings.Join(plotPreload.Modules, ",")}, pooled},
+		{Row{Name: plotFork, Label: forkLabel + ", default preload"}, fork},
+		{Row{Name: plotPrefork, Label: b.preforkLabel() + ", default preload"}, prefork},
 	}
+	if b.opts.Quick {
+		return rows[len(rows)-1:]
+	}
+	return rows
+}
+
+// plotRows measures the plot snippet on each of plotConfigs.
+func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 	var out []PlotRow
-	for _, r := range rows {
-		row := PlotRow{Name: r.name, Label: r.label, Runs: b.plotRuns}
-		b.log.Info("bench: plot", "row", r.label, "runs", b.plotRuns)
+	for _, r := range b.plotConfigs() {
+		row := PlotRow{Name: r.row.Name, Label: r.row.Label, Runs: b.plotRuns}
+		b.log.Info("bench: plot", "row", row.Label, "runs", b.plotRuns)
 		ex, err := sandbox.New(ctx, r.cfg)
 		if err != nil {
 			row.Error = err.Error()
@@ -90,7 +98,7 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 			if err != nil {
 				return false, err
 			}
-			ok := res.Success && res.Stdout == "ok\n" && len(res.Files) == 1 && bytes.HasPrefix(res.Files[0].Content, []byte("\x89PNG"))
+			ok := plotOK(res)
 			if !ok && why == "" {
 				why = cmp.Or(res.Error, fmt.Sprintf("stdout %.40q, %d files", res.Stdout, len(res.Files)))
 			}
@@ -98,10 +106,7 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 		}
 		// Warm-up: the pool's first sandbox, the page cache.
 		if _, err = run(ctx, 0); err == nil {
-			select {
-			case <-time.After(b.plotGap):
-			case <-ctx.Done():
-			}
+			pause(ctx, b.plotGap)
 			var p phase
 			if p, err = measure(ctx, b.plotRuns, 1, b.plotGap, run); err == nil {
 				s := summary(1, true, p)

@@ -191,3 +191,21 @@ func parseSeed(out []byte, programs int) (*Original, error) {
 	slices.SortFunc(o.HumanEval, func(a, b Stats) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
 	return o, nil
 }
+
+// hasModules is nil when python imports every module, else an error naming
+// what it lacks (the import's own last line).
+func hasModules(ctx context.Context, python string, modules ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-c", "import "+strings.Join(modules, ", "))
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return errors.New(last)
+	}
+	return err
+}

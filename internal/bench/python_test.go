@@ -120,3 +120,25 @@ func TestFindShared(t *testing.T) {
 		t.Errorf("findShared without ../shared = %q, want \"\"", got)
 	}
 }
+
+// TestPlotModules: a python that lacks a module the plot needs gives the
+// one line the plot's skip says, naming the module and what to set; one
+// that has them gives none.
+func TestPlotModules(t *testing.T) {
+	py := python(t)
+	if err := hasModules(context.Background(), py.Path, "json", "math"); err != nil {
+		t.Errorf("json and math: %v, want none", err)
+	}
+	err := hasModules(context.Background(), py.Path, "json", "nosuch_module_xyz")
+	if err == nil || err.Error() != "ModuleNotFoundError: No module named 'nosuch_module_xyz'" {
+		t.Errorf("a missing module: %v, want the import's last line", err)
+	}
+	if err := hasModules(context.Background(), py.Path, "numpy", "matplotlib"); err == nil {
+		t.Skipf("%s has numpy and matplotlib: the plot is not skipped", py.Path)
+	}
+	b := newBenchmark(Options{})
+	why := b.plotModules(context.Background(), py.Path)
+	if !strings.HasPrefix(why, py.Path+": ModuleNotFoundError: No module named ") || !strings.Contains(why, "RUNBLOCK_PYTHON=/usr/bin/python3") || strings.Contains(why, "\n") {
+		t.Errorf("plot skipped because %q, want one line naming the module and RUNBLOCK_PYTHON", why)
+	}
+}

@@ -4,16 +4,33 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 
+	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/bench"
 )
 
 // runBench is `runblock bench`: the side-by-side performance report.
 func runBench(ctx context.Context, c *invocation, args []string) int {
-	cfg, logger, stdout, stderr := c.cfg, c.logger, c.stdout, c.stderr
+	opts, err := benchOptions(c.cfg.Executor, c.logger, args, c.stderr)
+	if err != nil {
+		return 2
+	}
+	if err := bench.Run(ctx, opts, c.stdout); err != nil {
+		fmt.Fprintf(c.stderr, "runblock bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// benchOptions reads bench's flags over the executor's settings; a bad
+// flag is reported on stderr, with the usage.
+func benchOptions(ex sandbox.Config, logger *slog.Logger, args []string, stderr io.Writer) (bench.Options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := bench.Options{Executor: cfg.Executor, Logger: logger}
+	opts := bench.Options{Executor: ex, Logger: logger}
+	fs.BoolVar(&opts.Quick, "quick", false, "a first look in under a minute: few runs per row; no original, idle memory or flood")
 	fs.BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
 	fs.IntVar(&opts.Concurrency, "concurrency", 0, "parallel level measured beside 1 (default NumCPU)")
 	fs.IntVar(&opts.HelloRuns, "hello-runs", 0, "print('hello') runs per phase (default 200)")
@@ -23,12 +40,16 @@ func runBench(ctx context.Context, c *invocation, args []string) int {
 	fs.BoolVar(&opts.SkipFlood, "skip-flood", false, "do not measure memory under an output flood")
 	fs.BoolVar(&opts.SkipPlot, "skip-plot", false, "do not measure the numpy and matplotlib plot snippet")
 	fs.IntVar(&opts.PlotRuns, "plot-runs", 0, "runs of the plot snippet per row (default 10)")
+	fs.BoolVar(&opts.SkipLaunch, "skip-launch", false, "do not measure the launch section")
+	fs.IntVar(&opts.LaunchRuns, "launch-runs", 0, "launches per pattern of the launch section (default 100)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return bench.Options{}, err
 	}
-	if err := bench.Run(ctx, opts, stdout); err != nil {
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		fmt.Fprintf(stderr, "runblock bench: %v\n", err)
-		return 1
+		fs.Usage()
+		return bench.Options{}, err
 	}
-	return 0
+	return opts, nil
 }

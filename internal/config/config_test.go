@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 const (
@@ -99,7 +101,14 @@ func TestParseConfigValues(t *testing.T) {
 		}},
 		{"no files back", Env{"RUNBLOCK_MAX_FILES": "0"}, func(c Config) bool { return c.Executor.MaxFiles < 0 }},
 		{"preload", Env{"RUNBLOCK_PRELOAD": " numpy, matplotlib.pyplot ,"}, func(c Config) bool {
-			return slices.Equal(c.Executor.Preload, []string{"numpy", "matplotlib.pyplot"})
+			return slices.Equal(c.Executor.Preload.Modules, []string{"numpy", "matplotlib.pyplot"}) && !c.Executor.Preload.Auto
+		}},
+		{"preload auto by default", Env{}, func(c Config) bool {
+			return c.Executor.Preload.Auto && slices.Equal(c.Executor.Preload.Modules, sandbox.DefaultPreload.Modules)
+		}},
+		{"preload auto", Env{"RUNBLOCK_PRELOAD": "Auto"}, func(c Config) bool { return c.Executor.Preload.Auto }},
+		{"preload off", Env{"RUNBLOCK_PRELOAD": "off"}, func(c Config) bool {
+			return !c.Executor.Preload.Auto && len(c.Executor.Preload.Modules) == 0
 		}},
 		{"fork server off", Env{"RUNBLOCK_FORKSERVER": "off"}, func(c Config) bool { return c.Executor.DisableForkServer }},
 		{"fork server 0", Env{"RUNBLOCK_FORKSERVER": "0"}, func(c Config) bool { return c.Executor.DisableForkServer }},

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/runblock/runblock/executor/sandbox"
 )
 
 // Kind is how a setting's value is read: parse turns the text into the
@@ -276,19 +278,35 @@ var list = Kind{
 
 var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
-// modules is a comma list of Python module names.
-var modules = Kind{
+// preload is auto, off, or a comma list of Python module names.
+var preload = Kind{
 	parse: func(p *parser, s *Setting, name, v string) any {
+		switch strings.ToLower(v) {
+		case "auto":
+			return sandbox.DefaultPreload
+		case "off":
+			return sandbox.Preload{}
+		}
 		mods := splitList(v)
 		for _, m := range mods {
 			if !moduleName.MatchString(m) {
-				p.fail(s, name, m, "is not a Python module name", "name modules such as numpy,matplotlib.pyplot")
-				return []string(nil)
+				p.fail(s, name, m, "is not a Python module name", "name modules such as numpy,matplotlib.pyplot, or use auto or off")
+				return sandbox.Preload{}
 			}
 		}
-		return mods
+		return sandbox.Preload{Modules: mods}
 	},
-	values: fixed("a comma list of module names"),
+	values: fixed("auto, off, or a comma list of module names"),
+	show: func(v any) any {
+		p := v.(sandbox.Preload)
+		switch {
+		case p.Auto:
+			return "auto"
+		case len(p.Modules) == 0:
+			return "off"
+		}
+		return p.Modules
+	},
 }
 
 // urls is a comma list of http(s) base URLs.

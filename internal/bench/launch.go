@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox"
+)
+
+// The launch section: the time from a request to its answer in the form the
+// hosted sandboxes publish theirs (ComputeSDK's time-to-first-command
+// benchmark): n launches one after another, n started one every
+// launchGap whether or not the last has answered, and n at once; p50, p95,
+// p99 and the success rate of each. The launches go through the scheduler,
+// as the service's do (NumCPU at once, the rest waiting in its queue), to
+// an executor with the default settings.
+
+// Launch patterns.
+const (
+	patternSequential = "sequential"
+	patternStaggered  = "staggered"
+	patternBurst      = "burst"
+)
+
+// Launch rows.
+const (
+	launchHello = "hello" // print('hello'), pre-forked
+	launchPlot  = "plot"  // the plot snippet, pre-forked with the default preload
+)
+
+// LaunchStats are one pattern of launches of one kind.
+type LaunchStats struct {
+	Name    string `json:"name"`
+	Label   string `json:"label"`
+	Pattern string `json:"pattern"`
+	Runs    int    `json:"runs"`
+	OK      int    `json:"ok"`
+	// Errors counts launches the service itself failed (not ok either).
+	Errors int `json:"errors,omitempty"`
+	// The percentiles are of the successful launches.
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
+	WallS float64 `json:"wall_s"`
+	// Error says why the pattern could not be measured.
+	Error string `json:"error,omitempty"`
+}
+
+// SuccessRate is the share of launches that worked, 0 to 1.
+func (s LaunchStats) SuccessRate() float64 {
+	if s.Runs == 0 {
+		return 0
+	}
+	return float64(s.OK) / float64(s.Runs)
+}
+
+// launchFunc launches one thing (a run of a snippet; a cell of a live
+// session) for launch i and reports whether it worked. An error is the
+// service failing it: the launch counts as failed and the pattern goes on.
+type launchFunc func(ctx context.Context, i int) (bool, error)
+
+// launcher is one row of the launch section: what is launched, and how.
+type launcher struct {
+	name, label string
+	launch      launchFunc
+}
+
+// launched is the raw outcome of one pattern.
+type launched struct {
+	latencies []time.Duration // of the launches that worked
+	runs, ok  int
+	errors    int
+	wall      time.Duration
+}
+
+// launchPattern runs n launches: one after another (sequential), one every
+// gap (staggered), or all at once (burst, gap 0).
+func launchPattern(ctx context.Context, pattern string, n int, gap time.Duration, launch launchFunc) (launched, error) {
+	var (
+		mu  sync.Mutex
+		out = launched{runs: n}
+	)
+	one := func(i int) {
+		t := time.Now()
+		ok, err := launch(ctx, i)
+		d := time.Since(t)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			out.errors++
+		case ok:
+			out.ok++
+			out.latencies = append(out.latencies, d)
+		}
+	}
+	start := time.Now()
+	switch pattern {
+	case patternSequential:
+		for i := range n {
+			if ctx.Err() != nil {
+				break
+			}
+			one(i)
+		}
+	case patternStaggered, patternBurst:
+		if pattern == patternBurst {
+			gap = 0
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			if i > 0 && gap > 0 && !pause(ctx, gap) {
+				break
+			}
+			wg.Go(func() { one(i) })
+		}
+		wg.Wait()
+	default:
+		return out, fmt.Errorf("unknown launch pattern %q", pattern)
+	}
+	out.wall = time.Since(start)
+	return out, ctx.Err()
+}
+
+// launchStats turns one pattern's outcome into its figures.
+func launchStats(name, label, pattern string, l launched) LaunchStats {
+	sorted := slices.Clone(l.latencies)
+	slices.Sort(sorted)
+	return LaunchStats{
+		Name: name, Label: label, Pattern: pattern,
+		Runs: l.runs, OK: l.ok, Errors: l.errors,
+		P50MS: ms(percentile(sorted, 50)), P95MS: ms(percentile(sorted, 95)), P99MS: ms(percentile(sorted, 99)),
+		WallS: l.wall.Seconds(),
+	}
+}
+
+// launchRows measures every launcher in every pattern, b.launchRuns
+// launches each, and notes the failures.
+func (b *benchmark) launchRows(ctx context.Context, ls []launcher) []LaunchStats {
+	var out []LaunchStats
+	for _, l := range ls {
+		for _, pattern := range []string{patternSequential, patternStaggered, patternBurst} {
+			b.log.Info("bench: launches", "row", l.name, "pattern", pattern, "runs", b.launchRuns)
+			got, err := launchPattern(ctx, pattern, b.launchRuns, b.launchGap, l.launch)
+			s := launchStats(l.name, l.label, pattern, got)
+			if err != nil {
+				s.Error = err.Error()
+				out = append(out, s)
+				return out
+			}
+			if s.OK < s.Runs {
+				b.note("launch %s, %s: %d of %d failed (%d by the service)", l.label, pattern, s.Runs-s.OK, s.Runs, s.Errors)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// launches measures the launch section on an executor with the default
+// settings (pre-forked, RUNBLOCK_PRELOAD=auto) behind a scheduler as the
+// service's: print('hello'), and the plot snippet where python has numpy
+// and matplotlib.
+func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
+	cfg := b.preforkConfig()
+	cfg.Preload = sandbox.DefaultPreload
+	ex, err := sandbox.New(ctx, cfg)
+	if err != nil {
+		b.note("launches not measured: %v", err)
+		return nil
+	}
+	defer ex.Close()
+	label := b.preforkLabel()
+	b.forkServer(&label, cfg, ex)
+	sched := executor.NewScheduler(ex, executor.Config{
+		Concurrency: b.conc[len(b.conc)-1],
+		QueueSize:   b.launchRuns,
+		MaxPerUser:  1,
+		Logger:      b.log,
+	})
+	defer func() {
+		if err := sched.Close(context.WithoutCancel(ctx)); err != nil {
+			b.note("launches: close the scheduler: %v", err)
+		}
+	}()
+	// Warm-up: the pool's first children, the page cache.
+	c := &contender{row: Row{Name: launchHello, Label: label}, run: executorRun(ex)}
+	if !b.warm(ctx, c) {
+		return nil
+	}
+	ls := []launcher{{launchHello, "print('hello'), " + label, b.submit(sched, helloCode, func(res executor.Result) bool {
+		return res.Success && res.Stdout == helloOut
+	})}}
+	if plot {
+		ls = append(ls, launcher{launchPlot, "plot, " + label, b.submit(sched, plotCode, plotOK)})
+	}
+	// A cell of a live session joins here: a launcher whose launch runs
+	// one cell in a session started before the patterns.
+	return b.launchRows(ctx, ls)
+}
+
+// submit launches code through sched, each launch as a user of its own
+// (one waiting job per user is the service's default), and judges its
+// result with ok.
+func (b *benchmark) submit(sched *executor.Scheduler, code string, ok func(executor.Result) bool) launchFunc {
+	return func(ctx context.Context, i int) (bool, error) {
+		res, err := sched.Submit(ctx, executor.Job{User: fmt.Sprintf("bench:launch-%d", i), Request: executor.Request{Code: code}})
+		if err != nil {
+			return false, err
+		}
+		return ok(res), nil
+	}
+}
