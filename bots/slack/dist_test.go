@@ -520,3 +520,33 @@ func TestAppHomeAndRunHelp(t *testing.T) {
 		t.Errorf("/run from a workspace without an installation: %d %s", status, body)
 	}
 }
+
+func TestStoreDownMidFlight(t *testing.T) {
+	t.Parallel()
+	fake := fakeslack.New(fakeslack.Options{})
+	t.Cleanup(fake.Close)
+	gated, started, release := fakerunner.Gated()
+	r := distribute(t, fake, storetest.SQLite(t), gated)
+	id := r.install(fakeslack.Install{TeamID: "T1", UserID: "U1"})
+	m, ev := r.mention(id, "print(7)")
+	if status := r.event(ev); status != http.StatusOK {
+		t.Fatalf("event: %d", status)
+	}
+	select {
+	case <-started:
+	case <-r.ctx.Done():
+		t.Fatal("the run did not start")
+	}
+	if err := r.store.Close(); err != nil { // the store goes away with a run in flight
+		t.Fatal(err)
+	}
+	_, next := r.mention(id, "print(8)")
+	if status := r.event(next); status != http.StatusServiceUnavailable {
+		t.Errorf("a new event with the store down: %d, want 503 for Slack to deliver it again", status)
+	}
+	if status, _, body := get(t, browser(t), r.url+"/slack/install/start"); status != http.StatusServiceUnavailable || !strings.Contains(body, "Try again in a minute") {
+		t.Errorf("a new install with the store down: %d %s", status, body)
+	}
+	close(release)
+	r.replyIn(m, "ran: print(7)")
+}
