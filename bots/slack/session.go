@@ -59,15 +59,15 @@ func (b *Bot) slashReset(src source) {
 // Earlier returns the messages of src's thread the bot answered, oldest
 // first, with its replies, and its resets.
 func (p platform) Earlier(ctx context.Context, src source, _ string) ([]answer.Past[source], error) {
-	b := p.b
-	self := b.self.Load()
-	if self == nil || src.thread == "" {
+	ws := src.ws
+	if ws == nil || src.thread == "" {
 		return nil, nil
 	}
+	self := ws.self
 	var msgs []slack.Message
 	cursor := ""
 	for range lookupPages {
-		page, more, next, err := b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		page, more, next, err := ws.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 			ChannelID: src.channel, Timestamp: src.thread, Cursor: cursor, Limit: lookupPageSize, IncludeAllMetadata: true,
 		})
 		if err != nil {
@@ -99,7 +99,7 @@ func (p platform) Earlier(ctx context.Context, src source, _ string) ([]answer.P
 		case mine || replies[m.Timestamp] == nil:
 		default:
 			s := source{
-				what: "history", team: src.team, user: m.User, channel: src.channel,
+				ws: ws, what: "history", team: src.team, user: m.User, channel: src.channel,
 				ts: m.Timestamp, thread: src.thread, text: m.Text, files: m.Files, triggered: isDM(src.channel),
 			}
 			if mentions(self, m.Text) {
@@ -107,7 +107,7 @@ func (p platform) Earlier(ctx context.Context, src source, _ string) ([]answer.P
 			}
 			rec := replies[m.Timestamp]
 			rec.Src = s
-			past = append(past, answer.Past[source]{Request: b.request(s), Reply: *rec})
+			past = append(past, answer.Past[source]{Request: p.b.request(s), Reply: *rec})
 		}
 	}
 	return past, nil

@@ -73,6 +73,9 @@ type Source struct {
 	// Connect's files from another organisation come without a name or
 	// URL): Fetch calls it before giving the file up as not downloadable.
 	Resolve func(context.Context) (Source, error)
+	// Header, when set, is sent with its download in place of
+	// Fetcher.Header (the token of the workspace it came from).
+	Header http.Header
 }
 
 // Fetcher downloads attachments.
@@ -159,11 +162,15 @@ func (f Fetcher) download(ctx context.Context, src Source, limit int64) (content
 	if err != nil {
 		return nil, false, err
 	}
-	if f.Header != nil {
+	header := f.Header
+	if src.Header != nil {
+		header = src.Header
+	}
+	if header != nil {
 		if f.Trusted != nil && !f.Trusted(u) {
 			return nil, false, errUntrusted
 		}
-		for k, v := range f.Header {
+		for k, v := range header {
 			req.Header[k] = v
 		}
 	}
