@@ -11,7 +11,9 @@
 // "not in this channel" hint. /run takes a code option or opens a modal;
 // "Run code" runs the message it is used on; a person adding the run
 // reaction runs that message, also when a bot wrote it. Messages by bots,
-// webhooks and the bot itself never trigger.
+// webhooks and the bot itself never trigger. Without the privileged Message
+// Content intent (intents.go) the bot starts anyway: the prefix, the listed
+// channels and the run reaction on others' messages go off, and it says so.
 //
 // While a run is in flight the message shows ⏳ and the channel shows
 // typing; then the reply lands (cut to 2000 characters, the whole output as
@@ -67,17 +69,6 @@ const (
 // real bound, this one only keeps a flood from piling up goroutines.
 const maxInFlight = 512
 
-// Intents is what the bot asks the gateway for: guild and direct messages
-// with their content (the privileged Message Content intent) and their
-// reactions, for the run reaction; and guilds, whose channel and thread
-// events let discordgo's state tell which channel a thread belongs to.
-const Intents = discordgo.IntentGuilds |
-	discordgo.IntentGuildMessages |
-	discordgo.IntentDirectMessages |
-	discordgo.IntentMessageContent |
-	discordgo.IntentGuildMessageReactions |
-	discordgo.IntentDirectMessageReactions
-
 // Runner is what the adapter needs of the scheduler.
 type Runner interface {
 	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
@@ -127,10 +118,15 @@ type Config struct {
 	Retry netretry.Backoff
 }
 
-// ErrDisallowedIntents is returned by Open when Discord refuses the
-// privileged Message Content intent (gateway close code 4014).
-var ErrDisallowedIntents = errors.New("discord refused the Message Content intent (gateway close 4014): " +
-	"turn on \"Message Content Intent\" under Privileged Gateway Intents on the Bot page of the application in the Discord developer portal")
+// ErrDisallowedIntents is returned by Open when Discord refuses the bot's
+// intents (gateway close code 4014) even without the Message Content
+// intent, which the bot drops when refused.
+var ErrDisallowedIntents = errors.New("discord refused the bot's gateway intents (gateway close 4014) even without the Message Content intent: " +
+	"check the Privileged Gateway Intents on the Bot page of the application in the Discord developer portal")
+
+// closeDisallowedIntents is the gateway's close code for intents the
+// application may not ask for.
+const closeDisallowedIntents = 4014
 
 // ErrShardingRequired is returned by Open when Discord wants the bot
 // sharded (gateway close code 4011: it is in too many guilds for one
@@ -155,7 +151,8 @@ type Bot struct {
 	started  bool // the supervisor runs
 	userID   string
 	appID    string
-	sessions int // READY and RESUMED seen
+	sessions int    // READY and RESUMED seen
+	access   Access // whether the Message Content intent is granted
 
 	ready      atomic.Bool
 	handlers   *handlers.Group // every handler, bounded; its context parents runs and Discord calls
@@ -246,7 +243,6 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	s.SyncEvents = true // handlers only hand work to goroutines the Bot owns
 	s.ShouldReconnectOnError = false
-	s.Identify.Intents = Intents
 	if b.cfg.ShardCount > 1 {
 		s.ShardID, s.ShardCount = b.cfg.ShardID, b.cfg.ShardCount
 	}
@@ -290,14 +286,11 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.mu.Lock()
 	b.userID = me.ID
 	b.mu.Unlock()
+	b.setAccess(s, b.detectAccess(ctx, s))
 
-	err = b.cfg.Retry.Do(ctx, b.log, "Discord", func(context.Context) error { return s.Open() })
+	err = b.cfg.Retry.Do(ctx, b.log, "Discord", func(context.Context) error { return b.openGateway(s) })
 	if err != nil {
-		err = gatewayError(err)
-		if errors.Is(err, ErrDisallowedIntents) {
-			b.log.Error("the Message Content intent is not enabled for this bot", "hint", ErrDisallowedIntents.Error())
-		}
-		return fmt.Errorf("discord: connecting the gateway: %w", err)
+		return fmt.Errorf("discord: connecting the gateway: %w", gatewayError(err))
 	}
 	b.mu.Lock()
 	if b.closing {
@@ -339,6 +332,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope, "shard", s.ShardID, "shards", max(1, s.ShardCount))
 	b.log.Info("discord invite URL (exactly the permissions runblock needs)", "url", InviteURL(appID))
+	b.logAccess()
 	b.ready.Store(true)
 	return nil
 }
@@ -390,7 +384,7 @@ func (b *Bot) supervise() {
 		case <-b.reconnect:
 		}
 		for attempt := 0; ; attempt++ {
-			err := b.session().Open()
+			err := b.openGateway(b.session())
 			if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 				break
 			}

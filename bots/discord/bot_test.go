@@ -474,23 +474,6 @@ func TestReconnects(t *testing.T) {
 	}
 }
 
-func TestDisallowedIntentFailsOpenWithHint(t *testing.T) {
-	t.Parallel()
-	fbot := fake.NewBot("no-content")
-	fbot.DenyMessageContent()
-	b := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, &fakerunner.Runner{}, nil)
-	err := b.Open(testCtx(t))
-	if !errors.Is(err, discord.ErrDisallowedIntents) || !strings.Contains(err.Error(), "Message Content Intent") {
-		t.Fatalf("open error %v", err)
-	}
-	if b.Ready() {
-		t.Fatal("ready after failed open")
-	}
-	if err := b.Close(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestBadTokenFailsOpen(t *testing.T) {
 	t.Parallel()
 	b := discord.New(discord.Config{Token: "not-a-token", APIURL: fake.URL()}, &fakerunner.Runner{}, nil)

@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor/sandbox"
 )
 
-// runDoctor is `runblock doctor`: which isolation layers work here.
+// runDoctor is `runblock doctor`: which isolation layers work here, and,
+// with a Discord token, which of the bot's triggers work.
 func runDoctor(ctx context.Context, c *invocation, args []string) int {
 	cfg, logger, stdout, stderr := c.cfg, c.logger, c.stdout, c.stderr
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
@@ -36,7 +39,22 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 		return status
 	}
 	writeReport(stdout, rep, ec.DisableForkServer)
+	if cfg.DiscordEnabled() {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		a, err := discord.CheckAccess(dctx, cfg.Discord)
+		fmt.Fprintln(stdout, discordLine(a, err, cfg.Discord.Prefix))
+	}
 	return status
+}
+
+// discordLine is doctor's line on the Discord bot: whether its application
+// has the Message Content intent, and which triggers are off without it.
+func discordLine(a discord.Access, err error, prefix string) string {
+	if err != nil {
+		return "discord: cannot tell whether the Message Content intent is granted: " + err.Error()
+	}
+	return "discord: " + a.Report(prefix)
 }
 
 // writeReport is doctor's report as text; forkServerOff is

@@ -53,10 +53,12 @@ type Server struct {
 	bots         map[string]*Bot
 	requests     []Request
 	limits       []*rateLimit
-	messages     map[string]*discordgo.Message // by message id
-	interactions map[string]*interaction       // by interaction token
-	files        map[string][]byte             // attachment contents, by attachment id
-	downloads    map[string]int                // attachment downloads, by attachment id
+	messages     map[string]*discordgo.Message              // by message id
+	interactions map[string]*interaction                    // by interaction token
+	files        map[string][]byte                          // attachment contents, by attachment id
+	downloads    map[string]int                             // attachment downloads, by attachment id
+	commands     map[string][]*discordgo.ApplicationCommand // by application id + "/" + guild id ("" global)
+	noAccess     map[string]bool                            // channels the bots cannot see
 	nextID       int64
 	closed       bool
 
@@ -76,6 +78,8 @@ func New(opts Options) *Server {
 		interactions: make(map[string]*interaction),
 		files:        make(map[string][]byte),
 		downloads:    make(map[string]int),
+		commands:     make(map[string][]*discordgo.ApplicationCommand),
+		noAccess:     make(map[string]bool),
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -262,6 +266,15 @@ func (s *Server) PutMessage(m discordgo.Message) *discordgo.Message {
 	s.messages[m.ID] = &m
 	cp := m
 	return &cp
+}
+
+// NoAccess makes channelID one no bot is in, such as a DM between two
+// people where a user-installed app is used: REST calls on it by a bot
+// token answer 403 Missing Access (50001). Interaction responses still go.
+func (s *Server) NoAccess(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noAccess[channelID] = true
 }
 
 // Message returns the stored message with id, as last posted or edited.
