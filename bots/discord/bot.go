@@ -323,7 +323,7 @@ func (b *Bot) Open(ctx context.Context) error {
 		return err
 	}
 	appID := b.applicationID()
-	if _, err := s.ApplicationCommandBulkOverwrite(appID, b.cfg.GuildID, commands(), discordgo.WithContext(ctx)); err != nil {
+	if _, err := s.ApplicationCommandBulkOverwrite(appID, b.cfg.GuildID, commands(b.cfg.GuildID), discordgo.WithContext(ctx)); err != nil {
 		return fail(fmt.Errorf("discord: registering the /run and \"Run code\" commands: %w", err))
 	}
 	scope := "globally (they can take a while to show up)"
@@ -332,6 +332,9 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope, "shard", s.ShardID, "shards", max(1, s.ShardCount))
 	b.log.Info("discord invite URL (exactly the permissions runblock needs)", "url", InviteURL(appID))
+	if b.cfg.GuildID == "" {
+		b.log.Info("discord user install URL (/run and Run code for one person, anywhere)", "url", UserInstallURL(appID))
+	}
 	b.logAccess()
 	b.ready.Store(true)
 	return nil
