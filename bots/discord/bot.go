@@ -116,6 +116,9 @@ type Config struct {
 	// Retry paces Open's tries while Discord cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff
+	// Settings keeps what each guild chose with /runblock settings
+	// (guildsettings.go); nil keeps it in memory until the bot stops.
+	Settings SettingsStore
 }
 
 // ErrDisallowedIntents is returned by Open when Discord refuses the bot's
@@ -143,6 +146,8 @@ type Bot struct {
 	log  *slog.Logger
 	now  func() time.Time
 	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
+	// settings are the guilds' choices (/runblock settings), cached.
+	settings *settingsCache
 
 	mu       sync.Mutex
 	sess     *discordgo.Session
@@ -196,6 +201,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
+		settings:   newSettingsCache(cfg.Settings, now, logger),
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,

@@ -83,8 +83,8 @@ func TestCommandsRegisteredGloballyOrPerGuild(t *testing.T) {
 		if err := r.Decode(&cmds); err != nil {
 			t.Fatal(err)
 		}
-		if len(cmds) != 2 || cmds[0].Name != "run" || cmds[0].Options[0].Name != "code" ||
-			cmds[1].Name != "Run code" || cmds[1].Type != discordgo.MessageApplicationCommand {
+		if len(cmds) != 3 || cmds[0].Name != "run" || cmds[0].Options[0].Name != "code" ||
+			cmds[1].Name != "Run code" || cmds[1].Type != discordgo.MessageApplicationCommand || cmds[2].Name != "runblock" {
 			t.Fatalf("commands %s", r.JSON)
 		}
 	}

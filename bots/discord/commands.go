@@ -77,7 +77,7 @@ func commands(guildID string) []*discordgo.ApplicationCommand {
 			c.Contexts, c.IntegrationTypes = &everywhere, &installs
 		}
 	}
-	return []*discordgo.ApplicationCommand{run, runCode}
+	return []*discordgo.ApplicationCommand{run, runCode, settingsCommand(guildID == "")}
 }
 
 // runModal is the editor /run opens when it has no code.

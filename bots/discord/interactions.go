@@ -23,7 +23,11 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 	if i.Type != discordgo.InteractionApplicationCommand && i.Type != discordgo.InteractionModalSubmit {
 		return
 	}
-	if guildInstalled(i) && !b.channelAllowed(s, i.GuildID, i.ChannelID) {
+	if i.Type == discordgo.InteractionApplicationCommand && i.ApplicationCommandData().Name == CommandRunblock {
+		b.settingsInteraction(ctx, s, i)
+		return
+	}
+	if guildInstalled(i) && !b.channelAllowed(s, b.guildConfig(ctx, i.GuildID), i.GuildID, i.ChannelID) {
 		b.metricReceived()
 		b.ephemeral(ctx, s, i, formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed))
 		return
