@@ -410,7 +410,11 @@ func (b *Bot) describeSettings(st store.Settings) string {
 	var w strings.Builder
 	w.WriteString("**runblock settings for this server**\n")
 	fmt.Fprintf(&w, "• Channels: %s (%s)\n", channels, from(len(st.Channels) > 0))
-	fmt.Fprintf(&w, "• Prefix: `%s` (%s)\n", gc.prefix, from(st.Prefix != ""))
+	fmt.Fprintf(&w, "• Prefix: `%s` (%s)", gc.prefix, from(st.Prefix != ""))
+	if !b.Access().MessageContent {
+		w.WriteString(": off, as runblock lacks the Message Content intent; mention it instead")
+	}
+	w.WriteString("\n")
 	fmt.Fprintf(&w, "• Run reaction: %s (%s)\n", gc.reaction, from(st.RunReaction != ""))
 	if b.cfg.EditWindow <= 0 {
 		w.WriteString("• Edit window: never (edits do not re-run on this runblock)\n")

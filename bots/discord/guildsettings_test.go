@@ -163,3 +163,40 @@ func TestGuildSettingsBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestGuildSettingsSurviveRestart: what a guild chose is in the store, so
+// a new process (a restart, a deploy) follows it from its first message.
+func TestGuildSettingsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	e := start(t, &fakerunner.Runner{}, func(c *discord.Config) { c.Settings = st })
+	e.settings(discordgo.PermissionManageGuild, "prefix", "?py")
+	closeBot(t, e)
+	e.open()
+	m := e.say("?py `print('after restart')`")
+	if r := e.replyTo(e.channel, m.ID); !strings.Contains(r.Content(), "ran: print('after restart')") {
+		t.Fatalf("answered %q", r.Content())
+	}
+}
+
+// TestGuildSettingsStoreDown: when the store cannot be read the
+// environment's settings apply (and the log says why); when it cannot
+// save, the admin is told to try again and nothing changes.
+func TestGuildSettingsStoreDown(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	e := start(t, &fakerunner.Runner{}, func(c *discord.Config) { c.Settings = st })
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := e.say("!run `print('store down')`")
+	if r := e.replyTo(e.channel, m.ID); !strings.Contains(r.Content(), "ran: print('store down')") {
+		t.Fatalf("answered %q", r.Content())
+	}
+	if got := e.settings(discordgo.PermissionManageGuild, "prefix", "?py"); !strings.Contains(got, "could not be saved") {
+		t.Fatalf("answered %q", got)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "reading a guild's settings; the operator's apply meanwhile") || !strings.Contains(logs, "saving a guild's settings") {
+		t.Fatalf("log:\n%s", logs)
+	}
+}

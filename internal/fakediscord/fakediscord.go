@@ -9,6 +9,17 @@
 // guild's shard), ask for a reconnect (op 7), invalidate the session (op 9)
 // or drop the socket. REST responses can be scripted to 429.
 //
+// An application has flags (GET /applications/@me) that grant the Message
+// Content intent unless DenyMessageContent: then IDENTIFY asking for it
+// closes with 4014, and a session without it gets guild messages without
+// their content unless they mention the bot, as Discord sends them. The
+// commands a bot registers are kept, and Invoke uses one only where
+// Discord's client would offer it: its contexts (server, the bot's DM,
+// private channels), its integration types (the server's install, a
+// person's) and its default member permissions, with the context and
+// authorizing_integration_owners Discord sends. NoAccess makes a channel
+// one no bot may call, such as a DM where a user-installed app is used.
+//
 // discordgo builds its URLs from package variables: a session reaches the
 // fake through an http.Client whose transport rewrites the host (Client, or
 // discord.Config.APIURL set to URL), so tests run in parallel, each with its
