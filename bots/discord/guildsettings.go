@@ -33,18 +33,19 @@ type SettingsStore interface {
 
 // The /runblock command and its settings subcommand's options.
 const (
-	CommandRunblock   = "runblock"
-	subSettings       = "settings"
-	optChannels       = "channels"
-	optPrefix         = "prefix"
-	optReaction       = "reaction"
-	optEditWindow     = "edit_window"
-	settingsDefault   = "default" // an option's value that goes back to the operator's
-	maxPrefixLen      = 16
-	maxReactionLen    = 64
-	settingsCacheTTL  = time.Minute
-	settingsFailedTTL = 10 * time.Second // after a failed read, the operator's settings this long
-	settingsTimeout   = 5 * time.Second  // bounds a read or a save
+	CommandRunblock     = "runblock"
+	subSettings         = "settings"
+	optChannels         = "channels"
+	optPrefix           = "prefix"
+	optReaction         = "reaction"
+	optEditWindow       = "edit_window"
+	settingsDefault     = "default" // an option's value that goes back to the operator's
+	maxPrefixLen        = 16
+	maxReactionLen      = 64
+	settingsCacheTTL    = time.Minute
+	settingsFailedTTL   = 10 * time.Second // after a failed read, the operator's settings this long
+	settingsReadTimeout = 2 * time.Second  // bounds a read, where events are handled
+	settingsSaveTimeout = 5 * time.Second
 )
 
 // manageServer is the permission /runblock settings needs; Administrator
@@ -134,15 +135,18 @@ func (b *Bot) guildConfig(ctx context.Context, guildID string) guildConfig {
 }
 
 // settingsCache reads the guilds' settings through to the store, keeping
-// each for settingsCacheTTL; a failed read is logged and answered with the
-// operator's settings for settingsFailedTTL.
+// each for settingsCacheTTL. The reads happen where Discord's events are
+// handled, so a store that fails is not asked again for settingsFailedTTL:
+// meanwhile a guild keeps what was last read (the operator's settings when
+// nothing was), and the failure is logged once each time.
 type settingsCache struct {
 	store SettingsStore
 	now   func() time.Time
 	log   interface{ Warn(string, ...any) }
 
-	mu      sync.Mutex
-	entries map[string]cachedSettings
+	mu        sync.Mutex
+	entries   map[string]cachedSettings
+	downUntil time.Time
 }
 
 type cachedSettings struct {
@@ -161,26 +165,31 @@ func (c *settingsCache) get(ctx context.Context, guildID string) store.Settings 
 	now := c.now()
 	c.mu.Lock()
 	e, ok := c.entries[guildID]
+	down := now.Before(c.downUntil)
 	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
+	if ok && now.Before(e.expires) || down {
 		return e.st
 	}
-	ctx, cancel := context.WithTimeout(ctx, settingsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, settingsReadTimeout)
 	defer cancel()
 	st, err := c.store.Settings(ctx, Platform, guildID)
-	ttl := settingsCacheTTL
 	if err != nil {
-		c.log.Warn("reading a guild's settings; the operator's apply meanwhile", "guild", guildID, "err", err)
-		st, ttl = store.Settings{}, settingsFailedTTL
+		c.log.Warn("reading a guild's settings; the operator's apply meanwhile", "guild", guildID, "retry_in", settingsFailedTTL, "err", err)
+		c.mu.Lock()
+		c.downUntil = now.Add(settingsFailedTTL)
+		c.mu.Unlock()
+		return e.st
 	}
-	c.put(guildID, st, now.Add(ttl))
+	c.put(guildID, st, now.Add(settingsCacheTTL))
 	return st
 }
 
+// put caches a guild's settings, and drops the expired entries, so the
+// map holds the guilds in use.
 func (c *settingsCache) put(guildID string, st store.Settings, expires time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, e := range c.entries { // the expired go, so the map holds the guilds in use
+	for id, e := range c.entries {
 		if !c.now().Before(e.expires) {
 			delete(c.entries, id)
 		}
@@ -188,9 +197,22 @@ func (c *settingsCache) put(guildID string, st store.Settings, expires time.Time
 	c.entries[guildID] = cachedSettings{st: st, expires: expires}
 }
 
+// fresh reads a guild's settings from the store, for a change to start
+// from what is stored, not from a cache or a failed read's default.
+func (c *settingsCache) fresh(ctx context.Context, guildID string) (store.Settings, error) {
+	ctx, cancel := context.WithTimeout(ctx, settingsSaveTimeout)
+	defer cancel()
+	st, err := c.store.Settings(ctx, Platform, guildID)
+	if err != nil {
+		return store.Settings{}, err
+	}
+	c.put(guildID, st, c.now().Add(settingsCacheTTL))
+	return st, nil
+}
+
 // save stores a guild's settings; the next read sees them.
 func (c *settingsCache) save(ctx context.Context, guildID string, st store.Settings) error {
-	ctx, cancel := context.WithTimeout(ctx, settingsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, settingsSaveTimeout)
 	defer cancel()
 	if err := c.store.SaveSettings(ctx, Platform, guildID, st); err != nil {
 		return err
@@ -221,9 +243,9 @@ func (m *memorySettings) SaveSettings(_ context.Context, platform, guildID strin
 
 // Answers of /runblock settings.
 const (
-	settingsNotInGuild = "Settings are per server: use `/runblock settings` in a server that has added runblock."
-	settingsNoPerm     = "Only members with the **Manage Server** permission can see or change runblock's settings."
-	settingsSaveFailed = "The settings could not be saved just now; nothing changed. Try again in a moment."
+	settingsNotInGuild  = "Settings are per server: use `/runblock settings` in a server that has added runblock."
+	settingsNoPerm      = "Only members with the **Manage Server** permission can see or change runblock's settings."
+	settingsStoreFailed = "The settings could not be read or saved just now; nothing changed. Try again in a moment."
 )
 
 // settingsInteraction answers /runblock settings: the guild's settings,
@@ -246,7 +268,12 @@ func (b *Bot) settingsInteraction(ctx context.Context, s *discordgo.Session, i *
 			opts = o.Options
 		}
 	}
-	st := b.settings.get(ctx, i.GuildID)
+	st, err := b.settings.fresh(ctx, i.GuildID)
+	if err != nil {
+		b.log.Error("reading a guild's settings", "guild", i.GuildID, "err", err)
+		b.ephemeral(ctx, s, i, settingsStoreFailed)
+		return
+	}
 	if len(opts) > 0 {
 		next, err := b.changeSettings(st, opts)
 		if err != nil {
@@ -255,7 +282,7 @@ func (b *Bot) settingsInteraction(ctx context.Context, s *discordgo.Session, i *
 		}
 		if err := b.settings.save(ctx, i.GuildID, next); err != nil {
 			b.log.Error("saving a guild's settings", "guild", i.GuildID, "err", err)
-			b.ephemeral(ctx, s, i, settingsSaveFailed)
+			b.ephemeral(ctx, s, i, settingsStoreFailed)
 			return
 		}
 		b.log.Info("guild settings changed", "guild", i.GuildID, "by", interactionUser(i))
