@@ -107,6 +107,9 @@ type Config struct {
 	MaxFilesBytes int64
 	Render        formatting.RenderOptions
 	Metrics       Metrics // nil: none counted
+	// Settings keeps what each guild chose with /runblock settings
+	// (guildsettings.go); nil keeps it in memory until the bot stops.
+	Settings SettingsStore
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -116,9 +119,6 @@ type Config struct {
 	// Retry paces Open's tries while Discord cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff
-	// Settings keeps what each guild chose with /runblock settings
-	// (guildsettings.go); nil keeps it in memory until the bot stops.
-	Settings SettingsStore
 }
 
 // ErrDisallowedIntents is returned by Open when Discord refuses the bot's

@@ -249,8 +249,13 @@ func (b *Bot) Dispatch(t string, d any) {
 		_ = json.Unmarshal(marshal(d), &g)
 		b = b.shardLocked(ShardOf(g.GuildID, b.shardCount))
 	}
-	if m, ok := d.(*discordgo.Message); ok && (t == "MESSAGE_CREATE" || t == "MESSAGE_UPDATE") {
-		d = b.visibleLocked(m, b.content)
+	if t == "MESSAGE_CREATE" || t == "MESSAGE_UPDATE" {
+		switch m := d.(type) {
+		case *discordgo.Message:
+			d = b.visibleLocked(m, b.content)
+		case discordgo.Message:
+			d = b.visibleLocked(&m, b.content)
+		}
 	}
 	b.seq++
 	f := frame{Op: 0, Type: t, Seq: b.seq, Data: marshal(d)}
@@ -307,7 +312,8 @@ func (b *Bot) MessageCreate(m discordgo.Message) *discordgo.Message {
 func (b *Bot) MessageUpdate(m discordgo.Message) {
 	now := time.Now().UTC()
 	m.EditedTimestamp = &now
-	b.Dispatch("MESSAGE_UPDATE", b.s.PutMessage(m))
+	b.s.PutMessage(m)
+	b.Dispatch("MESSAGE_UPDATE", m)
 }
 
 // MessageDelete removes the message and dispatches MESSAGE_DELETE.

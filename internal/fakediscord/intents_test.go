@@ -107,3 +107,36 @@ func TestInvokeOffersCommandsWhereDiscordWould(t *testing.T) {
 		}
 	}
 }
+
+// TestEditWithoutMessageContent: an edit reaches a session without the
+// intent without its content too.
+func TestEditWithoutMessageContent(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	bot := fake.NewBot("noedit")
+	bot.DenyMessageContent()
+	s, err := discordgo.New("Bot " + bot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Client = fake.Client()
+	s.SyncEvents = true
+	s.Identify.Intents = discordgo.IntentsGuildMessages
+	ch := make(chan *discordgo.MessageUpdate, 1)
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) { ch <- m })
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m := fake.PutMessage(discordgo.Message{ChannelID: fake.NewID(), GuildID: fake.NewID(), Author: &discordgo.User{ID: fake.NewID()}, Content: "a"})
+	m.Content = "!run `1`"
+	bot.MessageUpdate(*m)
+	select {
+	case u := <-ch:
+		if u.Content != "" {
+			t.Fatalf("edit came with %q", u.Content)
+		}
+	case <-ctx.Done():
+		t.Fatal("no MESSAGE_UPDATE")
+	}
+}
