@@ -110,6 +110,11 @@ type Config struct {
 	// Settings keeps what each guild chose with /runblock settings
 	// (guildsettings.go); nil keeps it in memory until the bot stops.
 	Settings SettingsStore
+	// UserRate and UserBurst are the operator's per-user rate (runs a
+	// second, RUNBLOCK_USER_RATE) and burst, which the scheduler enforces:
+	// a guild may choose a lower rate, not a higher one. 0: unlimited.
+	UserRate  float64
+	UserBurst int
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -148,6 +153,7 @@ type Bot struct {
 	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
 	// settings are the guilds' choices (/runblock settings), cached.
 	settings *settingsCache
+	rates    *userRates // the guilds' own per-user rates
 
 	mu       sync.Mutex
 	sess     *discordgo.Session
@@ -202,10 +208,11 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
 		settings:   newSettingsCache(cfg.Settings, now, logger),
+		rates:      newUserRates(now),
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,
-		Runner:   runner,
+		Runner:   guildRunner{next: runner, b: b},
 		Render:   cfg.Render,
 		// Attachments come from Discord's CDN, not the API.
 		Fetch: attach.Fetcher{

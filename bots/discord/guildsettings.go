@@ -17,9 +17,10 @@ import (
 
 // A guild's admins (members with Manage Server) choose some of the bot's
 // settings for their server with /runblock settings: the channels it runs
-// code in, the prefix, the run reaction and the edit window, within the
-// operator's bounds (DISCORD_CHANNELS, when set, is the widest channel
-// list; DISCORD_EDIT_WINDOW the longest window). They are kept in a
+// code in, the prefix, the run reaction, the edit window and the per-user
+// rate, within the operator's bounds (DISCORD_CHANNELS, when set, is the
+// widest channel list; DISCORD_EDIT_WINDOW the longest window,
+// RUNBLOCK_USER_RATE the highest rate). They are kept in a
 // SettingsStore and cached here, so that a message does not wait on the
 // database.
 
@@ -39,6 +40,7 @@ const (
 	optPrefix           = "prefix"
 	optReaction         = "reaction"
 	optEditWindow       = "edit_window"
+	optUserRate         = "user_rate"
 	settingsDefault     = "default" // an option's value that goes back to the operator's
 	maxPrefixLen        = 16
 	maxReactionLen      = 64
@@ -73,6 +75,7 @@ func settingsCommand(global bool) *discordgo.ApplicationCommand {
 				text(optPrefix, "Message prefix that runs code, such as !run, or \"default\""),
 				text(optReaction, "Reaction that runs a message's code, or \"default\""),
 				text(optEditWindow, "How long edits re-run, such as 5m; 0 = never; or \"default\""),
+				text(optUserRate, "Runs a member may start, such as 3/min, or \"default\""),
 			},
 		}},
 	}
@@ -334,6 +337,20 @@ func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCom
 			default:
 				st.RunReaction = emojiName(v)
 			}
+		case optUserRate:
+			if reset {
+				st.UserRate = 0
+				continue
+			}
+			r, err := parseRate(v)
+			switch {
+			case err != nil:
+				errs = append(errs, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min"))
+			case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
+				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", rateText(b.cfg.UserRate)))
+			default:
+				st.UserRate = r
+			}
 		case optEditWindow:
 			if reset {
 				st.EditWindow = nil
@@ -448,6 +465,14 @@ func (b *Bot) describeSettings(st store.Settings) string {
 	} else {
 		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", windowText(gc.editWindow), from(st.EditWindow != nil), windowText(b.cfg.EditWindow))
 	}
+	userRate, bound := rateText(b.cfg.UserRate), ""
+	if st.UserRate > 0 {
+		userRate = rateText(st.UserRate)
+	}
+	if b.cfg.UserRate > 0 {
+		bound = "; at most " + rateText(b.cfg.UserRate)
+	}
+	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
 	w.WriteString("Change one with `/runblock settings` and its option; \"default\" goes back to the default.")
 	return w.String()
 }

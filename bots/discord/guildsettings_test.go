@@ -203,3 +203,31 @@ func TestGuildSettingsStoreDown(t *testing.T) {
 		t.Fatalf("log:\n%s", logs)
 	}
 }
+
+// TestGuildUserRate: a guild holds its members to a rate below the
+// operator's; another guild, and the operator's ceiling, are unaffected.
+func TestGuildUserRate(t *testing.T) {
+	t.Parallel()
+	runner := &fakerunner.Runner{}
+	e := start(t, runner, func(c *discord.Config) { c.UserRate, c.UserBurst = 5.0/60, 2 })
+	if got := e.settings(discordgo.PermissionManageGuild, "user_rate", "10/min"); !strings.Contains(got, "at most 5/min") {
+		t.Fatalf("over the ceiling answered %q", got)
+	}
+	if got := e.settings(discordgo.PermissionManageGuild, "user_rate", "1/h"); !strings.Contains(got, "Per-user rate: 1/h (set here; at most 5/min)") {
+		t.Fatalf("answered %q", got)
+	}
+	for i, want := range []string{"ran: print(1)", "ran: print(2)", "**Slow down**"} {
+		m := e.say("!run `print(" + string(rune('1'+i)) + ")`")
+		if r := e.replyTo(e.channel, m.ID); !strings.Contains(r.Content(), want) {
+			t.Fatalf("run %d answered %q, want %q", i+1, r.Content(), want)
+		}
+	}
+	other := fake.NewID()
+	m := e.sayIn(e.channel, other, e.user, "!run `print('elsewhere')`")
+	if r := e.replyTo(e.channel, m.ID); !strings.Contains(r.Content(), "ran: print('elsewhere')") {
+		t.Fatalf("another guild answered %q", r.Content())
+	}
+	if n := len(runner.Jobs()); n != 3 {
+		t.Fatalf("%d runs reached the scheduler, want 3", n)
+	}
+}

@@ -171,6 +171,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.DiscordEnabled() {
 		c := cfg.Discord
 		c.Metrics = m.metrics
+		c.UserRate, c.UserBurst = sc.UserRate, sc.UserBurst
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, m.scheduler, m.Logger.With("adapter", "discord"))})
 	}
