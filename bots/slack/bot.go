@@ -30,6 +30,7 @@ import (
 	"github.com/runblock/runblock/bots/internal/replycache"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/store"
 )
 
 // Platform is the platform label the adapter reports to Metrics.
@@ -85,6 +86,15 @@ type Config struct {
 	BotToken      string // SLACK_BOT_TOKEN, xoxb-
 	AppToken      string // SLACK_APP_TOKEN, xapp-: Socket Mode
 	SigningSecret string // SLACK_SIGNING_SECRET: Events API over HTTP (see Handler)
+	// ClientID and ClientSecret (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET),
+	// without BotToken, make runblock a distributed app: workspaces add it
+	// at /slack/install, and each is answered with the token of its
+	// installation in Store (see install.go).
+	ClientID     string
+	ClientSecret string
+	// Store keeps the installations, the install flow's states and the
+	// ids of events answered (shared by replicas); required with ClientID.
+	Store store.Store
 	// Channels (SLACK_CHANNELS) are channel ids where any Python block runs
 	// without a mention. When set, it is also the allow-list: mentions,
 	// /run, the shortcut and the reaction elsewhere get a short "not in this
@@ -107,7 +117,10 @@ type Config struct {
 	MaxFiles      int
 	MaxFilesBytes int64
 	Render        formatting.RenderOptions
-	Metrics       Metrics // nil: none counted
+	// Limits are the limits of a run, which the App Home and /run help
+	// show.
+	Limits  Limits
+	Metrics Metrics // nil: none counted
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -127,7 +140,10 @@ type Bot struct {
 	flow     *answer.Flow[source]        // answers the messages, remembers the replies (by channel/ts)
 	seen     *replycache.Cache[struct{}] // event ids handled
 	handlers *handlers.Group             // every handler, bounded; its context parents runs and Slack calls
-	self     atomic.Pointer[who]         // set by Open
+	single   atomic.Pointer[workspace]   // the workspace of BotToken, set by Open
+	opts     []slack.Option              // of every workspace's Web API client
+	oauth    *http.Client                // oauth.v2.access calls
+	refresh  sync.Mutex                  // one token rotation at a time
 
 	mu       sync.Mutex
 	opened   bool
@@ -156,7 +172,6 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		cfg.Metrics = noMetrics{}
 	}
 	opts := []slack.Option{
-		slack.OptionAppLevelToken(cfg.AppToken),
 		// Slack's 429s are honoured (Retry-After), so replies are late, not lost.
 		slack.OptionRetryConfig(slack.RetryConfig{
 			MaxRetries:         8,
@@ -177,7 +192,9 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	b := &Bot{
 		cfg:      cfg,
 		log:      logger,
-		api:      slack.New(cfg.BotToken, opts...),
+		api:      slack.New(cfg.BotToken, append([]slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}, opts...)...),
+		opts:     opts,
+		oauth:    &http.Client{Timeout: 30 * time.Second},
 		channels: channels,
 		now:      time.Now,
 		handlers: handlers.New(maxInFlight, logger),
@@ -186,10 +203,10 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Platform: formatting.Slack,
 		Runner:   runner,
 		Render:   cfg.Render,
-		// The bot token goes with the downloads of the message's files,
-		// on Slack's hosts only; files:read in the manifest allows it.
+		// The workspace's bot token goes with the downloads of the
+		// message's files (each file's attach.Source.Header), on Slack's
+		// hosts only; files:read in the manifest allows it.
 		Fetch: attach.Fetcher{
-			Header:  http.Header{"Authorization": {"Bearer " + cfg.BotToken}},
 			Trusted: b.slackHost,
 			Limits:  attach.Limits{Files: cfg.MaxFiles, Bytes: cfg.MaxFilesBytes},
 		},
@@ -215,6 +232,14 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.opened = true
 	b.mu.Unlock()
 	b.flow.Opened(b.now())
+	if b.distributed() {
+		if b.cfg.Store == nil {
+			return errors.New("slack: a distributed app (SLACK_CLIENT_ID) needs a store")
+		}
+		b.log.Info("distributed app: workspaces install at /slack/install, events at /slack/events")
+		b.ready.Store(true)
+		return nil
+	}
 
 	var auth *slack.AuthTestResponse
 	err := b.cfg.Retry.Do(ctx, b.log, "Slack", func(ctx context.Context) error {
@@ -232,7 +257,7 @@ func (b *Bot) Open(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("slack: checking SLACK_BOT_TOKEN (auth.test): %w", err)
 	}
-	b.self.Store(&who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID})
+	b.single.Store(&workspace{api: b.api, token: b.cfg.BotToken, self: &who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID}})
 	b.log.Info("authenticated", "team", auth.Team, "bot_user", auth.UserID)
 	if b.cfg.AppToken == "" {
 		b.ready.Store(true)

@@ -23,24 +23,22 @@ func (b *Bot) handleSocket(ctx context.Context, sm *socketmode.Client, ev socket
 	if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
 		b.log.Warn("ack failed", "envelope", ev.Request.EnvelopeID, "err", err)
 	}
+	ws := b.single.Load()
 	switch d := ev.Data.(type) {
 	case slackevents.EventsAPIEvent:
-		b.onEventsAPI(d, ev.Request.RetryAttempt > 0)
+		b.onEventsAPI(ws, d, ev.Request.RetryAttempt > 0)
 	case slack.SlashCommand:
-		b.onSlash(d)
+		b.onSlash(ws, d)
 	case slack.InteractionCallback:
-		b.onInteraction(d)
+		b.onInteraction(ws, d)
 	}
 }
 
 // onEventsAPI dispatches an event_callback, once per event id: Slack
 // redelivers events it thinks were lost, over a socket or HTTP alike, and
 // says so (retry).
-func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent, retry bool) {
-	self := b.self.Load()
-	if self == nil {
-		return
-	}
+func (b *Bot) onEventsAPI(ws *workspace, e slackevents.EventsAPIEvent, retry bool) {
+	self := ws.self
 	if cb, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" && !b.seen.Add(cb.EventID, struct{}{}) {
 		b.log.Debug("duplicate event ignored", "event_id", cb.EventID)
 		return
@@ -52,11 +50,17 @@ func (b *Bot) onEventsAPI(e slackevents.EventsAPIEvent, retry bool) {
 	b.log.Debug("event", "type", e.InnerEvent.Type)
 	switch ie := e.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
-		b.onMention(self, team, ie, retry)
+		b.onMention(ws, team, ie, retry)
 	case *slackevents.MessageEvent:
-		b.onMessage(self, team, ie, retry)
+		b.onMessage(ws, team, ie, retry)
 	case *slackevents.ReactionAddedEvent:
-		b.onReaction(self, team, ie)
+		b.onReaction(ws, team, ie)
+	case *slackevents.AppHomeOpenedEvent:
+		b.onHomeOpened(ws, team, ie)
+	case *slackevents.AppUninstalledEvent, *slackevents.TokensRevokedEvent:
+		// A distributed app deletes the installation before dispatch
+		// (serveHTTP); the workspace of SLACK_BOT_TOKEN is the operator's.
+		b.log.Warn("slack says the app was removed from the workspace or its token revoked", "event", e.InnerEvent.Type)
 	}
 }
 
@@ -108,7 +112,8 @@ func (b *Bot) received() {
 	b.cfg.Metrics.MessageReceived(Platform)
 }
 
-func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent, retry bool) {
+func (b *Bot) onMention(ws *workspace, team string, ev *slackevents.AppMentionEvent, retry bool) {
+	self := ws.self
 	// An edited mention arrives as message_changed too; that path re-runs
 	// it. Direct messages are handled as messages, mention or not.
 	if fromBot(self, ev.BotID, ev.User) || ev.Edited != nil || isDM(ev.Channel) {
@@ -116,7 +121,7 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent,
 	}
 	b.received()
 	src := source{
-		what: "mention", team: team, user: ev.User, channel: ev.Channel,
+		ws: ws, what: "mention", team: team, user: ev.User, channel: ev.Channel,
 		ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
 		text: stripMention(self, ev.Text), files: ev.Files, triggered: true, first: true, retry: retry,
 	}
@@ -127,7 +132,8 @@ func (b *Bot) onMention(self *who, team string, ev *slackevents.AppMentionEvent,
 	b.start(src)
 }
 
-func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, retry bool) {
+func (b *Bot) onMessage(ws *workspace, team string, ev *slackevents.MessageEvent, retry bool) {
+	self := ws.self
 	dm := ev.ChannelType == slackevents.ChannelTypeIM || isDM(ev.Channel)
 	switch ev.SubType {
 	case "", "thread_broadcast", "file_share":
@@ -139,7 +145,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		}
 		b.received()
 		src := source{
-			what: "channel", team: team, user: ev.User, channel: ev.Channel,
+			ws: ws, what: "channel", team: team, user: ev.User, channel: ev.Channel,
 			ts: ev.TimeStamp, thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp),
 			text: ev.Text, quiet: !dm, first: true, retry: retry,
 		}
@@ -152,7 +158,7 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		}
 		b.start(src)
 	case "message_changed":
-		b.onEdit(self, team, dm, ev)
+		b.onEdit(ws, team, dm, ev)
 	case "message_deleted":
 		ts := ev.DeletedTimeStamp
 		if ts == "" && ev.PreviousMessage != nil {
@@ -162,17 +168,17 @@ func (b *Bot) onMessage(self *who, team string, ev *slackevents.MessageEvent, re
 		if ev.PreviousMessage != nil && ev.PreviousMessage.ThreadTimestamp != "" {
 			thread = ev.PreviousMessage.ThreadTimestamp
 		}
-		b.deleted(ev.Channel, ts, thread)
+		b.deleted(ws, ev.Channel, ts, thread)
 	}
 }
 
 // deleted deletes the reply to the message ts (in thread) in channel, if
 // any.
-func (b *Bot) deleted(channel, ts, thread string) {
+func (b *Bot) deleted(ws *workspace, channel, ts, thread string) {
 	if ts == "" {
 		return
 	}
-	src := source{what: "delete", channel: channel, ts: ts, thread: thread}
+	src := source{ws: ws, what: "delete", channel: channel, ts: ts, thread: thread}
 	at, _ := tsTime(ts)
 	req := answer.Request[source]{Src: src, What: src.what, Log: b.log.With("channel", channel, "ts", ts), Key: src.key(), At: at, Look: true}
 	b.flow.Take(&req)
@@ -188,14 +194,15 @@ const tombstone = "tombstone"
 
 // onEdit re-runs an edited message within the edit window and updates the
 // earlier reply in place; a message turned into a tombstone is deleted.
-func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEvent) {
+func (b *Bot) onEdit(ws *workspace, team string, dm bool, ev *slackevents.MessageEvent) {
+	self := ws.self
 	msg, prev := ev.Message, ev.PreviousMessage
 	if msg != nil && msg.SubType == tombstone {
 		ts := msg.Timestamp
 		if ts == "" && prev != nil {
 			ts = prev.Timestamp
 		}
-		b.deleted(ev.Channel, ts, threadOf(msg.ThreadTimestamp, ts))
+		b.deleted(ws, ev.Channel, ts, threadOf(msg.ThreadTimestamp, ts))
 		return
 	}
 	if msg == nil || fromBot(self, msg.BotID, msg.User) || b.cfg.EditWindow <= 0 {
@@ -212,7 +219,7 @@ func (b *Bot) onEdit(self *who, team string, dm bool, ev *slackevents.MessageEve
 		return // the mention itself got the "not in this channel" notice
 	}
 	src := source{
-		what: "edit", team: team, user: msg.User, channel: ev.Channel,
+		ws: ws, what: "edit", team: team, user: msg.User, channel: ev.Channel,
 		ts: msg.Timestamp, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
 		text: msg.Text, files: msg.Files, triggered: mention, quiet: !dm && !mention,
 	}
@@ -249,14 +256,15 @@ func tsTime(ts string) (time.Time, bool) {
 
 // onReaction runs a message a person reacted to with the run reaction,
 // whoever posted it (another bot's message too: the trigger is the person).
-func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEvent) {
+func (b *Bot) onReaction(ws *workspace, team string, ev *slackevents.ReactionAddedEvent) {
+	self := ws.self
 	if ev.Reaction != b.cfg.RunReaction || ev.Item.Type != "message" || ev.User == "" || ev.User == self.userID {
 		return
 	}
 	b.received()
 	channel, ts, user := ev.Item.Channel, ev.Item.Timestamp, ev.User
 	b.spawn("reaction", func(ctx context.Context) {
-		msg, err := b.fetch(ctx, channel, ts)
+		msg, err := fetch(ctx, ws, channel, ts)
 		if err != nil {
 			b.log.Warn("reaction: fetching the message", "channel", channel, "ts", ts, "err", err)
 			return
@@ -265,7 +273,7 @@ func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEv
 			return // our own replies hold output, not code
 		}
 		src := source{
-			what: "reaction", team: team, user: user, channel: channel,
+			ws: ws, what: "reaction", team: team, user: user, channel: channel,
 			ts: ts, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
 			text: msg.Text, files: msg.Files,
 		}
@@ -278,8 +286,8 @@ func (b *Bot) onReaction(self *who, team string, ev *slackevents.ReactionAddedEv
 
 // fetch returns the message ts in channel: a top-level message from
 // conversations.history, a thread reply from conversations.replies.
-func (b *Bot) fetch(ctx context.Context, channel, ts string) (slack.Message, error) {
-	h, err := b.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+func fetch(ctx context.Context, ws *workspace, channel, ts string) (slack.Message, error) {
+	h, err := ws.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
 		ChannelID: channel, Latest: ts, Oldest: ts, Inclusive: true, Limit: 1,
 	})
 	if err == nil {
@@ -289,7 +297,7 @@ func (b *Bot) fetch(ctx context.Context, channel, ts string) (slack.Message, err
 			}
 		}
 	}
-	msgs, _, _, err := b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+	msgs, _, _, err := ws.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 		ChannelID: channel, Timestamp: ts, Latest: ts, Oldest: ts, Inclusive: true, Limit: 1,
 	})
 	if err != nil {
@@ -304,25 +312,24 @@ func (b *Bot) fetch(ctx context.Context, channel, ts string) (slack.Message, err
 }
 
 // onSlash runs /run's text, or opens the code modal when it is empty.
-func (b *Bot) onSlash(cmd slack.SlashCommand) {
-	self := b.self.Load()
-	if self == nil {
-		return
-	}
+func (b *Bot) onSlash(ws *workspace, cmd slack.SlashCommand) {
+	self := ws.self
 	b.received()
 	team := cmd.TeamID
 	if team == "" {
 		team = self.teamID
 	}
 	src := source{
-		what: "slash", team: team, user: cmd.UserID, channel: cmd.ChannelID,
+		ws: ws, what: "slash", team: team, user: cmd.UserID, channel: cmd.ChannelID,
 		text: cmd.Text, triggered: true, raw: true, responseURL: cmd.ResponseURL,
 	}
 	switch {
+	case strings.EqualFold(strings.TrimSpace(cmd.Text), "help"):
+		b.spawn("help", func(ctx context.Context) { b.help(ctx, src) })
 	case !b.allowed(cmd.ChannelID):
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 	case strings.TrimSpace(cmd.Text) == "":
-		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, cmd) })
+		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, ws, cmd) })
 	default:
 		b.start(src)
 	}
@@ -330,7 +337,7 @@ func (b *Bot) onSlash(cmd slack.SlashCommand) {
 
 // openModal opens the /run modal with a multi-line code input; the channel
 // rides in private_metadata to the view submission.
-func (b *Bot) openModal(ctx context.Context, cmd slack.SlashCommand) {
+func (b *Bot) openModal(ctx context.Context, ws *workspace, cmd slack.SlashCommand) {
 	input := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "print('hello')", false, false), modalInputID)
 	input.Multiline = true
 	view := slack.ModalViewRequest{
@@ -344,18 +351,15 @@ func (b *Bot) openModal(ctx context.Context, cmd slack.SlashCommand) {
 			slack.NewInputBlock(modalBlockID, slack.NewTextBlockObject(slack.PlainTextType, "Code", false, false), nil, input),
 		}},
 	}
-	if _, err := b.api.OpenViewContext(ctx, cmd.TriggerID, view); err != nil {
+	if _, err := ws.api.OpenViewContext(ctx, cmd.TriggerID, view); err != nil {
 		b.log.Error("opening the /run modal", "err", err)
 	}
 }
 
 // onInteraction handles the "Run code" message shortcut and the /run modal's
 // submission.
-func (b *Bot) onInteraction(cb slack.InteractionCallback) {
-	self := b.self.Load()
-	if self == nil {
-		return
-	}
+func (b *Bot) onInteraction(ws *workspace, cb slack.InteractionCallback) {
+	self := ws.self
 	team := cb.Team.ID
 	if team == "" {
 		team = self.teamID
@@ -368,7 +372,7 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		b.received()
 		msg := cb.Message
 		src := source{
-			what: "shortcut", team: team, user: cb.User.ID, channel: cb.Channel.ID,
+			ws: ws, what: "shortcut", team: team, user: cb.User.ID, channel: cb.Channel.ID,
 			ts: msg.Timestamp, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
 			text: msg.Text, triggered: true, responseURL: cb.ResponseURL,
 		}
@@ -385,7 +389,7 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		}
 		b.received()
 		b.start(source{
-			what: "modal", team: team, user: cb.User.ID, channel: cb.View.PrivateMetadata,
+			ws: ws, what: "modal", team: team, user: cb.User.ID, channel: cb.View.PrivateMetadata,
 			text: cb.View.State.Values[modalBlockID][modalInputID].Value, triggered: true, raw: true,
 		})
 	}

@@ -31,7 +31,7 @@ func eventsAPI(t *testing.T, cfg Config) (*harness, string) {
 
 // send posts body to the handler, signed at ts with key, and returns the
 // status and body of the answer.
-func send(t *testing.T, u, contentType string, body []byte, key string, ts time.Time, header ...string) (int, string) {
+func send(t testing.TB, u, contentType string, body []byte, key string, ts time.Time, header ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(string(body)))
 	if err != nil {
@@ -54,7 +54,7 @@ func send(t *testing.T, u, contentType string, body []byte, key string, ts time.
 	return resp.StatusCode, string(b)
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

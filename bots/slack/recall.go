@@ -57,13 +57,13 @@ func metadata(src source, t tag) slack.MsgOption {
 // lookup finds the bot's reply to src in its thread, by its metadata.
 func (b *Bot) lookup(ctx context.Context, src source) (*answer.Record[source], error) {
 	channel, ts, thread := src.channel, src.ts, src.thread
-	self := b.self.Load()
-	if self == nil || thread == "" {
+	self := src.ws.self
+	if thread == "" {
 		return nil, nil
 	}
 	cursor := ""
 	for range lookupPages {
-		msgs, more, next, err := b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		msgs, more, next, err := src.ws.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 			ChannelID: channel, Timestamp: thread, Cursor: cursor, Limit: lookupPageSize, IncludeAllMetadata: true,
 		})
 		if err != nil {

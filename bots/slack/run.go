@@ -26,7 +26,8 @@ var errNotFound = errors.New("message not found")
 
 // source is one request to run code, whatever triggered it.
 type source struct {
-	what                string // trigger, for logs: mention, dm, channel, edit, reaction, shortcut, slash, modal
+	ws                  *workspace // where it came from, and how to answer there
+	what                string     // trigger, for logs: mention, dm, channel, edit, reaction, shortcut, slash, modal
 	team, user, channel string
 	// ts is the message holding the code ("" for /run and the modal); its
 	// reactions show progress and its reply is remembered for edits.
@@ -72,7 +73,8 @@ func (b *Bot) request(src source) answer.Request[source] {
 	at, _ := tsTime(src.ts)
 	files := make([]attach.Source, len(src.files))
 	for i, f := range src.files {
-		files[i] = attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload}
+		files[i] = attach.Source{Name: f.Name, Size: int64(f.Size), MIME: f.Mimetype, URL: f.URLPrivateDownload,
+			Header: http.Header{"Authorization": {"Bearer " + src.ws.token}}}
 		if f.Name == "" {
 			files[i].Name = f.Title
 		}
@@ -118,9 +120,12 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	b := p.b
 	log := b.log.With("channel", src.channel, "ts", src.ts)
 	post := ts == ""
+	if src.ws.dropped() {
+		return answer.Sent{}, answer.ErrDropped
+	}
 	t := tag{reaction: r.Reaction} // the files go below
 	ts, err := b.reply(ctx, src, ts, r.Text, t)
-	if err != nil && src.responseURL != "" && post && r.Reaction != "" {
+	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post && r.Reaction != "" {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
 		log.Info("posting the reply through the response_url", "err", err)
@@ -129,12 +134,12 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	if err != nil {
 		return answer.Sent{}, err
 	}
-	b.deleteFiles(ctx, log, earlier)
+	b.deleteFiles(ctx, src.ws, log, earlier)
 	thread := src.thread
 	if thread == "" {
 		thread = ts
 	}
-	files, failed := b.upload(ctx, log, src.channel, thread, outputs(r.Full, r.Files))
+	files, failed := b.upload(ctx, src.ws, log, src.channel, thread, outputs(r.Full, r.Files))
 	text := r.Text
 	if len(failed) > 0 {
 		text += "\n" + formatting.FilesNote(formatting.Slack, nil, failed)
@@ -151,29 +156,33 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 
 // Delete deletes the reply of rec and its files.
 func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
-	_, _, err := p.b.api.DeleteMessageContext(ctx, rec.Src.channel, rec.Reply)
-	p.b.deleteFiles(ctx, p.b.log.With("channel", rec.Src.channel, "ts", rec.Src.ts), rec.Files)
-	return err
+	ws := rec.Src.ws
+	if ws.dropped() {
+		return answer.ErrDropped
+	}
+	_, _, err := ws.api.DeleteMessageContext(ctx, rec.Src.channel, rec.Reply)
+	p.b.deleteFiles(ctx, ws, p.b.log.With("channel", rec.Src.channel, "ts", rec.Src.ts), rec.Files)
+	return p.b.gone(ws, err)
 }
 
 // React adds or removes the reaction name on src's message; one that is
 // there already, or gone already, is no failure.
 func (p platform) React(ctx context.Context, src source, name string, add bool) {
-	if src.ts == "" || name == "" {
+	if src.ts == "" || name == "" || src.ws.dropped() {
 		return
 	}
 	item := slack.ItemRef{Channel: src.channel, Timestamp: src.ts}
 	var err error
 	if add {
-		if err = p.b.api.AddReactionContext(ctx, name, item); err != nil && err.Error() == "already_reacted" {
+		if err = src.ws.api.AddReactionContext(ctx, name, item); err != nil && err.Error() == "already_reacted" {
 			err = nil
 		}
 	} else {
-		if err = p.b.api.RemoveReactionContext(ctx, name, item); err != nil && err.Error() == "no_reaction" {
+		if err = src.ws.api.RemoveReactionContext(ctx, name, item); err != nil && err.Error() == "no_reaction" {
 			err = nil
 		}
 	}
-	if err != nil {
+	if err = p.b.gone(src.ws, err); err != nil && !errors.Is(err, answer.ErrDropped) {
 		p.b.log.Warn("reacting", "channel", src.channel, "ts", src.ts, "reaction", name, "add", add, "err", err)
 	}
 }
@@ -226,7 +235,7 @@ const (
 // upload shares files in the thread (files upload v2), images with alt
 // text so that they show inline. It returns the ids of the files shared
 // and the files that could not be, to name in the reply.
-func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread string, files []output) ([]string, []executor.OmittedFile) {
+func (b *Bot) upload(ctx context.Context, ws *workspace, log *slog.Logger, channel, thread string, files []output) ([]string, []executor.OmittedFile) {
 	var ids []string
 	var failed []executor.OmittedFile
 	for _, f := range files {
@@ -241,7 +250,7 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread stri
 		if strings.HasPrefix(f.MIME, "image/") {
 			p.AltTxt = "Image " + f.Path + " made by the snippet"
 		}
-		up, err := b.api.UploadFileContext(ctx, p)
+		up, err := ws.api.UploadFileContext(ctx, p)
 		if err != nil {
 			log.Error("uploading an output file", "file", f.Path, "err", err)
 			failed = append(failed, executor.OmittedFile{Path: f.Path, Size: f.Size, Reason: omitUpload})
@@ -253,9 +262,9 @@ func (b *Bot) upload(ctx context.Context, log *slog.Logger, channel, thread stri
 }
 
 // deleteFiles deletes the files uploaded for an earlier run.
-func (b *Bot) deleteFiles(ctx context.Context, log *slog.Logger, ids []string) {
+func (b *Bot) deleteFiles(ctx context.Context, ws *workspace, log *slog.Logger, ids []string) {
 	for _, id := range ids {
-		if err := b.api.DeleteFileContext(ctx, id); err != nil && err.Error() != "file_not_found" {
+		if err := ws.api.DeleteFileContext(ctx, id); err != nil && err.Error() != "file_not_found" {
 			log.Warn("deleting an earlier output file", "file", id, "err", err)
 		}
 	}
@@ -333,14 +342,14 @@ func (b *Bot) reply(ctx context.Context, src source, ts, text string, t tag) (st
 		opts = append(opts, metadata(src, t))
 	}
 	if ts != "" {
-		_, _, _, err := b.api.UpdateMessageContext(ctx, src.channel, ts, opts...)
-		return ts, err
+		_, _, _, err := src.ws.api.UpdateMessageContext(ctx, src.channel, ts, opts...)
+		return ts, b.gone(src.ws, err)
 	}
 	if src.thread != "" {
 		opts = append(opts, slack.MsgOptionTS(src.thread))
 	}
-	_, ts, err := b.api.PostMessageContext(ctx, src.channel, opts...)
-	return ts, err
+	_, ts, err := src.ws.api.PostMessageContext(ctx, src.channel, opts...)
+	return ts, b.gone(src.ws, err)
 }
 
 // notify sends text only to the user who asked: through the response_url
@@ -354,8 +363,8 @@ func (b *Bot) notify(ctx context.Context, src source, text string) error {
 		if src.thread != "" {
 			opts = append(opts, slack.MsgOptionTS(src.thread))
 		}
-		_, err := b.api.PostEphemeralContext(ctx, src.channel, src.user, opts...)
-		return err
+		_, err := src.ws.api.PostEphemeralContext(ctx, src.channel, src.user, opts...)
+		return b.gone(src.ws, err)
 	}
 	return nil
 }

@@ -19,7 +19,47 @@ import (
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/metrics"
+	"github.com/runblock/runblock/internal/store"
 )
+
+// storeOpenTimeout bounds reaching the store at start-up.
+const storeOpenTimeout = 30 * time.Second
+
+// openStore opens RUNBLOCK_STORE with RUNBLOCK_STORE_KEY; an error names
+// the setting to look at, never the password.
+func openStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+	loc, err := store.ParseLocation(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("RUNBLOCK_STORE: %w", err)
+	}
+	var key *store.Key
+	if cfg.StoreKey != "" {
+		if key, err = store.ParseKey(cfg.StoreKey); err != nil {
+			return nil, fmt.Errorf("RUNBLOCK_STORE_KEY: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+	defer cancel()
+	s, err := store.Open(ctx, loc, store.Options{Key: key})
+	switch {
+	case errors.Is(err, store.ErrWrongKey):
+		return nil, fmt.Errorf("RUNBLOCK_STORE_KEY does not open the tokens in RUNBLOCK_STORE (%s): set the key they were stored with; a lost key means every workspace installs again into a new store", loc.Redacted())
+	case errors.Is(err, store.ErrNoKey):
+		return nil, fmt.Errorf("RUNBLOCK_STORE_KEY is missing: RUNBLOCK_STORE (%s) holds tokens encrypted with a key: %w", loc.Redacted(), err)
+	case err != nil:
+		return nil, fmt.Errorf("RUNBLOCK_STORE: cannot open the store: %w", err)
+	}
+	return s, nil
+}
+
+// storeName is the store's location without its password.
+func storeName(s string) string {
+	loc, err := store.ParseLocation(s)
+	if err != nil {
+		return "[invalid]"
+	}
+	return loc.Redacted()
+}
 
 // runServe runs Main until a signal or, for the console, the end of input.
 func runServe(ctx context.Context, c *invocation, args []string) int {
@@ -93,6 +133,7 @@ type Main struct {
 	scheduler *executor.Scheduler
 	adapters  []namedAdapter
 	console   *console.Bot
+	store     store.Store
 	http      *httpserver.Server
 	draining  atomic.Bool
 }
@@ -160,11 +201,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.remote.OnCapacity(m.scheduler.SetConcurrency)
 	}
 
+	if cfg.Store != "" {
+		if m.store, err = openStore(ctx, cfg); err != nil {
+			return err
+		}
+		m.Logger.Info("store open", "store", storeName(cfg.Store))
+	}
+
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {
 		c := cfg.Slack
 		c.Metrics = m.metrics
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
+		c.Store = m.store
+		c.Limits = slack.Limits{
+			Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
+			MaxOutputBytes: cfg.Executor.MaxOutputBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes, MaxFiles: cfg.Executor.MaxFiles,
+		}
 		slackBot = slack.New(c, m.scheduler, m.Logger.With("adapter", "slack"))
 		m.adapters = append(m.adapters, namedAdapter{"slack", slackBot})
 	}
@@ -172,6 +225,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		c := cfg.Discord
 		c.Metrics = m.metrics
 		c.UserRate, c.UserBurst = sc.UserRate, sc.UserBurst
+		if m.store != nil {
+			c.Settings = m.store // else /runblock settings are kept in memory
+		}
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, m.scheduler, m.Logger.With("adapter", "discord"))})
 	}
@@ -194,7 +250,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			Readiness: m.readiness,
 			Logger:    m.Logger.With("component", "http"),
 		}
-		if slackBot != nil && cfg.Slack.SigningSecret != "" {
+		if slackBot != nil && (cfg.Slack.SigningSecret != "" || cfg.Slack.ClientID != "") {
 			hc.Slack = slackBot.Handler()
 		}
 		m.http = httpserver.New(hc)
@@ -294,6 +350,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.http != nil {
 		if err := m.http.Close(ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: %w", err))
 		}
 	}
 	return errors.Join(errs...)

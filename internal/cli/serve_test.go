@@ -28,6 +28,8 @@ import (
 	"github.com/runblock/runblock/internal/fakediscord"
 	"github.com/runblock/runblock/internal/fakeslack"
 	"github.com/runblock/runblock/internal/httpserver"
+	"github.com/runblock/runblock/internal/store"
+	"github.com/runblock/runblock/internal/store/storetest"
 )
 
 // TestShutdownLetsTheRunInFlightFinish drives Main with the console adapter
@@ -497,5 +499,93 @@ func TestConsoleHasNoRateLimit(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Slow down") {
 		t.Errorf("the console was rate-limited:\n%s", out.String())
+	}
+}
+
+// distributedEnv is the environment of a distributed Slack app on the
+// store at loc.
+func distributedEnv(loc, key string) config.Env {
+	return config.Env{
+		"SLACK_CLIENT_ID": fakeslack.ClientID, "SLACK_CLIENT_SECRET": fakeslack.ClientSecret,
+		"SLACK_SIGNING_SECRET": "0123456789abcdef0123456789abcdef", "RUNBLOCK_HTTP_ADDR": "127.0.0.1:0",
+		"RUNBLOCK_STORE": loc, "RUNBLOCK_STORE_KEY": key,
+	}
+}
+
+const (
+	storeKey      = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	otherStoreKey = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+)
+
+// TestDistributedSlackThroughMain: with SLACK_CLIENT_ID and no bot token,
+// serve opens the store and serves the install page under /slack/.
+func TestDistributedSlackThroughMain(t *testing.T) {
+	fake := fakeslack.New(fakeslack.Options{})
+	t.Cleanup(fake.Close)
+	cfg := defaultConfig(t, distributedEnv(storetest.SQLite(t), storeKey))
+	cfg.Slack.APIURL = fake.APIURL()
+	m := &Main{Config: cfg, Logger: testLogger(t), Runner: runnerFunc(newGate().run)}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	resp, err := http.Get("http://" + m.http.Addr() + "/slack/install")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Add to Slack") {
+		t.Errorf("/slack/install = %d %s", resp.StatusCode, body)
+	}
+	if r := m.readiness(); !r.Ready || !r.Adapters["slack"] {
+		t.Errorf("readiness %+v", r)
+	}
+}
+
+// TestStoreThatDoesNotOpenStopsStartUp: a store that cannot be reached, or
+// whose tokens the key does not open, stops start-up with an error naming
+// the setting, never the password.
+func TestStoreThatDoesNotOpenStopsStartUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "postgres://runblock:SECRETpassword@" + ln.Addr().String() + "/runblock?sslmode=disable&connect_timeout=5"
+	ln.Close()
+
+	sqlite := storetest.SQLite(t)
+	loc, _ := store.ParseLocation(sqlite)
+	key, _ := store.ParseKey(storeKey)
+	s, err := store.Open(context.Background(), loc, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveInstallation(context.Background(), store.Installation{TeamID: "T1", BotToken: "xoxb-SECRET"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	for _, tc := range []struct {
+		name, loc, key, want string
+	}{
+		{"down", down, storeKey, "RUNBLOCK_STORE: cannot open the store"},
+		{"wrong key", sqlite, otherStoreKey, "RUNBLOCK_STORE_KEY does not open the tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Main{Config: defaultConfig(t, distributedEnv(tc.loc, tc.key)), Logger: testLogger(t), Runner: runnerFunc(newGate().run)}
+			err := m.Run(context.Background())
+			if err == nil {
+				m.Close(context.Background())
+				t.Fatal("Run started")
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("Run = %v, want %q and no secret", err, tc.want)
+			}
+		})
 	}
 }

@@ -24,16 +24,23 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/store"
 )
 
 // Config is every setting of runblock, parsed once at start-up from the
 // environment (and .env) and passed down.
 type Config struct {
-	Executor     sandbox.Config
-	Scheduler    executor.Config
-	Slack        slack.Config
-	Discord      discord.Config
-	HTTPAddr     string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
+	Executor  sandbox.Config
+	Scheduler executor.Config
+	Slack     slack.Config
+	Discord   discord.Config
+	HTTPAddr  string // RUNBLOCK_HTTP_ADDR; "" = no HTTP server
+	// Store is the location of the store (RUNBLOCK_STORE, checked by
+	// store.ParseLocation); "" = none.
+	Store string
+	// StoreKey encrypts the store's tokens (RUNBLOCK_STORE_KEY, checked by
+	// store.ParseKey); "" = none.
+	StoreKey     string
 	LogLevel     slog.Level
 	LogLevelSet  bool   // LOG_LEVEL was given (else the console may quieten the log)
 	LogFormat    string // "text" or "json"
@@ -171,6 +178,15 @@ func Parse(env Env, parts Part) (Config, error) {
 	if parts&(Chat|HTTP) == Chat|HTTP {
 		p.slackMode(c.Slack, c.HTTPAddr)
 	}
+	if parts&Chat != 0 && c.Slack.ClientID != "" {
+		if c.Store == "" {
+			c.Store = DefaultDistributionStore
+			p.notes = append(p.notes, "RUNBLOCK_STORE is unset: installations are kept in "+c.Store)
+		}
+		if c.StoreKey == "" {
+			p.fail(nil, "RUNBLOCK_STORE_KEY", "", "is missing", "a distributed Slack app (SLACK_CLIENT_ID) stores each workspace's token, encrypted: "+store.KeyHelp)
+		}
+	}
 	_, c.LogLevelSet = p.get("LOG_LEVEL")
 	if p.err != nil {
 		return Config{}, p.err
@@ -204,9 +220,31 @@ func (p *parser) shards(d discord.Config) {
 	}
 }
 
+// DefaultDistributionStore is the store of a distributed Slack app
+// without RUNBLOCK_STORE: a SQLite file in the working directory (the
+// image's is a volume).
+const DefaultDistributionStore = "sqlite:runblock.db"
+
 // slackMode checks that the Slack settings make a working connection.
 func (p *parser) slackMode(s slack.Config, httpAddr string) {
 	switch {
+	case s.ClientID == "" && s.ClientSecret != "":
+		p.fail(nil, "SLACK_CLIENT_ID", "", "is missing", "set it with SLACK_CLIENT_SECRET (Basic Information of your Slack app), or unset SLACK_CLIENT_SECRET")
+	case s.ClientID != "" && (s.BotToken != "" || s.AppToken != ""):
+		name := "SLACK_BOT_TOKEN"
+		if s.BotToken == "" {
+			name = "SLACK_APP_TOKEN"
+		}
+		p.fail(nil, name, "", "is set with SLACK_CLIENT_ID", "a distributed app answers each workspace with the token it was installed with, over the Events API: unset SLACK_BOT_TOKEN and SLACK_APP_TOKEN, or unset SLACK_CLIENT_ID for one workspace")
+	case s.ClientID != "" && s.ClientSecret == "":
+		p.fail(nil, "SLACK_CLIENT_SECRET", "", "is missing", "set it to the client secret from Basic Information of your Slack app")
+	case s.ClientID != "" && s.SigningSecret == "":
+		p.fail(nil, "SLACK_SIGNING_SECRET", "", "is missing", "a distributed app takes events over HTTP: set it to the signing secret from Basic Information of your Slack app")
+	case s.ClientID != "" && httpAddr == "":
+		p.fail(nil, "RUNBLOCK_HTTP_ADDR", "", "is missing", "a distributed app serves /slack/install, /slack/oauth_redirect and /slack/events: set an address such as :8080")
+	case s.ClientID != "":
+		// A complete distributed app: the checks below are for one
+		// workspace's tokens.
 	case s.BotToken == "" && (s.AppToken != "" || s.SigningSecret != ""):
 		p.fail(nil, "SLACK_BOT_TOKEN", "", "is missing", "set it to the app's bot token (xoxb-...) or unset SLACK_APP_TOKEN and SLACK_SIGNING_SECRET")
 	case s.BotToken != "" && s.AppToken == "" && s.SigningSecret == "":
@@ -216,8 +254,9 @@ func (p *parser) slackMode(s slack.Config, httpAddr string) {
 	}
 }
 
-// SlackEnabled reports whether the Slack adapter is configured.
-func (c Config) SlackEnabled() bool { return c.Slack.BotToken != "" }
+// SlackEnabled reports whether the Slack adapter is configured: with one
+// workspace's token, or as a distributed app.
+func (c Config) SlackEnabled() bool { return c.Slack.BotToken != "" || c.Slack.ClientID != "" }
 
 // DiscordEnabled reports whether the Discord adapter is configured.
 func (c Config) DiscordEnabled() bool { return c.Discord.Token != "" }

@@ -18,6 +18,9 @@ const (
 	testBotToken = "xoxb-1111-2222-SECRETBOT"
 	testAppToken = "xapp-1-A111-3333-SECRETAPP"
 	testSigning  = "8f14e45fceea167a5a36dedd4bea2543"
+	testClientID = "1111111111.2222222222"
+	testSecret   = "SECRETclient0secret0aaaaaaaaaaaa"
+	testStoreKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 	testDiscord  = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GabcDE.SECRETDISCORDxxxxxxxxxxxxxxxxxxxxxxxx"
 )
 
@@ -112,6 +115,14 @@ func TestParseConfigValues(t *testing.T) {
 		{"slack events api", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_SIGNING_SECRET": testSigning, "RUNBLOCK_HTTP_ADDR": ":8080"}, func(c Config) bool {
 			return c.Slack.SigningSecret == testSigning && c.HTTPAddr == ":8080"
 		}},
+		{"slack distributed, store by default", distributed(nil), func(c Config) bool {
+			return c.SlackEnabled() && c.Slack.ClientID == testClientID && c.Store == DefaultDistributionStore && c.StoreKey == testStoreKey &&
+				len(c.Notes) == 1 && strings.Contains(c.Notes[0], "RUNBLOCK_STORE")
+		}},
+		{"slack distributed on postgres", distributed(Env{"RUNBLOCK_STORE": "postgres://runblock:SECRETpw@db:5432/runblock"}), func(c Config) bool {
+			return c.Store == "postgres://runblock:SECRETpw@db:5432/runblock" && slices.Contains(c.Secrets(), c.Store)
+		}},
+		{"no store by default", Env{}, func(c Config) bool { return c.Store == "" && !c.SlackEnabled() }},
 		{"slack channels", Env{"SLACK_CHANNELS": "C1, C2,,C3 "}, func(c Config) bool { return slices.Equal(c.Slack.Channels, []string{"C1", "C2", "C3"}) }},
 		{"slack reaction colons", Env{"SLACK_RUN_REACTION": ":rocket:"}, func(c Config) bool { return c.Slack.RunReaction == "rocket" }},
 		{"slack edit window off", Env{"SLACK_EDIT_WINDOW": "0s"}, func(c Config) bool { return c.Slack.EditWindow == 0 }},
@@ -205,6 +216,16 @@ func TestParseConfigErrors(t *testing.T) {
 		{"slack app token without bot token", Env{"SLACK_APP_TOKEN": testAppToken}, "SLACK_BOT_TOKEN", "xoxb-"},
 		{"slack bot token alone", Env{"SLACK_BOT_TOKEN": testBotToken}, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"},
 		{"signing secret without http", Env{"SLACK_BOT_TOKEN": testBotToken, "SLACK_SIGNING_SECRET": testSigning}, "RUNBLOCK_HTTP_ADDR", ":8080"},
+		{"client id with a bot token", distributed(Env{"SLACK_BOT_TOKEN": testBotToken}), "SLACK_BOT_TOKEN", "unset SLACK_BOT_TOKEN"},
+		{"client id with an app token", distributed(Env{"SLACK_APP_TOKEN": testAppToken}), "SLACK_APP_TOKEN", "over the Events API"},
+		{"client id without secret", distributed(Env{"SLACK_CLIENT_SECRET": ""}), "SLACK_CLIENT_SECRET", "Basic Information"},
+		{"client secret without id", Env{"SLACK_CLIENT_SECRET": testSecret}, "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET"},
+		{"client id without signing secret", distributed(Env{"SLACK_SIGNING_SECRET": ""}), "SLACK_SIGNING_SECRET", "events over HTTP"},
+		{"client id without http", distributed(Env{"RUNBLOCK_HTTP_ADDR": ""}), "RUNBLOCK_HTTP_ADDR", "/slack/install"},
+		{"client id without store key", distributed(Env{"RUNBLOCK_STORE_KEY": ""}), "RUNBLOCK_STORE_KEY", "openssl rand -hex 32"},
+		{"store key too short", Env{"RUNBLOCK_STORE_KEY": "SECRETabcdef"}, "RUNBLOCK_STORE_KEY", "openssl rand -hex 32"},
+		{"store unknown", Env{"RUNBLOCK_STORE": "mysql://u:SECRETpw@db/x"}, "RUNBLOCK_STORE", "sqlite:/var/lib/runblock/runblock.db"},
+		{"store sqlite with options", Env{"RUNBLOCK_STORE": "sqlite:x.db?mode=ro"}, "RUNBLOCK_STORE", "needs a file path"},
 		{"slack token in discord", Env{"DISCORD_BOT_TOKEN": testBotToken}, "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN"},
 		{"discord token garbage", Env{"DISCORD_BOT_TOKEN": "SECRETnodots"}, "DISCORD_BOT_TOKEN", "developer portal"},
 		{"guild id", Env{"DISCORD_GUILD_ID": "my-server"}, "DISCORD_GUILD_ID", "Copy Server ID"},
@@ -557,4 +578,21 @@ func TestLogValueFollowsTheTable(t *testing.T) {
 	if n := len(Sections[0].Settings) + len(Sections[5].Settings) + len(Sections[6].Settings); len(got) != n {
 		t.Errorf("%d entries, want %d: %v", len(got), n, got)
 	}
+}
+
+// distributed is the environment of a distributed Slack app, with over
+// applied (an empty value unsets).
+func distributed(over Env) Env {
+	env := Env{
+		"SLACK_CLIENT_ID": testClientID, "SLACK_CLIENT_SECRET": testSecret, "SLACK_SIGNING_SECRET": testSigning,
+		"RUNBLOCK_HTTP_ADDR": ":8080", "RUNBLOCK_STORE_KEY": testStoreKey,
+	}
+	for k, v := range over {
+		if v == "" {
+			delete(env, k)
+		} else {
+			env[k] = v
+		}
+	}
+	return env
 }

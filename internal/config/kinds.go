@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/runblock/runblock/internal/store"
 )
 
 // Kind is how a setting's value is read: parse turns the text into the
@@ -482,4 +484,26 @@ var python = Kind{
 		return v
 	},
 	values: fixed("a path or a command name"),
+}
+
+// storeLocation is sqlite:PATH or a PostgreSQL URL (store.ParseLocation).
+var storeLocation = Kind{
+	parse: func(p *parser, s *Setting, name, v string) any {
+		if _, err := store.ParseLocation(v); err != nil {
+			p.fail(s, name, "", "is not a store", "use sqlite:/var/lib/runblock/runblock.db or postgres://USER:PASSWORD@HOST:5432/DB ("+err.Error()+")")
+		}
+		return v
+	},
+	values: fixed("sqlite:PATH or postgres://..."),
+}
+
+// storeKey is a 32-byte key in hex or base64 (store.ParseKey).
+var storeKey = Kind{
+	parse: func(p *parser, s *Setting, name, v string) any {
+		if _, err := store.ParseKey(v); err != nil {
+			p.fail(s, name, "", "is not a 32-byte key in hex or base64", store.KeyHelp)
+		}
+		return v
+	},
+	values: fixed("64 hex digits or 44 base64 characters"),
 }

@@ -173,24 +173,38 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 			return http.StatusOK, failed(r.Error)
 		}
 	}
-	want := BotToken
-	if c.Method == "apps.connections.open" {
-		want = AppToken
-	}
-	if c.Token == "" {
-		return http.StatusOK, failed("not_authed")
-	}
-	if c.Token != want {
+	switch c.Method {
+	case "oauth.v2.access":
+		return s.oauthLocked(c)
+	case "apps.connections.open":
+		switch c.Token {
+		case "":
+			return http.StatusOK, failed("not_authed")
+		case AppToken:
+			return http.StatusOK, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.http.URL, "http") + "/socket?ticket=" + s.newIDLocked("")}
+		}
 		return http.StatusOK, failed("invalid_auth")
+	}
+	id, problem := s.identityLocked(c)
+	if problem != "" {
+		return http.StatusOK, failed(problem)
 	}
 	switch c.Method {
 	case "auth.test":
-		return http.StatusOK, map[string]any{"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "runblock",
-			"team_id": TeamID, "user_id": BotUserID, "bot_id": BotID}
-	case "apps.connections.open":
-		return http.StatusOK, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.http.URL, "http") + "/socket?ticket=" + s.newIDLocked("")}
+		return s.authTestLocked(id)
 	case "chat.postMessage":
-		return s.postMessageLocked(c)
+		return s.postMessageLocked(c, id)
+	case "views.publish":
+		if c.Get("user_id") == "" || c.Get("view") == "" {
+			return http.StatusOK, failed("invalid_arguments")
+		}
+		return http.StatusOK, map[string]any{"ok": true, "view": map[string]any{"id": s.newIDLocked("V"), "type": "home"}}
+	case "users.info":
+		u := c.Get("user")
+		if u == "" {
+			return http.StatusOK, failed("user_not_found")
+		}
+		return http.StatusOK, map[string]any{"ok": true, "user": map[string]any{"id": u, "team_id": id.TeamID, "is_admin": s.admins[u]}}
 	case "chat.update":
 		m := s.findLocked(c.Get("channel"), c.Get("ts"))
 		if m == nil {
@@ -253,7 +267,7 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 	return http.StatusOK, failed("unknown_method")
 }
 
-func (s *Server) postMessageLocked(c Call) (int, map[string]any) {
+func (s *Server) postMessageLocked(c Call, id Identity) (int, map[string]any) {
 	ch := c.Get("channel")
 	if ch == "" {
 		return http.StatusOK, failed("channel_not_found")
@@ -265,7 +279,7 @@ func (s *Server) postMessageLocked(c Call) (int, map[string]any) {
 	if !ok {
 		return http.StatusOK, failed("invalid_metadata_format")
 	}
-	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: BotUserID, BotID: BotID, Text: c.Get("text"), Metadata: meta}
+	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: id.BotUserID, BotID: id.BotID, Text: c.Get("text"), Metadata: meta}
 	if m.ThreadTS != "" && s.findLocked(ch, m.ThreadTS) == nil {
 		return http.StatusOK, failed("thread_not_found")
 	}
@@ -407,8 +421,12 @@ func (s *Server) completeUploadLocked(c Call) (int, map[string]any) {
 }
 
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+BotToken {
-		http.Error(w, "invalid_auth", http.StatusUnauthorized)
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	_, problem := s.identityLocked(Call{Token: tok})
+	s.mu.Unlock()
+	if problem != "" {
+		http.Error(w, problem, http.StatusUnauthorized)
 		return
 	}
 	file, _, err := r.FormFile("file")

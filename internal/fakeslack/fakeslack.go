@@ -14,6 +14,12 @@
 // hello, pings, sends events_api, slash_commands, interactive and disconnect
 // envelopes, collects acks, queues envelopes while no connection is up, and
 // redelivers an unacked events_api envelope with retry_attempt set.
+//
+// As a distributed app's Slack (oauth.go) it trades the codes of
+// Authorize for per-workspace bot tokens with oauth.v2.access (rotating
+// ones refreshed there too), answers auth.test and every method for the
+// workspace of the call's token, revokes tokens (Revoke, Uninstall), and
+// takes views.publish and users.info for the App Home.
 package fakeslack
 
 import (
@@ -71,6 +77,14 @@ type Server struct {
 	nextID    int64
 	closed    bool
 
+	// OAuth (oauth.go).
+	tokens  map[string]Identity // every bot token issued, BotToken's too
+	current map[string]string   // a workspace's (or org's) token now
+	revoked map[string]bool
+	codes   map[string]grant // codes not traded yet
+	refresh map[string]grant // refresh tokens
+	admins  map[string]bool  // users.info is_admin
+
 	// Socket Mode.
 	conn      *sockConn            // the live connection, if any
 	conns     int                  // connections that got hello
@@ -100,6 +114,12 @@ func New(opts Options) *Server {
 		acks:      make(map[string]Ack),
 		live:      make(map[*sockConn]struct{}),
 		redeliver: make(map[string]*time.Timer),
+		tokens:    map[string]Identity{BotToken: {TeamID: TeamID, BotUserID: BotUserID, BotID: BotID}},
+		current:   map[string]string{TeamID: BotToken},
+		revoked:   make(map[string]bool),
+		codes:     make(map[string]grant),
+		refresh:   make(map[string]grant),
+		admins:    make(map[string]bool),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
@@ -368,7 +388,9 @@ func (s *Server) UserFileDownloads(id string) int {
 func (s *Server) serveUserFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f, ok := s.userFiles[r.PathValue("id")]
-	authorized := r.Header.Get("Authorization") == "Bearer "+BotToken
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	_, problem := s.identityLocked(Call{Token: tok})
+	authorized := problem == ""
 	if ok && authorized {
 		f.Downloads++
 		s.userFiles[f.ID] = f

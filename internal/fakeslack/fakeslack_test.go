@@ -259,3 +259,41 @@ func TestMessageMetadata(t *testing.T) {
 		t.Fatalf("metadata without event_type: %v, want invalid_metadata_format", err)
 	}
 }
+
+// TestOAuth: codes from Authorize trade once for a token that auth.test
+// answers for its own workspace; rotating tokens refresh; revoked and
+// uninstalled tokens stop working.
+func TestOAuth(t *testing.T) {
+	s, _, ctx := setup(t, fakeslack.Options{})
+	client := &http.Client{}
+	opt := slack.OAuthOptionAPIURL(s.APIURL())
+	code := s.Authorize(fakeslack.Install{TeamID: "T1", UserID: "U1", Rotate: true}, "chat:write,commands")
+	if _, err := slack.GetOAuthV2ResponseContext(ctx, client, fakeslack.ClientID, "wrong", code, "", opt); err == nil || err.Error() != "invalid_client_id" {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	resp, err := slack.GetOAuthV2ResponseContext(ctx, client, fakeslack.ClientID, fakeslack.ClientSecret, code, "", opt)
+	if err != nil || resp.Team.ID != "T1" || resp.AuthedUser.ID != "U1" || resp.RefreshToken == "" || resp.ExpiresIn != int(fakeslack.TokenLifetime/time.Second) || s.Token("T1") != resp.AccessToken {
+		t.Fatalf("oauth.v2.access = %+v, %v", resp, err)
+	}
+	if _, err := slack.GetOAuthV2ResponseContext(ctx, client, fakeslack.ClientID, fakeslack.ClientSecret, code, "", opt); err == nil || err.Error() != "invalid_code" {
+		t.Fatalf("a code used twice: %v", err)
+	}
+	api := slack.New(resp.AccessToken, slack.OptionAPIURL(s.APIURL()))
+	if auth, err := api.AuthTestContext(ctx); err != nil || auth.TeamID != "T1" || auth.BotID != fakeslack.BotID {
+		t.Fatalf("auth.test with the new token = %+v, %v", auth, err)
+	}
+	next, err := slack.RefreshOAuthV2TokenContext(ctx, client, fakeslack.ClientID, fakeslack.ClientSecret, resp.RefreshToken, opt)
+	if err != nil || next.AccessToken == resp.AccessToken || s.Token("T1") != next.AccessToken {
+		t.Fatalf("refresh = %+v, %v", next, err)
+	}
+	s.Revoke(next.AccessToken)
+	if _, err := slack.New(next.AccessToken, slack.OptionAPIURL(s.APIURL())).AuthTestContext(ctx); err == nil || err.Error() != "token_revoked" {
+		t.Fatalf("a revoked token: %v", err)
+	}
+	if ev := s.Uninstall("T1"); ev["type"] != "app_uninstalled" || s.Token("T1") != "" {
+		t.Fatalf("uninstall: %v", ev)
+	}
+	if _, err := api.AuthTestContext(ctx); err == nil || err.Error() != "token_revoked" {
+		t.Fatalf("a token of an uninstalled workspace: %v", err)
+	}
+}

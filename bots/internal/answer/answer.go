@@ -15,6 +15,7 @@ package answer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type Platform[S any] interface {
 	// before this one sent; nil when there is none.
 	Find(ctx context.Context, src S) (*Record[S], error)
 }
+
+// ErrDropped is what a Platform returns for a reply it dropped and has
+// logged why (the workspace's token was revoked): the flow logs it no
+// more.
+var ErrDropped = errors.New("reply dropped")
 
 // Reply is an answer ready to send.
 type Reply struct {
@@ -327,6 +333,8 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	case err != nil && ctx.Err() != nil:
 		log.Info("reply abandoned at shutdown", "err", err)
 		return
+	case errors.Is(err, ErrDropped):
+		return
 	case err != nil:
 		log.Error("sending the reply", "err", err)
 		return
@@ -349,7 +357,9 @@ func (f *Flow[S]) noCode(ctx context.Context, log *slog.Logger, req Request[S], 
 	case rec != nil: // edited into something that does not run: say so in place
 		sent, err := f.p.Edit(ctx, req.Src, *rec, Reply{Text: text})
 		if err != nil {
-			log.Error("updating the reply", "err", err)
+			if !errors.Is(err, ErrDropped) {
+				log.Error("updating the reply", "err", err)
+			}
 			return
 		}
 		f.cfg.Replied()
@@ -383,7 +393,7 @@ func (f *Flow[S]) Delete(ctx context.Context, req Request[S]) {
 		return
 	}
 	f.replies.Remove(req.Key)
-	if err := f.p.Delete(ctx, *rec); err != nil {
+	if err := f.p.Delete(ctx, *rec); err != nil && !errors.Is(err, ErrDropped) {
 		log.Warn("deleting the reply of a deleted message", "reply", rec.Reply, "err", err)
 	}
 }
@@ -450,7 +460,9 @@ func (f *Flow[S]) unreact(ctx context.Context, src S, rec Record[S]) {
 func (f *Flow[S]) notify(ctx context.Context, log *slog.Logger, src S, text string) string {
 	id, err := f.p.Notify(ctx, src, text)
 	if err != nil {
-		log.Warn("sending a notice", "err", err)
+		if !errors.Is(err, ErrDropped) {
+			log.Warn("sending a notice", "err", err)
+		}
 		return ""
 	}
 	f.cfg.Replied()

@@ -69,6 +69,9 @@ type Source struct {
 	Size int64 // from the platform's metadata; 0 when unknown
 	MIME string
 	URL  string // "" when the platform offers no download
+	// Header, when set, is sent with its download in place of
+	// Fetcher.Header (the token of the workspace it came from).
+	Header http.Header
 }
 
 // Fetcher downloads attachments.
@@ -146,11 +149,15 @@ func (f Fetcher) download(ctx context.Context, src Source, limit int64) (content
 	if err != nil {
 		return nil, false, err
 	}
-	if f.Header != nil {
+	header := f.Header
+	if src.Header != nil {
+		header = src.Header
+	}
+	if header != nil {
 		if f.Trusted != nil && !f.Trusted(u) {
 			return nil, false, errUntrusted
 		}
-		for k, v := range f.Header {
+		for k, v := range header {
 			req.Header[k] = v
 		}
 	}
