@@ -11,7 +11,9 @@
 // "not in this channel" hint. /run takes a code option or opens a modal;
 // "Run code" runs the message it is used on; a person adding the run
 // reaction runs that message, also when a bot wrote it. Messages by bots,
-// webhooks and the bot itself never trigger.
+// webhooks and the bot itself never trigger. Without the privileged Message
+// Content intent (intents.go) the bot starts anyway: the prefix, the listed
+// channels and the run reaction on others' messages go off, and it says so.
 //
 // While a run is in flight the message shows ⏳ and the channel shows
 // typing; then the reply lands (cut to 2000 characters, the whole output as
@@ -68,17 +70,6 @@ const (
 // real bound, this one only keeps a flood from piling up goroutines.
 const maxInFlight = 512
 
-// Intents is what the bot asks the gateway for: guild and direct messages
-// with their content (the privileged Message Content intent) and their
-// reactions, for the run reaction; and guilds, whose channel and thread
-// events let discordgo's state tell which channel a thread belongs to.
-const Intents = discordgo.IntentGuilds |
-	discordgo.IntentGuildMessages |
-	discordgo.IntentDirectMessages |
-	discordgo.IntentMessageContent |
-	discordgo.IntentGuildMessageReactions |
-	discordgo.IntentDirectMessageReactions
-
 // Runner is what the adapter needs of the scheduler.
 type Runner interface {
 	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
@@ -117,6 +108,14 @@ type Config struct {
 	MaxFilesBytes int64
 	Render        formatting.RenderOptions
 	Metrics       Metrics // nil: none counted
+	// Settings keeps what each guild chose with /runblock settings
+	// (guildsettings.go); nil keeps it in memory until the bot stops.
+	Settings SettingsStore
+	// UserRate and UserBurst are the operator's per-user rate (runs a
+	// second, RUNBLOCK_USER_RATE) and burst, which the scheduler enforces:
+	// a guild may choose a lower rate, not a higher one. 0: unlimited.
+	UserRate  float64
+	UserBurst int
 
 	// MaxAnswers bounds the message → reply mapping kept for edits and
 	// deletes; 0 means DefaultMaxAnswers.
@@ -136,10 +135,15 @@ type Config struct {
 	NoSessions bool
 }
 
-// ErrDisallowedIntents is returned by Open when Discord refuses the
-// privileged Message Content intent (gateway close code 4014).
-var ErrDisallowedIntents = errors.New("discord refused the Message Content intent (gateway close 4014): " +
-	"turn on \"Message Content Intent\" under Privileged Gateway Intents on the Bot page of the application in the Discord developer portal")
+// ErrDisallowedIntents is returned by Open when Discord refuses the bot's
+// intents (gateway close code 4014) even without the Message Content
+// intent, which the bot drops when refused.
+var ErrDisallowedIntents = errors.New("discord refused the bot's gateway intents (gateway close 4014) even without the Message Content intent: " +
+	"check the Privileged Gateway Intents on the Bot page of the application in the Discord developer portal")
+
+// closeDisallowedIntents is the gateway's close code for intents the
+// application may not ask for.
+const closeDisallowedIntents = 4014
 
 // ErrShardingRequired is returned by Open when Discord wants the bot
 // sharded (gateway close code 4011: it is in too many guilds for one
@@ -156,6 +160,9 @@ type Bot struct {
 	log  *slog.Logger
 	now  func() time.Time
 	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
+	// settings are the guilds' choices (/runblock settings), cached.
+	settings *settingsCache
+	rates    *userRates // the guilds' own per-user rates
 
 	mu       sync.Mutex
 	sess     *discordgo.Session
@@ -164,7 +171,8 @@ type Bot struct {
 	started  bool // the supervisor runs
 	userID   string
 	appID    string
-	sessions int // READY and RESUMED seen
+	sessions int    // READY and RESUMED seen
+	access   Access // whether the Message Content intent is granted
 
 	// own are the replies this process sent: their deletion answers no
 	// message, and needs no lookup.
@@ -212,10 +220,12 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
+		settings:   newSettingsCache(cfg.Settings, now, logger),
+		rates:      newUserRates(now),
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,
-		Runner:   runner,
+		Runner:   guildRunner{next: runner, b: b},
 		Render:   cfg.Render,
 		// Attachments come from Discord's CDN, not the API.
 		Fetch: attach.Fetcher{
@@ -261,7 +271,6 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	s.SyncEvents = true // handlers only hand work to goroutines the Bot owns
 	s.ShouldReconnectOnError = false
-	s.Identify.Intents = Intents
 	if b.cfg.ShardCount > 1 {
 		s.ShardID, s.ShardCount = b.cfg.ShardID, b.cfg.ShardCount
 	}
@@ -305,14 +314,11 @@ func (b *Bot) Open(ctx context.Context) error {
 	b.mu.Lock()
 	b.userID = me.ID
 	b.mu.Unlock()
+	b.setAccess(s, b.detectAccess(ctx, s))
 
-	err = b.cfg.Retry.Do(ctx, b.log, "Discord", func(context.Context) error { return s.Open() })
+	err = b.cfg.Retry.Do(ctx, b.log, "Discord", func(context.Context) error { return b.openGateway(s) })
 	if err != nil {
-		err = gatewayError(err)
-		if errors.Is(err, ErrDisallowedIntents) {
-			b.log.Error("the Message Content intent is not enabled for this bot", "hint", ErrDisallowedIntents.Error())
-		}
-		return fmt.Errorf("discord: connecting the gateway: %w", err)
+		return fmt.Errorf("discord: connecting the gateway: %w", gatewayError(err))
 	}
 	b.mu.Lock()
 	if b.closing {
@@ -345,7 +351,7 @@ func (b *Bot) Open(ctx context.Context) error {
 		return err
 	}
 	appID := b.applicationID()
-	if _, err := s.ApplicationCommandBulkOverwrite(appID, b.cfg.GuildID, commands(), discordgo.WithContext(ctx)); err != nil {
+	if _, err := s.ApplicationCommandBulkOverwrite(appID, b.cfg.GuildID, commands(b.cfg.GuildID), discordgo.WithContext(ctx)); err != nil {
 		return fail(fmt.Errorf("discord: registering the /run and \"Run code\" commands: %w", err))
 	}
 	scope := "globally (they can take a while to show up)"
@@ -354,6 +360,10 @@ func (b *Bot) Open(ctx context.Context) error {
 	}
 	b.log.Info("discord connected", "user", me.Username, "user_id", me.ID, "commands", scope, "shard", s.ShardID, "shards", max(1, s.ShardCount))
 	b.log.Info("discord invite URL (exactly the permissions runblock needs)", "url", InviteURL(appID))
+	if b.cfg.GuildID == "" {
+		b.log.Info("discord user install URL (/run and Run code for one person, anywhere)", "url", UserInstallURL(appID))
+	}
+	b.logAccess()
 	b.ready.Store(true)
 	return nil
 }
@@ -405,7 +415,7 @@ func (b *Bot) supervise() {
 		case <-b.reconnect:
 		}
 		for attempt := 0; ; attempt++ {
-			err := b.session().Open()
+			err := b.openGateway(b.session())
 			if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 				break
 			}

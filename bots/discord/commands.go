@@ -40,34 +40,50 @@ func InviteURL(appID string) string {
 	return "https://discord.com/oauth2/authorize?" + q.Encode()
 }
 
+// UserInstallURL is the OAuth2 URL that adds the app to a person's account
+// (a user install): /run and Apps → Run code then work for them in any
+// server, DM or group DM, the answers coming through the interaction.
+func UserInstallURL(appID string) string {
+	q := url.Values{}
+	q.Set("client_id", appID)
+	q.Set("integration_type", "1")
+	q.Set("scope", "applications.commands")
+	return "https://discord.com/oauth2/authorize?" + q.Encode()
+}
+
 // commands are registered at start-up by bulk overwrite, so a renamed or
-// removed command does not linger.
-func commands() []*discordgo.ApplicationCommand {
-	dm := true
-	return []*discordgo.ApplicationCommand{
-		{
-			Type:         discordgo.ChatApplicationCommand,
-			Name:         CommandRun,
-			Description:  "Run a Python snippet",
-			DMPermission: &dm,
-			Options: []*discordgo.ApplicationCommandOption{{
-				Type:        discordgo.ApplicationCommandOptionString,
-				Name:        optionCode,
-				Description: "Python code (leave empty for a multi-line editor)",
-				Required:    false,
-			}, {
-				Type:        discordgo.ApplicationCommandOptionBoolean,
-				Name:        optionReset,
-				Description: "Start this thread's session fresh: its variables and files go",
-				Required:    false,
-			}},
-		},
-		{
-			Type:         discordgo.MessageApplicationCommand,
-			Name:         CommandRunCode,
-			DMPermission: &dm,
-		},
+// removed command does not linger. Global ones (guildID "") are for both
+// installs, the server's and a person's, in servers, the bot's DM and other
+// DMs; a guild's commands are for that server's install only, as Discord
+// ignores contexts and integration types there.
+func commands(guildID string) []*discordgo.ApplicationCommand {
+	run := &discordgo.ApplicationCommand{
+		Type:        discordgo.ChatApplicationCommand,
+		Name:        CommandRun,
+		Description: "Run a Python snippet",
+		Options: []*discordgo.ApplicationCommandOption{{
+			Type:        discordgo.ApplicationCommandOptionString,
+			Name:        optionCode,
+			Description: "Python code (leave empty for a multi-line editor)",
+			Required:    false,
+		}, {
+			Type:        discordgo.ApplicationCommandOptionBoolean,
+			Name:        optionReset,
+			Description: "Start this thread's session fresh: its variables and files go",
+			Required:    false,
+		}},
 	}
+	runCode := &discordgo.ApplicationCommand{Type: discordgo.MessageApplicationCommand, Name: CommandRunCode}
+	if guildID == "" {
+		everywhere := []discordgo.InteractionContextType{
+			discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM, discordgo.InteractionContextPrivateChannel,
+		}
+		installs := []discordgo.ApplicationIntegrationType{discordgo.ApplicationIntegrationGuildInstall, discordgo.ApplicationIntegrationUserInstall}
+		for _, c := range []*discordgo.ApplicationCommand{run, runCode} {
+			c.Contexts, c.IntegrationTypes = &everywhere, &installs
+		}
+	}
+	return []*discordgo.ApplicationCommand{run, runCode, settingsCommand(guildID == "")}
 }
 
 // runModal is the editor /run opens when it has no code.

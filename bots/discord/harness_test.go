@@ -105,7 +105,13 @@ func testCtx(t *testing.T) context.Context {
 // Config before New.
 func start(t *testing.T, runner discord.Runner, configure func(*discord.Config)) *env {
 	t.Helper()
-	e := &env{t: t, ctx: testCtx(t), fbot: fake.NewBot(t.Name()), metrics: &countMetrics{}, logs: &syncbuf.Buffer{}}
+	return startFor(t, fake.NewBot(t.Name()), runner, configure)
+}
+
+// startFor connects an adapter for fbot, which the test has set up.
+func startFor(t *testing.T, fbot *fakediscord.Bot, runner discord.Runner, configure func(*discord.Config)) *env {
+	t.Helper()
+	e := &env{t: t, ctx: testCtx(t), fbot: fbot, metrics: &countMetrics{}, logs: &syncbuf.Buffer{}}
 	e.guild, e.channel = fake.NewID(), fake.NewID()
 	e.user = &discordgo.User{ID: fake.NewID(), Username: "ada"}
 	cfg := discord.Config{Token: e.fbot.Token, APIURL: fake.URL(), Metrics: e.metrics}

@@ -23,7 +23,11 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 	if i.Type != discordgo.InteractionApplicationCommand && i.Type != discordgo.InteractionModalSubmit {
 		return
 	}
-	if !b.channelAllowed(s, i.GuildID, i.ChannelID) {
+	if i.Type == discordgo.InteractionApplicationCommand && i.ApplicationCommandData().Name == CommandRunblock {
+		b.settingsInteraction(ctx, s, i)
+		return
+	}
+	if guildInstalled(i) && !b.channelAllowed(s, b.guildConfig(ctx, i.GuildID), i.GuildID, i.ChannelID) {
 		b.metricReceived()
 		b.ephemeral(ctx, s, i, formatting.RenderNotice(formatting.Discord, formatting.NoticeChannelNotAllowed))
 		return
@@ -68,6 +72,18 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 		}
 		b.runInteraction(ctx, s, i, ex, nil)
 	}
+}
+
+// guildInstalled reports whether the server's install of the app
+// authorizes i: then the server's channel rules apply. An interaction that
+// only a person's install authorizes (a user-installed app, in a server
+// that has not added the bot) is that person's, wherever it is.
+func guildInstalled(i *discordgo.Interaction) bool {
+	if i.AuthorizingIntegrationOwners == nil {
+		return true // an older payload: the bot's own install
+	}
+	_, ok := i.AuthorizingIntegrationOwners[discordgo.ApplicationIntegrationGuildInstall]
+	return ok
 }
 
 // modalValues maps the text inputs of a modal submit by custom id.

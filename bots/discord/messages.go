@@ -26,33 +26,33 @@ type trigger struct {
 	notAllowed bool
 }
 
-// trigger decides whether m is for the bot.
-func (b *Bot) trigger(s *discordgo.Session, m *discordgo.Message) (trigger, bool) {
+// trigger decides whether m is for the bot, under its guild's gc.
+func (b *Bot) trigger(s *discordgo.Session, gc guildConfig, m *discordgo.Message) (trigger, bool) {
 	text := m.Content
 	explicit := false
 	if id := b.botUserID(); id != "" && mentions(m, id) {
 		text = strings.NewReplacer("<@"+id+">", "", "<@!"+id+">", "").Replace(text)
 		explicit = true
 	}
-	if rest, ok := cutPrefix(text, b.cfg.Prefix); ok {
+	if rest, ok := cutPrefix(text, gc.prefix); ok {
 		text, explicit = rest, true
 	}
 	switch {
 	case m.GuildID == "":
 		return trigger{text: text, explicit: true}, true
-	case b.channelListed(s, m.ChannelID):
+	case b.channelListed(s, gc.channels, m.ChannelID):
 		return trigger{text: text, explicit: explicit, quiet: !explicit}, true
 	case explicit:
-		return trigger{text: text, explicit: true, notAllowed: !b.channelAllowed(s, m.GuildID, m.ChannelID)}, true
+		return trigger{text: text, explicit: true, notAllowed: !b.channelAllowed(s, gc, m.GuildID, m.ChannelID)}, true
 	}
 	return trigger{}, false
 }
 
 // channelAllowed reports whether the bot runs code in a channel: everywhere
-// when Config.Channels is empty, else in DMs and the listed channels (and
-// their threads) only.
-func (b *Bot) channelAllowed(s *discordgo.Session, guildID, channel string) bool {
-	return guildID == "" || len(b.cfg.Channels) == 0 || b.channelListed(s, channel)
+// when the guild's channels (gc) are not set, else in DMs and the listed
+// channels (and their threads) only.
+func (b *Bot) channelAllowed(s *discordgo.Session, gc guildConfig, guildID, channel string) bool {
+	return guildID == "" || len(gc.channels) == 0 || b.channelListed(s, gc.channels, channel)
 }
 
 func mentions(m *discordgo.Message, id string) bool {
@@ -79,17 +79,17 @@ func cutPrefix(text, prefix string) (string, bool) {
 }
 
 // channelListed reports whether channel, or the channel a thread belongs to,
-// is in Config.Channels.
-func (b *Bot) channelListed(s *discordgo.Session, channel string) bool {
-	if len(b.cfg.Channels) == 0 {
+// is one of channels.
+func (b *Bot) channelListed(s *discordgo.Session, channels []string, channel string) bool {
+	if len(channels) == 0 {
 		return false
 	}
-	if slices.Contains(b.cfg.Channels, channel) {
+	if slices.Contains(channels, channel) {
 		return true
 	}
 	if s.State != nil {
 		if c, err := s.State.Channel(channel); err == nil && c.IsThread() {
-			return slices.Contains(b.cfg.Channels, c.ParentID)
+			return slices.Contains(channels, c.ParentID)
 		}
 	}
 	return false
@@ -106,7 +106,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	if m == nil || b.isSelfOrBot(m) {
 		return
 	}
-	tr, ok := b.trigger(s, m)
+	tr, ok := b.trigger(s, b.guildConfig(context.Background(), m.GuildID), m)
 	if !ok {
 		return
 	}
@@ -131,21 +131,27 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 // re-run when an earlier process answered it.
 func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate) {
 	m := mu.Message
-	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) || b.cfg.EditWindow <= 0 {
+	if m == nil || m.Content == "" || (m.Author != nil && b.isSelfOrBot(m)) {
 		return
 	}
 	src, known := b.flow.Last(m.ID)
+	if known {
+		m.GuildID = src.guildID
+	}
+	gc := b.guildConfig(context.Background(), m.GuildID)
+	if gc.editWindow <= 0 {
+		return
+	}
 	at, err := discordgo.SnowflakeTimestamp(m.ID)
 	switch {
 	case known && src.content == m.Content:
 		return // an embed or a pin changed, not the code
 	case known:
 		src.content = m.Content
-		m.GuildID = src.guildID
-	case err != nil || m.Author == nil || b.now().Sub(at) > b.cfg.EditWindow || !b.flow.MayHaveAnswered(at):
+	case err != nil || m.Author == nil || b.now().Sub(at) > gc.editWindow || !b.flow.MayHaveAnswered(at):
 		return // not answered by this process, nor by an earlier one
 	}
-	tr, triggered := b.trigger(s, m)
+	tr, triggered := b.trigger(s, gc, m)
 	if !known {
 		src = source{channelID: m.ChannelID, messageID: m.ID, guildID: m.GuildID, user: userKey(m.GuildID, m.Author.ID), explicit: tr.explicit, content: m.Content}
 	}
@@ -155,7 +161,7 @@ func (b *Bot) onMessageUpdate(s *discordgo.Session, mu *discordgo.MessageUpdate)
 	}
 	b.startCell(s, answer.Request[source]{
 		Src: src, What: "edit", Key: m.ID, User: src.user, Text: text, Extract: formatting.ExtractOptions{Triggered: src.explicit},
-		Files: attachments(m.Attachments), At: at, Look: true, Rerun: true, Window: b.cfg.EditWindow,
+		Files: attachments(m.Attachments), At: at, Look: true, Rerun: true, Window: gc.editWindow,
 	}, m)
 }
 
@@ -176,13 +182,11 @@ func (b *Bot) onMessageDelete(_ *discordgo.Session, md *discordgo.MessageDelete)
 }
 
 func (b *Bot) onReactionAdd(s *discordgo.Session, r *discordgo.MessageReactionAdd) {
-	if r.MessageReaction == nil || !sameEmoji(r.Emoji.Name, b.cfg.RunReaction) || r.UserID == b.botUserID() {
+	if r.MessageReaction == nil || r.UserID == b.botUserID() || r.Member != nil && r.Member.User != nil && r.Member.User.Bot {
 		return
 	}
-	if r.Member != nil && r.Member.User != nil && r.Member.User.Bot {
-		return
-	}
-	if !b.channelAllowed(s, r.GuildID, r.ChannelID) {
+	gc := b.guildConfig(context.Background(), r.GuildID)
+	if !sameEmoji(r.Emoji.Name, gc.reaction) || !b.channelAllowed(s, gc, r.GuildID, r.ChannelID) {
 		return
 	}
 	if _, known := b.flow.Last(r.MessageID); known {

@@ -169,7 +169,7 @@ func (p platform) Earlier(ctx context.Context, src source, session string) ([]an
 				m.GuildID = guild
 			}
 			text, explicit := m.Content, m.GuildID == ""
-			if tr, ok := b.trigger(s, m); ok {
+			if tr, ok := b.trigger(s, b.guildConfig(ctx, m.GuildID), m); ok {
 				text, explicit = tr.text, tr.explicit
 			}
 			user := userKey(m.GuildID, m.Author.ID)

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/formatting"
 )
 
-// runDoctor is `runblock doctor`: which isolation layers work here.
+// runDoctor is `runblock doctor`: which isolation layers work here, and,
+// with a Discord token, which of the bot's triggers work.
 func runDoctor(ctx context.Context, c *invocation, args []string) int {
 	cfg, logger, stdout, stderr := c.cfg, c.logger, c.stdout, c.stderr
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
@@ -41,7 +43,22 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 	}
 	writeReport(stdout, rep, ec.DisableForkServer)
 	fmt.Fprint(stdout, sessionsText(cfg.Sessions, cfg.Executor.MemoryBytes))
+	if cfg.DiscordEnabled() {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		a, err := discord.CheckAccess(dctx, cfg.Discord)
+		fmt.Fprintln(stdout, discordLine(a, err, cfg.Discord.Prefix))
+	}
 	return status
+}
+
+// discordLine is doctor's line on the Discord bot: whether its application
+// has the Message Content intent, and which triggers are off without it.
+func discordLine(a discord.Access, err error, prefix string) string {
+	if err != nil {
+		return "discord: cannot tell whether the Message Content intent is granted: " + err.Error()
+	}
+	return "discord: " + a.Report(prefix)
 }
 
 // sessionsText is doctor's paragraph on sessions: how they work, their

@@ -14,9 +14,11 @@ import (
 	"github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/config"
+	"github.com/runblock/runblock/internal/fakediscord"
 )
 
 func TestDoctorCommand(t *testing.T) {
@@ -153,5 +155,42 @@ func TestWriteReportSaysWhyATierFailed(t *testing.T) {
 		"fork server: unavailable, each run starts a sandbox from scratch\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestDoctorSaysWhichDiscordTriggersAreOff: with a Discord token, doctor
+// asks Discord for the application's flags and says which triggers the
+// missing Message Content intent turns off.
+func TestDoctorSaysWhichDiscordTriggersAreOff(t *testing.T) {
+	requirePython(t)
+	fd := fakediscord.New(fakediscord.Options{})
+	t.Cleanup(fd.Close)
+	for _, granted := range []bool{false, true} {
+		fbot := fd.NewBot("doctor")
+		if !granted {
+			fbot.DenyMessageContent()
+		}
+		env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "DISCORD_BOT_TOKEN": fbot.Token, "DISCORD_API_URL": fd.URL(), "DISCORD_PREFIX": "?py"}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"doctor"}, env, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		want := "\ndiscord: Message Content intent granted (the application's flags: GATEWAY_MESSAGE_CONTENT): every trigger is on\n"
+		if !granted {
+			want = "\ndiscord: Message Content intent not granted (the application's flags lack GATEWAY_MESSAGE_CONTENT), so these triggers are off: prefix messages (?py);"
+		}
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("granted %v: doctor says\n%s\nwant %q", granted, stdout.String(), want)
+		}
+		if strings.Contains(stdout.String()+stderr.String(), fbot.Token) {
+			t.Error("the token is in the output")
+		}
+	}
+}
+
+func TestDiscordLineOnError(t *testing.T) {
+	got := discordLine(discord.Access{}, discord.ErrBadToken, "!run")
+	if !strings.HasPrefix(got, "discord: cannot tell whether the Message Content intent is granted: discord did not accept DISCORD_BOT_TOKEN") {
+		t.Fatalf("line %q", got)
 	}
 }

@@ -254,6 +254,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if cfg.DiscordEnabled() {
 		c := cfg.Discord
 		c.Metrics = m.metrics
+		c.UserRate, c.UserBurst = sc.UserRate, sc.UserBurst
+		if m.store != nil {
+			c.Settings = m.store // else /runblock settings are kept in memory
+		}
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		c.NoSessions = cfg.Sessions.Disabled
 		m.adapters = append(m.adapters, namedAdapter{"discord", discord.New(c, queue, m.Logger.With("adapter", "discord"))})

@@ -104,7 +104,7 @@ type Command struct {
 var Commands = []Command{
 	{"serve", All},
 	{"exec", Sandbox},
-	{"doctor", Sandbox},
+	{"doctor", Sandbox | Chat},
 	{"executor", Sandbox | Scheduler | HTTP | Remote},
 	{"bench", Sandbox},
 	{"health", HTTP},

@@ -9,6 +9,17 @@
 // guild's shard), ask for a reconnect (op 7), invalidate the session (op 9)
 // or drop the socket. REST responses can be scripted to 429.
 //
+// An application has flags (GET /applications/@me) that grant the Message
+// Content intent unless DenyMessageContent: then IDENTIFY asking for it
+// closes with 4014, and a session without it gets guild messages without
+// their content unless they mention the bot, as Discord sends them. The
+// commands a bot registers are kept, and Invoke uses one only where
+// Discord's client would offer it: its contexts (server, the bot's DM,
+// private channels), its integration types (the server's install, a
+// person's) and its default member permissions, with the context and
+// authorizing_integration_owners Discord sends. NoAccess makes a channel
+// one no bot may call, such as a DM where a user-installed app is used.
+//
 // discordgo builds its URLs from package variables: a session reaches the
 // fake through an http.Client whose transport rewrites the host (Client, or
 // discord.Config.APIURL set to URL), so tests run in parallel, each with its
@@ -53,11 +64,13 @@ type Server struct {
 	bots         map[string]*Bot
 	requests     []Request
 	limits       []*rateLimit
-	messages     map[string]*discordgo.Message // by message id
-	interactions map[string]*interaction       // by interaction token
-	files        map[string][]byte             // attachment contents, by attachment id
-	downloads    map[string]int                // attachment downloads, by attachment id
-	descriptions map[string]string             // attachment descriptions (alt text), by attachment id
+	messages     map[string]*discordgo.Message              // by message id
+	interactions map[string]*interaction                    // by interaction token
+	files        map[string][]byte                          // attachment contents, by attachment id
+	downloads    map[string]int                             // attachment downloads, by attachment id
+	descriptions map[string]string                          // attachment descriptions (alt text), by attachment id
+	commands     map[string][]*discordgo.ApplicationCommand // by application id + "/" + guild id ("" global)
+	noAccess     map[string]bool                            // channels the bots cannot see
 	nextID       int64
 	closed       bool
 
@@ -78,6 +91,8 @@ func New(opts Options) *Server {
 		files:        make(map[string][]byte),
 		downloads:    make(map[string]int),
 		descriptions: make(map[string]string),
+		commands:     make(map[string][]*discordgo.ApplicationCommand),
+		noAccess:     make(map[string]bool),
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -272,6 +287,15 @@ func (s *Server) PutMessage(m discordgo.Message) *discordgo.Message {
 	s.messages[m.ID] = &m
 	cp := m
 	return &cp
+}
+
+// NoAccess makes channelID one no bot is in, such as a DM between two
+// people where a user-installed app is used: REST calls on it by a bot
+// token answer 403 Missing Access (50001). Interaction responses still go.
+func (s *Server) NoAccess(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noAccess[channelID] = true
 }
 
 // Message returns the stored message with id, as last posted or edited.

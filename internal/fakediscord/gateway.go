@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -39,6 +40,8 @@ type Bot struct {
 
 	// guarded by s.mu
 	denyContent bool
+	flags       int  // the application's flags (GET /applications/@me)
+	content     bool // the session asked for the Message Content intent
 	sessionID   string
 	seq         int64
 	events      []frame
@@ -97,7 +100,7 @@ func (c *gwConn) close(code int, text string) {
 func (s *Server) NewBot(name string) *Bot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := &Bot{s: s, UserID: s.newIDLocked(), Username: name}
+	b := &Bot{s: s, UserID: s.newIDLocked(), Username: name, flags: FlagGatewayMessageContent}
 	b.AppID = s.newIDLocked()
 	b.Token = "fake." + b.UserID + "." + name
 	s.bots[b.Token] = b
@@ -108,13 +111,57 @@ func (b *Bot) user() *discordgo.User {
 	return &discordgo.User{ID: b.UserID, Username: b.Username, Discriminator: "0", Bot: true}
 }
 
-// DenyMessageContent makes IDENTIFY with the Message Content intent fail
-// with close code 4014, as Discord does when the intent is not enabled in
-// the developer portal.
+// Application flags that grant the Message Content intent: approved, or
+// turned on by an application in under 100 servers. A new Bot has
+// FlagGatewayMessageContent.
+const (
+	FlagGatewayMessageContent        = 1 << 19
+	FlagGatewayMessageContentLimited = 1 << 18
+)
+
+// DenyMessageContent makes the application one without the Message Content
+// intent, as when it is not turned on in the developer portal: its flags
+// lack it, IDENTIFY asking for it fails with close code 4014, and guild
+// messages come without content (see SetApplicationFlags).
 func (b *Bot) DenyMessageContent() {
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
 	b.denyContent = true
+	b.flags &^= FlagGatewayMessageContent | FlagGatewayMessageContentLimited
+}
+
+// SetApplicationFlags sets the flags GET /applications/@me answers. A
+// session that did not ask for the Message Content intent gets guild
+// messages without their content, embeds, attachments and components,
+// except those that mention the bot or that it wrote; so does REST for an
+// application whose flags lack the intent.
+func (b *Bot) SetApplicationFlags(flags int) {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.flags = flags
+}
+
+// grantedLocked reports whether the application has the Message Content
+// intent; s.mu must be held.
+func (b *Bot) grantedLocked() bool {
+	return b.flags&(FlagGatewayMessageContent|FlagGatewayMessageContentLimited) != 0
+}
+
+// visibleLocked is m as the bot reads it: without its content when
+// content is false and Discord would withhold it (a guild message that
+// neither mentions the bot nor is its own).
+func (b *Bot) visibleLocked(m *discordgo.Message, content bool) *discordgo.Message {
+	if content || m.GuildID == "" || (m.Author != nil && m.Author.ID == b.UserID) || strings.Contains(m.Content, "<@"+b.UserID+">") || strings.Contains(m.Content, "<@!"+b.UserID+">") {
+		return m
+	}
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == b.UserID {
+			return m
+		}
+	}
+	cp := *m
+	cp.Content, cp.Embeds, cp.Attachments, cp.Components = "", []*discordgo.MessageEmbed{}, []*discordgo.MessageAttachment{}, nil
+	return &cp
 }
 
 // Identify is what the fake reads of an IDENTIFY payload.
@@ -201,6 +248,14 @@ func (b *Bot) Dispatch(t string, d any) {
 		}
 		_ = json.Unmarshal(marshal(d), &g)
 		b = b.shardLocked(ShardOf(g.GuildID, b.shardCount))
+	}
+	if t == "MESSAGE_CREATE" || t == "MESSAGE_UPDATE" {
+		switch m := d.(type) {
+		case *discordgo.Message:
+			d = b.visibleLocked(m, b.content)
+		case discordgo.Message:
+			d = b.visibleLocked(&m, b.content)
+		}
 	}
 	b.seq++
 	f := frame{Op: 0, Type: t, Seq: b.seq, Data: marshal(d)}
@@ -320,6 +375,135 @@ func (b *Bot) InteractionCreate(d map[string]any) Interaction {
 	}
 	b.Dispatch("INTERACTION_CREATE", full)
 	return Interaction{ID: in.id, Token: tok}
+}
+
+// Commands returns the application's commands registered globally (guildID
+// "") or in a guild.
+func (b *Bot) Commands(guildID string) []*discordgo.ApplicationCommand {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return slices.Clone(b.s.commands[b.AppID+"/"+guildID])
+}
+
+// Invocation is a person using one of the application's commands where
+// Discord's client offers it.
+type Invocation struct {
+	Name string                           // the command's
+	Type discordgo.ApplicationCommandType // 0: a chat input (slash) command
+	// Context is where: a guild channel, the DM with the bot, or another
+	// private channel (a DM between people, a group DM).
+	Context   discordgo.InteractionContextType
+	GuildID   string // in the Guild context
+	ChannelID string
+	User      *discordgo.User
+	// Permissions are the member's in the channel, in a guild.
+	Permissions int64
+	// GuildInstall and UserInstall are the installs that authorize the
+	// command: the app added to the guild, or to User's account.
+	GuildInstall, UserInstall bool
+	// Data is merged into the interaction's data: options, target_id,
+	// resolved.
+	Data map[string]any
+}
+
+// ErrNotOffered is Invoke's error for a command Discord's client would not
+// offer there.
+var ErrNotOffered = errors.New("fakediscord: Discord would not offer the command there")
+
+// Invoke dispatches INTERACTION_CREATE for the registered command in.Name,
+// with the context and authorizing_integration_owners Discord sends, if
+// Discord would offer it: a global command in a context of its contexts
+// (all when unset), through an install of its integration_types (guild
+// install when unset), to a guild member with its
+// default_member_permissions (or Administrator) where the guild install
+// authorizes it; a guild command only in its guild, through the guild
+// install.
+func (b *Bot) Invoke(in Invocation) (Interaction, error) {
+	if in.Type == 0 {
+		in.Type = discordgo.ChatApplicationCommand
+	}
+	cmd := b.offered(in)
+	if cmd == nil {
+		return Interaction{}, fmt.Errorf("%w: %q (type %d) in context %d, guild install %v, user install %v", ErrNotOffered, in.Name, in.Type, in.Context, in.GuildInstall, in.UserInstall)
+	}
+	owners := map[string]string{}
+	if in.GuildInstall {
+		owners["0"] = in.GuildID
+		if in.Context != discordgo.InteractionContextGuild {
+			owners["0"] = "0" // the bot's DM: "0", as Discord sends it
+		}
+	}
+	if in.UserInstall {
+		owners["1"] = in.User.ID
+	}
+	data := map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type}
+	for k, v := range in.Data {
+		data[k] = v
+	}
+	d := map[string]any{
+		"type": discordgo.InteractionApplicationCommand, "channel_id": in.ChannelID, "data": data,
+		"context": in.Context, "authorizing_integration_owners": owners,
+	}
+	if in.Context == discordgo.InteractionContextGuild {
+		d["guild_id"] = in.GuildID
+		d["member"] = map[string]any{"user": in.User, "roles": []string{}, "permissions": strconv.FormatInt(in.Permissions, 10)}
+	} else {
+		d["user"] = in.User
+	}
+	return b.InteractionCreate(d), nil
+}
+
+// offered returns the command in would use, or nil when Discord's client
+// would not offer it.
+func (b *Bot) offered(in Invocation) *discordgo.ApplicationCommand {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	find := func(scope string) *discordgo.ApplicationCommand {
+		for _, c := range b.s.commands[b.AppID+"/"+scope] {
+			if c.Name == in.Name && c.Type == in.Type {
+				return c
+			}
+		}
+		return nil
+	}
+	allowedPerms := func(c *discordgo.ApplicationCommand) bool {
+		need := c.DefaultMemberPermissions
+		return need == nil || in.Permissions&discordgo.PermissionAdministrator != 0 || in.Permissions&*need == *need
+	}
+	if in.Context == discordgo.InteractionContextGuild && in.GuildInstall {
+		if c := find(in.GuildID); c != nil {
+			if !allowedPerms(c) {
+				return nil
+			}
+			return c
+		}
+	}
+	c := find("")
+	if c == nil {
+		return nil
+	}
+	contexts := []discordgo.InteractionContextType{discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM, discordgo.InteractionContextPrivateChannel}
+	if c.Contexts != nil {
+		contexts = *c.Contexts
+	}
+	types := []discordgo.ApplicationIntegrationType{discordgo.ApplicationIntegrationGuildInstall}
+	if c.IntegrationTypes != nil {
+		types = *c.IntegrationTypes
+	}
+	if !slices.Contains(contexts, in.Context) {
+		return nil
+	}
+	// The bot's DM counts as the guild install's; a private channel is
+	// reached through the user install only.
+	byGuild := in.GuildInstall && in.Context != discordgo.InteractionContextPrivateChannel && slices.Contains(types, discordgo.ApplicationIntegrationGuildInstall)
+	byUser := in.UserInstall && slices.Contains(types, discordgo.ApplicationIntegrationUserInstall)
+	if byGuild && in.Context == discordgo.InteractionContextGuild {
+		byGuild = allowedPerms(c)
+	}
+	if byGuild || byUser {
+		return c
+	}
+	return nil
 }
 
 // Original returns the @original response message of an interaction.
@@ -442,13 +626,14 @@ func (s *Server) identify(c *gwConn, id Identify) *Bot {
 		bot.conn.ws.Close()
 	}
 	bot.conn = c
+	bot.content = id.Intents&discordgo.IntentMessageContent != 0
 	bot.sessionID = "session." + s.newIDLocked()
 	bot.seq = 1
 	bot.events = nil
 	bot.sessions++
 	ready := map[string]any{
 		"v": 9, "session_id": bot.sessionID, "user": bot.user(),
-		"application":        map[string]any{"id": bot.AppID, "flags": 0},
+		"application":        map[string]any{"id": bot.AppID, "flags": bot.flags},
 		"guilds":             []any{},
 		"private_channels":   []any{},
 		"resume_gateway_url": s.GatewayURL(),

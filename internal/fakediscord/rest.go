@@ -310,9 +310,13 @@ func (s *Server) routeLocked(req *Request) (int, any, http.Header) {
 		}, nil
 	case req.Method == "GET" && req.Path == "/users/@me":
 		return 200, bot.user(), nil
+	case req.Method == "GET" && req.Path == "/applications/@me":
+		return 200, map[string]any{"id": bot.AppID, "name": bot.Username, "flags": bot.flags, "bot": bot.user()}, nil
+	case seg[0] == "channels" && len(seg) >= 3 && s.noAccess[seg[1]]:
+		return 403, apiError{Message: "Missing Access", Code: discordgo.ErrCodeMissingAccess}, nil
 	case seg[0] == "channels" && len(seg) >= 3:
 		return s.channelLocked(bot, req, seg[1], seg[2:])
-	case seg[0] == "applications" && req.Method == "PUT" && seg[len(seg)-1] == "commands":
+	case seg[0] == "applications" && req.Method == "PUT" && seg[len(seg)-1] == "commands" && seg[1] == bot.AppID:
 		return s.commandsLocked(req, seg)
 	}
 	return 404, errNotFound, nil
@@ -354,11 +358,17 @@ func (s *Server) channelLocked(bot *Bot, req *Request, channelID string, rest []
 		if err != nil {
 			return 400, apiError{Message: "Invalid Form Body: " + err.Error(), Code: 50035}, nil
 		}
+		for i, m := range msgs {
+			msgs[i] = bot.visibleLocked(m, bot.grantedLocked())
+		}
 		return 200, msgs, nil
 	case len(rest) == 2 && rest[0] == "messages":
 		m := s.messages[rest[1]]
 		if m == nil || m.ChannelID != channelID {
 			return 404, errUnknownMsg, nil
+		}
+		if req.Method == "GET" {
+			return 200, bot.visibleLocked(m, bot.grantedLocked()), nil
 		}
 		return s.messageLocked(m, req)
 	case len(rest) == 5 && rest[0] == "messages" && rest[2] == "reactions" && (req.Method == "PUT" || req.Method == "DELETE"):
@@ -654,18 +664,27 @@ func (s *Server) messageLocked(m *discordgo.Message, req *Request) (int, any, ht
 	return 404, errNotFound, nil
 }
 
-// commandsLocked serves the bulk overwrite PUT of global and guild commands.
+// commandsLocked serves the bulk overwrite PUT of global and guild
+// commands, which replaces the application's commands in that scope. A
+// guild command's contexts and integration types are ignored, as Discord
+// ignores them: it is for its guild's install only.
 func (s *Server) commandsLocked(req *Request, seg []string) (int, any, http.Header) {
 	var cmds []*discordgo.ApplicationCommand
 	if err := req.Decode(&cmds); err != nil {
 		return 400, apiError{Message: "Invalid Form Body", Code: 50035}, nil
 	}
+	guild := ""
+	if len(seg) == 5 {
+		guild = seg[3]
+	}
 	for _, c := range cmds {
+		if c.Type == 0 {
+			c.Type = discordgo.ChatApplicationCommand
+		}
 		c.ID = s.newIDLocked()
 		c.ApplicationID = seg[1]
-		if len(seg) == 5 {
-			c.GuildID = seg[3]
-		}
+		c.GuildID = guild
 	}
+	s.commands[seg[1]+"/"+guild] = cmds
 	return 200, cmds, nil
 }

@@ -1,0 +1,478 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/runblock/runblock/internal/store"
+)
+
+// A guild's admins (members with Manage Server) choose some of the bot's
+// settings for their server with /runblock settings: the channels it runs
+// code in, the prefix, the run reaction, the edit window and the per-user
+// rate, within the operator's bounds (DISCORD_CHANNELS, when set, is the
+// widest channel list; DISCORD_EDIT_WINDOW the longest window,
+// RUNBLOCK_USER_RATE the highest rate). They are kept in a
+// SettingsStore and cached here, so that a message does not wait on the
+// database.
+
+// SettingsStore keeps the settings each guild chose; internal/store's
+// Store is one.
+type SettingsStore interface {
+	// Settings returns what a guild chose: the zero Settings when nothing.
+	Settings(ctx context.Context, platform, workspace string) (store.Settings, error)
+	SaveSettings(ctx context.Context, platform, workspace string, s store.Settings) error
+}
+
+// The /runblock command and its settings subcommand's options.
+const (
+	CommandRunblock     = "runblock"
+	subSettings         = "settings"
+	optChannels         = "channels"
+	optPrefix           = "prefix"
+	optReaction         = "reaction"
+	optEditWindow       = "edit_window"
+	optUserRate         = "user_rate"
+	settingsDefault     = "default" // an option's value that goes back to the operator's
+	maxPrefixLen        = 16
+	maxReactionLen      = 64
+	settingsCacheTTL    = time.Minute
+	settingsFailedTTL   = 10 * time.Second // after a failed read, the operator's settings this long
+	settingsReadTimeout = 2 * time.Second  // bounds a read, where events are handled
+	settingsSaveTimeout = 5 * time.Second
+)
+
+// manageServer is the permission /runblock settings needs; Administrator
+// implies it.
+const manageServer = discordgo.PermissionManageGuild
+
+// settingsCommand is /runblock settings, offered by default only to
+// members with Manage Server, in servers that installed the bot.
+func settingsCommand(global bool) *discordgo.ApplicationCommand {
+	perm := int64(manageServer)
+	text := func(name, desc string) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc}
+	}
+	c := &discordgo.ApplicationCommand{
+		Type:                     discordgo.ChatApplicationCommand,
+		Name:                     CommandRunblock,
+		Description:              "runblock in this server",
+		DefaultMemberPermissions: &perm,
+		Options: []*discordgo.ApplicationCommandOption{{
+			Type:        discordgo.ApplicationCommandOptionSubCommand,
+			Name:        subSettings,
+			Description: "Show or change runblock's settings for this server",
+			Options: []*discordgo.ApplicationCommandOption{
+				text(optChannels, "Channels where code runs: #mentions or ids, or \"default\""),
+				text(optPrefix, "Message prefix that runs code, such as !run, or \"default\""),
+				text(optReaction, "Reaction that runs a message's code, or \"default\""),
+				text(optEditWindow, "How long edits re-run, such as 5m; 0 = never; or \"default\""),
+				text(optUserRate, "Runs a member may start, such as 3/min, or \"default\""),
+			},
+		}},
+	}
+	if global {
+		c.Contexts = &[]discordgo.InteractionContextType{discordgo.InteractionContextGuild}
+		c.IntegrationTypes = &[]discordgo.ApplicationIntegrationType{discordgo.ApplicationIntegrationGuildInstall}
+	}
+	return c
+}
+
+// guildConfig is what applies in one guild: the operator's settings, with
+// the guild's choices.
+type guildConfig struct {
+	channels   []string
+	prefix     string
+	reaction   string
+	editWindow time.Duration
+}
+
+// operatorConfig is the configuration of a guild that chose nothing.
+func (b *Bot) operatorConfig() guildConfig {
+	return guildConfig{channels: b.cfg.Channels, prefix: b.cfg.Prefix, reaction: b.cfg.RunReaction, editWindow: b.cfg.EditWindow}
+}
+
+// with applies a guild's settings, within the operator's bounds (checked
+// again here: a store may hold what an older version allowed).
+func (gc guildConfig) with(st store.Settings) guildConfig {
+	if len(st.Channels) > 0 && (len(gc.channels) == 0 || subset(st.Channels, gc.channels)) {
+		gc.channels = st.Channels
+	}
+	if st.Prefix != "" {
+		gc.prefix = st.Prefix
+	}
+	if st.RunReaction != "" {
+		gc.reaction = st.RunReaction
+	}
+	if st.EditWindow != nil {
+		gc.editWindow = max(0, min(*st.EditWindow, gc.editWindow))
+	}
+	return gc
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// guildConfig returns the configuration of guildID ("" for a DM: the
+// operator's).
+func (b *Bot) guildConfig(ctx context.Context, guildID string) guildConfig {
+	gc := b.operatorConfig()
+	if guildID == "" {
+		return gc
+	}
+	return gc.with(b.settings.get(ctx, guildID))
+}
+
+// settingsCache reads the guilds' settings through to the store, keeping
+// each for settingsCacheTTL. The reads happen where Discord's events are
+// handled, so a store that fails is not asked again for settingsFailedTTL:
+// meanwhile a guild keeps what was last read (the operator's settings when
+// nothing was), and the failure is logged once each time.
+type settingsCache struct {
+	store SettingsStore
+	now   func() time.Time
+	log   interface{ Warn(string, ...any) }
+
+	mu        sync.Mutex
+	entries   map[string]cachedSettings
+	downUntil time.Time
+}
+
+type cachedSettings struct {
+	st      store.Settings
+	expires time.Time
+}
+
+func newSettingsCache(st SettingsStore, now func() time.Time, log interface{ Warn(string, ...any) }) *settingsCache {
+	if st == nil {
+		st = &memorySettings{m: make(map[string]store.Settings)}
+	}
+	return &settingsCache{store: st, now: now, log: log, entries: make(map[string]cachedSettings)}
+}
+
+func (c *settingsCache) get(ctx context.Context, guildID string) store.Settings {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[guildID]
+	down := now.Before(c.downUntil)
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) || down {
+		return e.st
+	}
+	ctx, cancel := context.WithTimeout(ctx, settingsReadTimeout)
+	defer cancel()
+	st, err := c.store.Settings(ctx, Platform, guildID)
+	if err != nil {
+		c.log.Warn("reading a guild's settings; the operator's apply meanwhile", "guild", guildID, "retry_in", settingsFailedTTL, "err", err)
+		c.mu.Lock()
+		c.downUntil = now.Add(settingsFailedTTL)
+		c.mu.Unlock()
+		return e.st
+	}
+	c.put(guildID, st, now.Add(settingsCacheTTL))
+	return st
+}
+
+// put caches a guild's settings, and drops the expired entries, so the
+// map holds the guilds in use.
+func (c *settingsCache) put(guildID string, st store.Settings, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, e := range c.entries {
+		if !c.now().Before(e.expires) {
+			delete(c.entries, id)
+		}
+	}
+	c.entries[guildID] = cachedSettings{st: st, expires: expires}
+}
+
+// fresh reads a guild's settings from the store, for a change to start
+// from what is stored, not from a cache or a failed read's default.
+func (c *settingsCache) fresh(ctx context.Context, guildID string) (store.Settings, error) {
+	ctx, cancel := context.WithTimeout(ctx, settingsSaveTimeout)
+	defer cancel()
+	st, err := c.store.Settings(ctx, Platform, guildID)
+	if err != nil {
+		return store.Settings{}, err
+	}
+	c.put(guildID, st, c.now().Add(settingsCacheTTL))
+	return st, nil
+}
+
+// save stores a guild's settings; the next read sees them.
+func (c *settingsCache) save(ctx context.Context, guildID string, st store.Settings) error {
+	ctx, cancel := context.WithTimeout(ctx, settingsSaveTimeout)
+	defer cancel()
+	if err := c.store.SaveSettings(ctx, Platform, guildID, st); err != nil {
+		return err
+	}
+	c.put(guildID, st, c.now().Add(settingsCacheTTL))
+	return nil
+}
+
+// memorySettings keeps the guilds' settings in memory, for a bot given no
+// store: they last until it stops.
+type memorySettings struct {
+	mu sync.Mutex
+	m  map[string]store.Settings
+}
+
+func (m *memorySettings) Settings(_ context.Context, platform, guildID string) (store.Settings, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[platform+":"+guildID], nil
+}
+
+func (m *memorySettings) SaveSettings(_ context.Context, platform, guildID string, st store.Settings) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[platform+":"+guildID] = st
+	return nil
+}
+
+// Answers of /runblock settings.
+const (
+	settingsNotInGuild  = "Settings are per server: use `/runblock settings` in a server that has added runblock."
+	settingsNoPerm      = "Only members with the **Manage Server** permission can see or change runblock's settings."
+	settingsStoreFailed = "The settings could not be read or saved just now; nothing changed. Try again in a moment."
+)
+
+// settingsInteraction answers /runblock settings: the guild's settings,
+// after changing those given. Every answer is ephemeral.
+func (b *Bot) settingsInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction) {
+	b.metricReceived()
+	switch {
+	case i.GuildID == "" || !guildInstalled(i):
+		b.ephemeral(ctx, s, i, settingsNotInGuild)
+		return
+	case i.Member == nil || i.Member.Permissions&(manageServer|discordgo.PermissionAdministrator) == 0:
+		// Discord offers the command to Manage Server by default, and a
+		// server may narrow that; widening it does not widen this.
+		b.ephemeral(ctx, s, i, settingsNoPerm)
+		return
+	}
+	var opts []*discordgo.ApplicationCommandInteractionDataOption
+	for _, o := range i.ApplicationCommandData().Options {
+		if o.Name == subSettings {
+			opts = o.Options
+		}
+	}
+	st, err := b.settings.fresh(ctx, i.GuildID)
+	if err != nil {
+		b.log.Error("reading a guild's settings", "guild", i.GuildID, "err", err)
+		b.ephemeral(ctx, s, i, settingsStoreFailed)
+		return
+	}
+	if len(opts) > 0 {
+		next, err := b.changeSettings(st, opts)
+		if err != nil {
+			b.ephemeral(ctx, s, i, "Nothing changed: "+err.Error())
+			return
+		}
+		if err := b.settings.save(ctx, i.GuildID, next); err != nil {
+			b.log.Error("saving a guild's settings", "guild", i.GuildID, "err", err)
+			b.ephemeral(ctx, s, i, settingsStoreFailed)
+			return
+		}
+		b.log.Info("guild settings changed", "guild", i.GuildID, "by", interactionUser(i))
+		st = next
+	}
+	b.ephemeral(ctx, s, i, b.describeSettings(st))
+}
+
+// channelRef matches a channel mention or a bare id.
+var channelRef = regexp.MustCompile(`^(?:<#(\d{15,22})>|(\d{15,22}))$`)
+
+// changeSettings applies the given options to st, within the operator's
+// bounds; an error says every option that is wrong.
+func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCommandInteractionDataOption) (store.Settings, error) {
+	var errs []error
+	for _, o := range opts {
+		if o.Type != discordgo.ApplicationCommandOptionString {
+			continue
+		}
+		v := strings.TrimSpace(o.StringValue())
+		reset := strings.EqualFold(v, settingsDefault)
+		switch o.Name {
+		case optChannels:
+			if reset || strings.EqualFold(v, "all") {
+				st.Channels = nil
+				continue
+			}
+			chans, err := b.parseChannels(v)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			st.Channels = chans
+		case optPrefix:
+			switch {
+			case reset:
+				st.Prefix = ""
+			case v == "" || len(v) > maxPrefixLen || strings.ContainsFunc(v, isSpace) || strings.HasPrefix(v, "<") || strings.HasPrefix(v, "/"):
+				errs = append(errs, fmt.Errorf("the prefix must be 1 to %d characters without spaces, not a mention or a slash command, such as `!run`", maxPrefixLen))
+			default:
+				st.Prefix = v
+			}
+		case optReaction:
+			switch {
+			case reset:
+				st.RunReaction = ""
+			case v == "" || len(v) > maxReactionLen || strings.ContainsFunc(v, isSpace):
+				errs = append(errs, errors.New("the reaction must be one emoji, such as ▶️, or a custom emoji's name"))
+			default:
+				st.RunReaction = emojiName(v)
+			}
+		case optUserRate:
+			if reset {
+				st.UserRate = 0
+				continue
+			}
+			r, err := parseRate(v)
+			switch {
+			case err != nil:
+				errs = append(errs, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min"))
+			case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
+				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", rateText(b.cfg.UserRate)))
+			default:
+				st.UserRate = r
+			}
+		case optEditWindow:
+			if reset {
+				st.EditWindow = nil
+				continue
+			}
+			d, err := parseWindow(v)
+			switch {
+			case err != nil:
+				errs = append(errs, errors.New("the edit window must be a duration such as 5m, or 0 for never"))
+			case d > b.cfg.EditWindow:
+				errs = append(errs, fmt.Errorf("the edit window can be at most %s here (the operator's DISCORD_EDIT_WINDOW)", windowText(b.cfg.EditWindow)))
+			default:
+				st.EditWindow = &d
+			}
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
+
+// emojiName is the name a reaction event carries: a custom emoji's
+// (<:name:id> or :name:), or the emoji itself.
+func emojiName(v string) string {
+	if strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">") {
+		parts := strings.Split(strings.Trim(v, "<>"), ":")
+		if len(parts) == 3 {
+			return parts[1]
+		}
+	}
+	return strings.Trim(v, ":")
+}
+
+// parseWindow reads an edit window: a Go duration, 0, or off.
+func parseWindow(v string) (time.Duration, error) {
+	if v == "0" || strings.EqualFold(v, "off") || strings.EqualFold(v, "never") {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errors.New("not a duration")
+	}
+	return d, nil
+}
+
+func windowText(d time.Duration) string {
+	if d <= 0 {
+		return "never"
+	}
+	s := d.String() // 1h30m0s
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// parseChannels reads channel mentions or ids, separated by spaces or
+// commas; with DISCORD_CHANNELS set, each must be one of them.
+func (b *Bot) parseChannels(v string) ([]string, error) {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || isSpace(r) }) {
+		m := channelRef.FindStringSubmatch(f)
+		if m == nil {
+			return nil, fmt.Errorf("%q is not a channel: mention channels (#name) or give their ids, or \"default\"", f)
+		}
+		id := m[1] + m[2]
+		if len(b.cfg.Channels) > 0 && !slices.Contains(b.cfg.Channels, id) {
+			return nil, fmt.Errorf("<#%s> is not one of the channels this runblock's operator allows", id)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no channel given: mention channels (#name) or give their ids, or \"default\"")
+	}
+	return out, nil
+}
+
+// describeSettings is the answer of /runblock settings: what applies in
+// the guild and where it comes from.
+func (b *Bot) describeSettings(st store.Settings) string {
+	gc := b.operatorConfig().with(st)
+	from := func(chosen bool) string {
+		if chosen {
+			return "set here"
+		}
+		return "the default"
+	}
+	channels := "every channel"
+	if len(gc.channels) > 0 {
+		refs := make([]string, len(gc.channels))
+		for i, c := range gc.channels {
+			refs[i] = "<#" + c + ">"
+		}
+		channels = strings.Join(refs, ", ")
+	}
+	var w strings.Builder
+	w.WriteString("**runblock settings for this server**\n")
+	fmt.Fprintf(&w, "• Channels: %s (%s)\n", channels, from(len(st.Channels) > 0))
+	fmt.Fprintf(&w, "• Prefix: `%s` (%s)", gc.prefix, from(st.Prefix != ""))
+	if !b.Access().MessageContent {
+		w.WriteString(": off, as runblock lacks the Message Content intent; mention it instead")
+	}
+	w.WriteString("\n")
+	fmt.Fprintf(&w, "• Run reaction: %s (%s)\n", gc.reaction, from(st.RunReaction != ""))
+	if b.cfg.EditWindow <= 0 {
+		w.WriteString("• Edit window: never (edits do not re-run on this runblock)\n")
+	} else {
+		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", windowText(gc.editWindow), from(st.EditWindow != nil), windowText(b.cfg.EditWindow))
+	}
+	userRate, bound := rateText(b.cfg.UserRate), ""
+	if st.UserRate > 0 {
+		userRate = rateText(st.UserRate)
+	}
+	if b.cfg.UserRate > 0 {
+		bound = "; at most " + rateText(b.cfg.UserRate)
+	}
+	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
+	w.WriteString("Change one with `/runblock settings` and its option; \"default\" goes back to the default.")
+	return w.String()
+}
