@@ -32,10 +32,10 @@ func commands() []command {
 		{"exec", "[--json] [--timeout 5s] [--memory 256MiB] [--stdin FILE] [--file PATH]... [--out DIR] FILE|-", "run one snippet, print its whole output and save the files it made", runExec},
 		{"doctor", "[--json]", "report the isolation layers and the python found", runDoctor},
 		{"executor", "", "serve the execute API (native, snekbox and Piston) on RUNBLOCK_HTTP_ADDR for remote bots and clients", runExecutor},
-		{"bench", "[--json]", "measure bare python, the original and the executor side by side", runBench},
+		{"bench", "[--quick] [--json]", "measure bare python, the original and the executor side by side", runBench},
 		{"mcp", "", "serve the tool run_python to an LLM assistant over MCP on standard input and output", runMCP},
 		{"health", "[--url URL]", "exit 0 when the service on RUNBLOCK_HTTP_ADDR answers /readyz with 200 (a container's health check)", runHealth},
-		{"manifest", "slack", "print the Slack app manifest, ready to paste", runManifest},
+		{"manifest", "slack [--url https://your.host]", "print the Slack app manifest, ready to paste (with --url: of a distributed app)", runManifest},
 		{"version", "", "print the version", runVersion},
 	}
 }

@@ -20,6 +20,11 @@ import (
 	"github.com/runblock/runblock/internal/config"
 )
 
+// exitNotRun is exec's exit status when the snippet could not be run (a
+// refusal, a missing input file), as timeout(1) and docker run exit 125
+// when they fail themselves: apart from every status a snippet can have.
+const exitNotRun = 125
+
 // runExec is `runblock exec`: one snippet, straight to the executor, its
 // whole output printed, and the snippet's status as the exit status (see
 // exitStatus), so that scripts and CI can use it. With --json it prints
@@ -68,21 +73,21 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 		req.MemoryBytes = n
 	}
 	if req.Code, err = readLimited(files[0], c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
-		return fail(1, "input", err)
+		return fail(exitNotRun, "input", err)
 	}
 	if *stdinFile != "" {
 		if req.Stdin, err = readLimited(*stdinFile, c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
-			return fail(1, "input", err)
+			return fail(exitNotRun, "input", err)
 		}
 	}
 	for _, p := range inputs {
 		content, err := readLimited(p, c.stdin, c.cfg.Executor.MaxFilesBytes)
 		if err != nil {
-			return fail(1, "input", err)
+			return fail(exitNotRun, "input", err)
 		}
 		name, err := executor.CleanPath(filepath.Base(p))
 		if err != nil {
-			return fail(1, executor.ErrorCode(err), err)
+			return fail(exitNotRun, executor.ErrorCode(err), err)
 		}
 		req.Files = append(req.Files, executor.File{Path: name, Size: int64(len(content)), Content: []byte(content)})
 	}
@@ -92,7 +97,7 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	ec.Logger = c.logger
 	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
-		return fail(1, executor.ErrorCode(err), err)
+		return fail(exitNotRun, executor.ErrorCode(err), err)
 	}
 	defer func() {
 		if err := ex.Close(); err != nil {
@@ -101,7 +106,7 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	}()
 	res, err := ex.Run(ctx, req)
 	if err != nil {
-		return fail(1, executor.ErrorCode(err), err)
+		return fail(exitNotRun, executor.ErrorCode(err), err)
 	}
 	if *jsonOut {
 		if err := writeJSON(c.stdout, res); err != nil {

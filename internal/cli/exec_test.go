@@ -75,8 +75,8 @@ func TestExecCommand(t *testing.T) {
 	t.Run("json on refusal", func(t *testing.T) {
 		big := write("big.py", strings.Repeat("x = 1\n", 200))
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), []string{"exec", "--json", big}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_MAX_CODE_BYTES": "100"}, nil, &stdout, &stderr); code != 1 {
-			t.Errorf("exit %d, want 1", code)
+		if code := run(context.Background(), []string{"exec", "--json", big}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_MAX_CODE_BYTES": "100"}, nil, &stdout, &stderr); code != 125 {
+			t.Errorf("exit %d, want 125 (could not run)", code)
 		}
 		var res map[string]string
 		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
@@ -126,8 +126,8 @@ func TestExecCommand(t *testing.T) {
 	})
 	t.Run("missing file", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), []string{"exec", filepath.Join(dir, "nope.py")}, env, nil, &stdout, &stderr); code != 1 {
-			t.Errorf("exit %d, want 1", code)
+		if code := run(context.Background(), []string{"exec", filepath.Join(dir, "nope.py")}, env, nil, &stdout, &stderr); code != 125 {
+			t.Errorf("exit %d, want 125 (could not run)", code)
 		}
 	})
 }
