@@ -239,7 +239,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Replied:    b.metricReplied,
 		Log:        logger,
 		NoSessions: cfg.NoSessions,
-		End:        ender(cfg.End, runner),
+		End:        answer.EnderOf(cfg.End, runner),
 	}, platform{b})
 	return b
 }
@@ -492,18 +492,6 @@ func (b *Bot) onDisconnect(*discordgo.Session, *discordgo.Disconnect) {
 // many events are in flight; it reports whether f runs.
 func (b *Bot) spawn(what string, f func(ctx context.Context)) bool {
 	return b.handlers.Go(what, f)
-}
-
-// ender is the way to end a session's live process: end, else runner's
-// End, if it has one.
-func ender(end func(ctx context.Context, id string) error, runner Runner) answer.Ender {
-	if end != nil {
-		return answer.EndFunc(end)
-	}
-	if e, ok := runner.(answer.Ender); ok {
-		return e
-	}
-	return nil
 }
 
 // noMetrics is the Metrics of a Config without one.

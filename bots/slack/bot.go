@@ -228,7 +228,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Replied:    b.replied,
 		Log:        logger,
 		NoSessions: cfg.NoSessions,
-		End:        ender(cfg.End, runner),
+		End:        answer.EnderOf(cfg.End, runner),
 	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
 	b.mentions = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
@@ -423,18 +423,6 @@ func (b *Bot) Close(ctx context.Context) error {
 // too many handlers are in flight.
 func (b *Bot) spawn(what string, fn func(ctx context.Context)) bool {
 	return b.handlers.Go(what, fn)
-}
-
-// ender is the way to end a session's live process: end, else runner's
-// End, if it has one.
-func ender(end func(ctx context.Context, id string) error, runner Runner) answer.Ender {
-	if end != nil {
-		return answer.EndFunc(end)
-	}
-	if e, ok := runner.(answer.Ender); ok {
-		return e
-	}
-	return nil
 }
 
 // noMetrics is the Metrics of a Config without one.

@@ -7,13 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/internal/config"
 )
 
 // runDoctor is `runblock doctor`: which isolation layers work here, and,
@@ -79,19 +79,7 @@ func sessionsText(c session.Config, memory int64) string {
   after an eviction, an idle end, a timeout or the memory limit, the next cell replays the earlier successful cells (within %s) and says so
 `, formatting.SizeText(memory), c.MaxLive, formatting.SizeText(c.MemoryBytes),
 		formatting.SizeText(memory), formatting.SizeText(c.MemoryBytes), min(int64(c.MaxLive), max(c.MemoryBytes/max(memory, 1), 1)),
-		durationSetting(c.Idle), formatting.DurationText(session.DefaultReplayBudget))
-}
-
-// durationSetting writes d as the settings are written: 15m, not 15m0s.
-func durationSetting(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+		config.FormatDuration(c.Idle), formatting.DurationText(session.DefaultReplayBudget))
 }
 
 // writeReport is doctor's report as text; forkServerOff is

@@ -343,8 +343,9 @@ func formatRate(perSecond float64) string {
 	}
 }
 
-// formatDuration writes d as a user would: 10m, not 10m0s.
-func formatDuration(d time.Duration) string {
+// FormatDuration writes d as a user would, and as the settings are
+// written: 10m, not 10m0s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

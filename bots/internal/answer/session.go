@@ -49,6 +49,19 @@ type EndFunc func(ctx context.Context, id string) error
 // End calls f.
 func (f EndFunc) End(ctx context.Context, id string) error { return f(ctx, id) }
 
+// EnderOf is the way to end a session's live process: end when set (a
+// platform's Config.End), else runner's End, if it has one; nil without
+// either.
+func EnderOf(end func(ctx context.Context, id string) error, runner any) Ender {
+	if end != nil {
+		return EndFunc(end)
+	}
+	if e, ok := runner.(Ender); ok {
+		return e
+	}
+	return nil
+}
+
 // Past is a message of a session found on the platform, with the bot's
 // reply to it: what a session's record is recovered from.
 type Past[S any] struct {
