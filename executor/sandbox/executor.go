@@ -113,7 +113,9 @@ func (c Config) withDefaults() Config {
 // An idle pooled sandbox costs about 16 MiB RSS (6–11 MiB PSS: the init's Go
 // runtime and a started python, shared pages counted once); a pre-forked
 // one about as much, after copying the pages it shared with the fork server,
-// which itself holds about 19 MiB PSS (its init and python). Idle sandboxes
+// which itself holds about 19 MiB PSS (its init and python); with a
+// preload, the second, preloaded fork server holds about 71 MiB more PSS
+// with numpy and matplotlib (README.md, "Two fork servers"). Idle sandboxes
 // hold no user's quota, the scheduler counts only runs. Size the pool to
 // the concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes
 // bounds what the executor can take.
