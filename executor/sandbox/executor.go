@@ -113,7 +113,9 @@ func (c Config) withDefaults() Config {
 // An idle pooled sandbox costs about 16 MiB RSS (6–11 MiB PSS: the init's Go
 // runtime and a started python, shared pages counted once); a pre-forked
 // one about as much, after copying the pages it shared with the fork server,
-// which itself holds about 19 MiB PSS (its init and python). Idle sandboxes
+// which itself holds about 19 MiB PSS (its init and python); with a
+// preload, the second, preloaded fork server holds about 71 MiB more PSS
+// with numpy and matplotlib (README.md, "Two fork servers"). Idle sandboxes
 // hold no user's quota, the scheduler counts only runs. Size the pool to
 // the concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes
 // bounds what the executor can take.
@@ -123,7 +125,11 @@ type Executor struct {
 	plan   *plan
 	report Report
 	pool   *pool
-	fork   *forkServer // nil: runs start from scratch
+	fork   *forkServer // the plain one, the guard only; nil: runs start from scratch
+	// preloaded has cfg.Preload's modules imported: it forks the snippets
+	// that import them (Preload.uses) and sessions. nil without a preload,
+	// or where it could not start: then the plain one forks every run.
+	preloaded *forkServer
 }
 
 // New detects and verifies the isolation layers (canary runs) and returns a
@@ -136,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report}
 	e.cfg.Preload = resolvePreload(ctx, cfg, pl)
-	e.fork, e.report.ForkServer = newForkServer(ctx, e.cfg, pl)
+	e.fork, e.preloaded, e.report.ForkServer = newForkServers(ctx, e.cfg, pl)
 	if !e.report.ForkServer.Active {
 		e.log.Info("runs start from scratch: no fork server", "why", e.report.ForkServer.Detail)
 	}
@@ -170,7 +176,10 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: err}
 	}
 	lim := e.limits(req)
-	if e.pool != nil && lim == e.defaultLimits() {
+	fs := e.forkServer(e.cfg.Preload.uses(req.Code))
+	// The pool's sandboxes are forks of the plain fork server (or started
+	// from scratch): a snippet for the preloaded one is forked from it.
+	if e.pool != nil && lim == e.defaultLimits() && fs == e.fork {
 		if p := e.pool.take(); p != nil {
 			res, err := p.run(ctx, req)
 			if !errors.Is(err, errStale) {
@@ -178,7 +187,7 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 			}
 		}
 	}
-	p, err := e.start(ctx, e.plan, lim, e.fork.spawn)
+	p, err := e.start(ctx, e.plan, lim, fs.spawn)
 	if err != nil {
 		return executor.Result{}, err
 	}
@@ -209,16 +218,50 @@ func (e *Executor) start(ctx context.Context, pl *plan, lim limits, fork starter
 	return spawn(ctx, pl, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 }
 
-// newForkServer starts the fork server of pl unless cfg disables it, and
-// verifies it with the canary run through a fork; nil where it cannot run,
-// with the reason in the report.
-func newForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, ForkServerReport) {
-	if cfg.DisableForkServer {
-		return nil, ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}
+// forkServer returns the fork server a run forks from: the preloaded one
+// when preloaded is asked for and it is up, else the plain one (nil when
+// there is none; e.start then starts from scratch).
+func (e *Executor) forkServer(preloaded bool) *forkServer {
+	if preloaded && e.preloaded != nil && e.preloaded.up() {
+		return e.preloaded
 	}
-	fs, err := startForkServer(ctx, pl, cfg.Preload.Modules, cfg.Logger)
+	return e.fork
+}
+
+// newForkServers starts the fork servers of pl unless cfg disables them:
+// the plain one, and with cfg.Preload's modules the preloaded one, each
+// verified with the canary run through a fork. plain is nil where no fork
+// server can run, preloaded where there is no preload or it cannot start
+// (the plain one then forks every run); the report says which run.
+func newForkServers(ctx context.Context, cfg Config, pl *plan) (plain, preloaded *forkServer, rep ForkServerReport) {
+	if cfg.DisableForkServer {
+		return nil, nil, ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}
+	}
+	plain, err := verifiedForkServer(ctx, cfg, pl, nil)
 	if err != nil {
-		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: " + err.Error()}
+		return nil, nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: " + err.Error()}
+	}
+	detail := "each run is a fork of a sandboxed python that never runs user code, in namespaces of its own; canary run through a fork verified every layer"
+	if len(cfg.Preload.Modules) == 0 {
+		return plain, nil, ForkServerReport{Active: true, Detail: detail + "; one fork server, " + cfg.Preload.String()}
+	}
+	preloaded, err = verifiedForkServer(ctx, cfg, pl, cfg.Preload.Modules)
+	if err != nil {
+		cfg.Logger.Warn("the preloaded fork server cannot start; the plain one forks every run", "preload", cfg.Preload.Modules, "err", err)
+		return plain, nil, ForkServerReport{Active: true, Detail: detail + "; one fork server, nothing preloaded: the one with " +
+			strings.Join(cfg.Preload.Modules, ", ") + " could not start (" + err.Error() + ")"}
+	}
+	detail += "; two fork servers: a plain one (nothing preloaded) forks plain snippets and the pool, a preloaded one (" +
+		cfg.Preload.String() + ") forks sessions and snippets that import them"
+	return plain, preloaded, ForkServerReport{Active: true, Detail: detail, Preloaded: cfg.Preload.Modules}
+}
+
+// verifiedForkServer starts a fork server of pl with preload imported and
+// verifies it with the canary run through a fork.
+func verifiedForkServer(ctx context.Context, cfg Config, pl *plan, preload []string) (*forkServer, error) {
+	fs, err := startForkServer(ctx, pl, preload, cfg.Logger)
+	if err != nil {
+		return nil, err
 	}
 	layers, err := canary(ctx, cfg, pl, fs.spawn)
 	if err == nil {
@@ -228,11 +271,9 @@ func newForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, Fork
 	}
 	if err != nil {
 		fs.close()
-		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: canary run through a fork: " + err.Error()}
+		return nil, fmt.Errorf("canary run through a fork: %w", err)
 	}
-	detail := "each run is a fork of a sandboxed python that never runs user code, in namespaces of its own; canary run through a fork verified every layer"
-	detail += "; " + cfg.Preload.String()
-	return fs, ForkServerReport{Active: true, Detail: detail, Preloaded: cfg.Preload.Modules}
+	return fs, nil
 }
 
 func (e *Executor) defaultLimits() limits {
@@ -255,8 +296,10 @@ func (e *Executor) Close() error {
 	if e.pool != nil {
 		e.pool.close()
 	}
-	if e.fork != nil {
-		e.fork.close()
+	for _, fs := range []*forkServer{e.fork, e.preloaded} {
+		if fs != nil {
+			fs.close()
+		}
 	}
 	return nil
 }
@@ -266,8 +309,10 @@ func (e *Executor) Close() error {
 // runs then start from scratch, slower, so a service reports itself not
 // ready meanwhile.
 func (e *Executor) Ready() error {
-	if e.fork != nil && !e.fork.up() {
-		return errForkServerDown
+	for _, fs := range []*forkServer{e.fork, e.preloaded} {
+		if fs != nil && !fs.up() {
+			return errForkServerDown
+		}
 	}
 	return nil
 }
@@ -318,7 +363,8 @@ type FailedTier struct {
 type ForkServerReport struct {
 	Active bool   `json:"active"`
 	Detail string `json:"detail"`
-	// Preloaded are the modules it imported before forking (RUNBLOCK_PRELOAD).
+	// Preloaded are the modules the preloaded fork server imported before
+	// forking (RUNBLOCK_PRELOAD); empty when only the plain one runs.
 	Preloaded []string `json:"preloaded,omitempty"`
 }
 
@@ -358,10 +404,12 @@ func Doctor(ctx context.Context, cfg Config) (Report, error) {
 	}
 	report.Packages, err = packages(ctx, cfg, pl)
 	cfg.Preload = resolvePreload(ctx, cfg, pl)
-	fs, fr := newForkServer(ctx, cfg, pl)
+	plain, preloaded, fr := newForkServers(ctx, cfg, pl)
 	report.ForkServer = fr
-	if fs != nil {
-		fs.close()
+	for _, fs := range []*forkServer{plain, preloaded} {
+		if fs != nil {
+			fs.close()
+		}
 	}
 	return report, err
 }

@@ -288,22 +288,24 @@ func TestPreloadMissingModuleIsLogged(t *testing.T) {
 }
 
 // TestPreloadAuto: RUNBLOCK_PRELOAD's default imports numpy and
-// matplotlib.pyplot in the fork server where the interpreter has them,
-// says so in the fork server's report, and imports nothing, silently,
-// where it lacks them or where there is no fork server (a pooled sandbox
-// started from scratch would import them for every run).
+// matplotlib.pyplot in a second fork server where the interpreter has
+// them, which forks the snippets that import them, while plain snippets
+// are forks of the plain fork server (nothing preloaded); it says so in
+// the fork server's report, and imports nothing, silently, where the
+// interpreter lacks them or where there is no fork server (a pooled
+// sandbox started from scratch would import them for every run).
 func TestPreloadAuto(t *testing.T) {
 	requireModules(t, "numpy", "matplotlib")
 	const probe = "import sys\nprint('numpy' in sys.modules, 'matplotlib.pyplot' in sys.modules)"
 	tests := []struct {
 		name   string
 		cfg    sandbox.Config
-		stdout string
+		plot   string // what probe prints in a snippet that imports numpy after it
 		detail string
 	}{
-		{"interpreter has them", sandbox.Config{Python: debianPython}, "True True\n", "preloaded: numpy, matplotlib.pyplot (RUNBLOCK_PRELOAD=auto"},
+		{"interpreter has them", sandbox.Config{Python: debianPython}, "True True\n", "two fork servers: a plain one (nothing preloaded) forks plain snippets and the pool, a preloaded one (preloaded: numpy, matplotlib.pyplot (RUNBLOCK_PRELOAD=auto"},
 		{"interpreter lacks one", sandbox.Config{Python: debianPython, Preload: sandbox.Preload{Modules: []string{"numpy", "nosuch_module_xyz"}, Auto: true}},
-			"False False\n", "nothing preloaded (RUNBLOCK_PRELOAD=auto: the interpreter lacks nosuch_module_xyz)"},
+			"False False\n", "one fork server, nothing preloaded (RUNBLOCK_PRELOAD=auto: the interpreter lacks nosuch_module_xyz)"},
 		{"no fork server", sandbox.Config{Python: debianPython, Pool: 1, DisableForkServer: true}, "False False\n", ""},
 	}
 	for _, tt := range tests {
@@ -322,8 +324,11 @@ func TestPreloadAuto(t *testing.T) {
 				t.Errorf("fork server %+v: want it on, with %q", fs, tt.detail)
 			}
 			for range 3 { // the pool's first sandboxes included
-				if res := run(t, e, executor.Request{Code: probe}); res.Stdout != tt.stdout {
-					t.Fatalf("stdout %q, stderr %q: want %q", res.Stdout, res.Stderr, tt.stdout)
+				if res := run(t, e, executor.Request{Code: probe}); res.Stdout != "False False\n" {
+					t.Fatalf("plain snippet: stdout %q, stderr %q: want nothing preloaded", res.Stdout, res.Stderr)
+				}
+				if res := run(t, e, executor.Request{Code: probe + "\nimport numpy"}); res.Stdout != tt.plot {
+					t.Fatalf("numpy snippet: stdout %q, stderr %q: want %q", res.Stdout, res.Stderr, tt.plot)
 				}
 			}
 			if strings.Contains(logs.String(), "level=WARN") {

@@ -146,9 +146,15 @@ func TestForkedRunsShareNothing(t *testing.T) {
 				if e.pool == nil {
 					return parseFacts(t, runForked(t, e, req))
 				}
-				p := <-e.pool.idle
+				// The pool's sandboxes are forks of the plain fork server,
+				// which preloads nothing: pre-fork one from the preloaded
+				// one, copying its pages before "ready" as the pool's do.
+				p, err := e.forkServer(true).fork(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes, true)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if !p.forked {
-					t.Fatal("the pool's sandbox is not a fork of the fork server")
+					t.Fatal("the pre-forked sandbox is not a fork of the fork server")
 				}
 				res, err := p.run(context.Background(), req)
 				if err != nil {
@@ -371,7 +377,7 @@ func TestCanaryRunsThroughAFork(t *testing.T) {
 	// Runs forked without the seccomp filter: the canary must notice.
 	pl := *e.plan
 	pl.seccomp = nil
-	fs, r := newForkServer(context.Background(), e.cfg, &pl)
+	fs, _, r := newForkServers(context.Background(), e.cfg, &pl)
 	if fs != nil {
 		fs.close()
 		t.Fatalf("a fork server whose runs have no seccomp passed its canary: %+v", r)
@@ -405,7 +411,7 @@ func TestForkServerFallback(t *testing.T) {
 		}
 		t.Fatalf("a fork server started without namespaces: %v", err)
 	}
-	fs, r := newForkServer(context.Background(), cfg, pl)
+	fs, _, r := newForkServers(context.Background(), cfg, pl)
 	if fs != nil || r.Active || !strings.Contains(r.Detail, "unavailable") || !strings.Contains(r.Detail, "namespaces") {
 		t.Errorf("fork server without namespaces: %+v", r)
 	}

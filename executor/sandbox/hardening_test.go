@@ -85,11 +85,12 @@ func Unguarded(cfg Config) Config {
 	return cfg
 }
 
-// runForked runs req in a fresh fork of e's fork server, never in a
+// runForked runs req in a fresh fork of the fork server Run picks for it
+// (the preloaded one for a snippet that imports a preload), never in a
 // sandbox started from scratch.
 func runForked(t *testing.T, e *Executor, req executor.Request) executor.Result {
 	t.Helper()
-	p, err := e.fork.spawn(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	p, err := e.forkServer(e.cfg.Preload.uses(req.Code)).spawn(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 	if err != nil {
 		t.Fatalf("fork a run: %v", err)
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"regexp"
 	"strings"
 )
 
@@ -71,4 +72,60 @@ func (p Preload) String() string {
 	default:
 		return "nothing preloaded"
 	}
+}
+
+// importers are packages known to import a preloadable package when
+// imported, by that package's name: a snippet importing one of them is
+// routed as if it imported the package itself. The list is short on
+// purpose: a package missing from it only costs its snippets the
+// preload's speed.
+var importers = map[string][]string{
+	"numpy":      {"pandas", "scipy", "sklearn", "seaborn", "statsmodels", "skimage", "pylab"},
+	"matplotlib": {"seaborn", "pylab"},
+}
+
+// importStmt matches an import statement at the start of a line (after
+// indentation): group 1 is the package of `from x import`, group 2 the
+// names of `import x, y.z as w`.
+var importStmt = regexp.MustCompile(`(?m)^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)|import[ \t]+([^\n#;]+))`)
+
+// uses reports whether code imports one of the preloaded modules' top-level
+// packages, or a package of importers that imports one: such a snippet
+// runs in a fork of the preloaded fork server, any other in one of the
+// plain fork server, whose forks are cheaper to make and to tear down.
+// It is a scan of the import statements, not a parse: a snippet that
+// imports otherwise (__import__, importlib, exec, an import after a `;`)
+// is misrouted to the plain one, and one that names a package in a string
+// that looks like an import to the preloaded one; either way it runs the
+// same, only slower or faster.
+func (p Preload) uses(code string) bool {
+	if len(p.Modules) == 0 {
+		return false
+	}
+	pkgs := map[string]bool{}
+	for _, m := range p.Modules {
+		top, _, _ := strings.Cut(m, ".")
+		pkgs[top] = true
+		for _, imp := range importers[top] {
+			pkgs[imp] = true
+		}
+	}
+	for _, m := range importStmt.FindAllStringSubmatch(code, -1) {
+		if m[1] != "" {
+			if pkgs[m[1]] {
+				return true
+			}
+			continue
+		}
+		for name := range strings.SplitSeq(m[2], ",") {
+			f := strings.Fields(strings.Trim(strings.TrimSpace(name), "()\\"))
+			if len(f) == 0 {
+				continue
+			}
+			if top, _, _ := strings.Cut(f[0], "."); pkgs[top] {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -38,7 +38,7 @@ func (e *Executor) StartSession(ctx context.Context) (executor.LiveSession, erro
 		return nil, &executor.Error{Code: executor.ErrCanceled, Message: "session start canceled", Err: err}
 	}
 	lim := limits{Timeout: policy.SessionCPU, Memory: e.cfg.MemoryBytes}
-	p, err := e.start(ctx, e.plan, lim, e.fork.spawn)
+	p, err := e.start(ctx, e.plan, lim, e.forkServer(true).spawn)
 	if err != nil {
 		return nil, err
 	}

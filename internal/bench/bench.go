@@ -197,7 +197,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Quick {
 		b.skip("idle memory", "--quick")
 	} else {
-		for _, c := range b.memoryRows() {
+		for _, c := range b.memoryRows(plot) {
 			r.IdleMemory = append(r.IdleMemory, b.idleMemory(ctx, c.row.Name, c.row.Label, c.cfg))
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -448,28 +448,40 @@ func (b *benchmark) executorRows(plot string) []executorConfig {
 		{Row{Name: rowFork, Label: forkLabel}, b.forkConfig()},
 		{Row{Name: rowPrefork, Label: b.preforkLabel()}, b.preforkConfig()},
 	}
-	pre := b.opts.Executor.Preload
 	switch {
-	case len(pre.Modules) == 0:
-	case pre.Auto && plot != "":
-		b.skip("prefork with RUNBLOCK_PRELOAD=off", "the default preload imports nothing with this python, so it would be the prefork row again")
-	default:
+	case b.preloads(plot):
 		off := b.preforkConfig()
 		off.Preload = sandbox.Preload{}
 		rows = append(rows, executorConfig{Row{Name: rowPreforkOff, Label: b.preforkLabel() + ", preload off"}, off})
+	case len(b.opts.Executor.Preload.Modules) > 0:
+		b.skip("prefork with RUNBLOCK_PRELOAD=off", "the default preload imports nothing with this python, so it would be the prefork row again")
 	}
 	return rows
 }
 
+// preloads reports whether the configured preload imports something
+// (plot as for executorRows).
+func (b *benchmark) preloads(plot string) bool {
+	pre := b.opts.Executor.Preload
+	return len(pre.Modules) > 0 && !(pre.Auto && plot != "")
+}
+
 // memoryRows are the executors whose idle memory is measured: the warm
-// capacity of the pool and of the pre-forked pool, and the fork server
-// alone.
-func (b *benchmark) memoryRows() []executorConfig {
-	return []executorConfig{
+// capacity of the pool and of the pre-forked pool, and the fork servers
+// alone, again without the preload where it imports something (plot as
+// for executorRows): the difference is the preloaded fork server's cost.
+func (b *benchmark) memoryRows(plot string) []executorConfig {
+	rows := []executorConfig{
 		{Row{Name: rowPool, Label: b.poolLabel()}, b.poolConfig()},
 		{Row{Name: rowFork, Label: forkLabel}, b.forkConfig()},
 		{Row{Name: rowPrefork, Label: b.preforkLabel()}, b.preforkConfig()},
 	}
+	if b.preloads(plot) {
+		off := b.forkConfig()
+		off.Preload = sandbox.Preload{}
+		rows = append(rows, executorConfig{Row{Name: rowForkOff, Label: forkLabel + ", preload off"}, off})
+	}
+	return rows
 }
 
 // fallbackMark ends the label of a row meant for the fork server that ran

@@ -282,6 +282,14 @@ func TestPreloadOffRow(t *testing.T) {
 			if skipped != tt.skipped {
 				t.Errorf("skipped %q, want %q", skipped, tt.skipped)
 			}
+			mem := b.memoryRows(tt.plot)
+			last = mem[len(mem)-1]
+			if got := last.row.Name == rowForkOff; got != tt.want {
+				t.Fatalf("memory rows end with %q, want the fork row without the preload: %v", last.row.Name, tt.want)
+			}
+			if tt.want && (len(last.cfg.Preload.Modules) != 0 || last.cfg.Pool != 0 || last.cfg.DisableForkServer) {
+				t.Errorf("fork preload-off memory row config %+v, want the fork one without a preload", last.cfg)
+			}
 		})
 	}
 }

@@ -22,6 +22,9 @@ const (
 	// rowPreforkOff is prefork without the preload, where the configured
 	// preload imports something.
 	rowPreforkOff = "prefork-off"
+	// rowForkOff is fork without the preload, in the idle memory only:
+	// the fork server without the preloaded one.
+	rowForkOff = "fork-off"
 )
 
 // Report is everything one bench run measured. Run writes it as a table or,
@@ -504,7 +507,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.IdleRuns, r.IdleGapMS)
 	b.WriteString("cold, pool: every sandbox started from scratch (RUNBLOCK_FORKSERVER=off); fork, prefork: each run a fork of the fork server, on demand or pre-forked\n")
 	if pre := r.preloaded(); pre != "" {
-		fmt.Fprintf(&b, "the fork server preloads %s (RUNBLOCK_PRELOAD); \"preload off\" is the same row without\n", pre)
+		fmt.Fprintf(&b, "a second fork server preloads %s (RUNBLOCK_PRELOAD) for the snippets that import them; \"preload off\" is the same row without it\n", pre)
 	}
 	b.WriteString("p50/orig, p50/bare, p50/cold: latency ratios (lower is better); speed: throughput ratios (higher is better)\n")
 	for _, sk := range r.Skipped {

@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/syncbuf"
+)
+
+// TestPreloadUses: the import scan routes a snippet to the preloaded fork
+// server when it imports a preloaded module's package, or one known to
+// import it, in any form of import statement, and only then.
+func TestPreloadUses(t *testing.T) {
+	plot := Preload{Modules: []string{"numpy", "matplotlib.pyplot"}}
+	tests := []struct {
+		name    string
+		preload Preload
+		code    string
+		want    bool
+	}{
+		{"plain", plot, "print('hello')", false},
+		{"import", plot, "import numpy as np\nprint(np.pi)", true},
+		{"dotted", plot, "import matplotlib.pyplot as plt", true},
+		{"from", plot, "from matplotlib import pyplot", true},
+		{"from dotted", plot, "from numpy.linalg import norm", true},
+		{"in a list", plot, "import os, sys, numpy", true},
+		{"indented", plot, "def f():\n    import numpy\n    return numpy", true},
+		{"importer", plot, "import pandas as pd", true},
+		{"importer from", plot, "from sklearn.linear_model import LinearRegression", true},
+		{"seaborn", Preload{Modules: []string{"matplotlib.pyplot"}}, "import seaborn", true},
+		{"other packages", plot, "import os, json\nfrom collections import Counter", false},
+		{"a prefix only", plot, "import numpyish\nfrom numpy_extra import x", false},
+		{"not an import", plot, "important = 1\nfromage = 'numpy'\nx = 'import'", false},
+		{"a comment", plot, "# import numpy\nprint(1)", false},
+		{"after a comment", plot, "import os  # numpy later", false},
+		{"after a semicolon", plot, "x = 1; import numpy", false},
+		{"relative", plot, "from . import numpy", false},
+		{"__import__", plot, "np = __import__('numpy')", false},
+		{"nothing preloaded", Preload{}, "import numpy", false},
+		{"other preload", Preload{Modules: []string{"json"}}, "import json", true},
+		{"other preload, no importers", Preload{Modules: []string{"json"}}, "import pandas", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.preload.uses(tt.code); got != tt.want {
+				t.Errorf("%v.uses(%q) = %v, want %v", tt.preload.Modules, tt.code, got, tt.want)
+			}
+		})
+	}
+}
+
+// inPreloaded is a snippet that imports the preloaded random, and says
+// whether it was imported before the snippet's first line.
+const inPreloaded = "import sys\nprint('random' in sys.modules)\nimport random"
+
+// TestForkServers: with a preload, two fork servers run, the plain one
+// forking plain snippets and the preloaded one snippets that import a
+// preload (and sessions); without one, only the plain one runs.
+func TestForkServers(t *testing.T) {
+	e := newForking(t, Config{Preload: Preload{Modules: []string{"random"}}})
+	if e.fork == nil || e.preloaded == nil {
+		t.Fatalf("fork servers: plain %v, preloaded %v: want both (%s)", e.fork != nil, e.preloaded != nil, e.report.ForkServer.Detail)
+	}
+	if r := e.report.ForkServer; !r.Active || !strings.Contains(r.Detail, "two fork servers") || !strings.Contains(r.Detail, "preloaded: random") || len(r.Preloaded) != 1 {
+		t.Errorf("fork server report %+v", r)
+	}
+	if e.fork.preload != "" || e.preloaded.preload != "random" {
+		t.Errorf("plain one preloads %q, preloaded one %q", e.fork.preload, e.preloaded.preload)
+	}
+	for code, want := range map[string]string{
+		"import sys\nprint('random' in sys.modules)": "False\n",
+		inPreloaded: "True\n",
+	} {
+		if res := runVia(t, e, executor.Request{Code: code}); res.Stdout != want {
+			t.Errorf("%q printed %q, stderr %q: want %q", code, res.Stdout, res.Stderr, want)
+		}
+	}
+	s, err := e.StartSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cell, err := s.Run(context.Background(), executor.Request{Code: "import sys\nprint('random' in sys.modules)"})
+	if err != nil || cell.Stdout != "True\n" {
+		t.Errorf("a session's cell: %+v %v: want it forked from the preloaded one", cell, err)
+	}
+
+	plain := newForking(t, Config{})
+	if plain.fork == nil || plain.preloaded != nil || !strings.Contains(plain.report.ForkServer.Detail, "one fork server, nothing preloaded") {
+		t.Errorf("without a preload: plain %v, preloaded %v, %+v", plain.fork != nil, plain.preloaded != nil, plain.report.ForkServer)
+	}
+}
+
+// TestPreloadedForkServerDown: while the preloaded fork server is down,
+// the snippets that import a preload are forks of the plain one (slower,
+// not failing), and the executor says it is not ready; it comes back.
+func TestPreloadedForkServerDown(t *testing.T) {
+	e := newForking(t, Config{Preload: Preload{Modules: []string{"random"}}})
+	if e.preloaded == nil {
+		t.Fatalf("no preloaded fork server: %s", e.report.ForkServer.Detail)
+	}
+	live := e.preloaded.current()
+	e.preloaded.stuck(live, context.DeadlineExceeded)
+	if e.Ready() == nil {
+		t.Error("ready with the preloaded fork server down")
+	}
+	if res := runForked(t, e, executor.Request{Code: inPreloaded}); res.Stdout != "False\n" {
+		t.Errorf("stdout %q, stderr %q: want a fork of the plain fork server", res.Stdout, res.Stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !waitFor(ctx, func() bool { return e.Ready() == nil }) {
+		t.Fatal("the preloaded fork server did not come back")
+	}
+	if res := runVia(t, e, executor.Request{Code: inPreloaded}); res.Stdout != "True\n" {
+		t.Errorf("stdout %q, stderr %q: want a fork of the preloaded fork server again", res.Stdout, res.Stderr)
+	}
+}
+
+// runVia runs req through e.Run, as a service does.
+func runVia(t *testing.T, e *Executor, req executor.Request) executor.Result {
+	t.Helper()
+	res, err := e.Run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Run(%.60q): %v", req.Code, err)
+	}
+	return res
+}
+
+// TestPreloadedForkServerCannotStart: where the preloaded fork server
+// cannot start (here its preload is no valid argument), the plain one
+// forks every run, the report and the log say why, and Run still serves
+// the snippets that import the preload.
+func TestPreloadedForkServerCannotStart(t *testing.T) {
+	e := newForking(t, Config{})
+	var logs syncbuf.Buffer
+	cfg := e.cfg
+	cfg.Preload = Preload{Modules: []string{"random", "bad\x00name"}}
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	plain, preloaded, r := newForkServers(context.Background(), cfg, e.plan)
+	if plain == nil || preloaded != nil {
+		t.Fatalf("plain %v, preloaded %v: want the plain one only (%+v)", plain != nil, preloaded != nil, r)
+	}
+	t.Cleanup(plain.close)
+	if !r.Active || !strings.Contains(r.Detail, "one fork server, nothing preloaded: the one with random, bad") || !strings.Contains(r.Detail, "could not start") || len(r.Preloaded) != 0 {
+		t.Errorf("report %+v", r)
+	}
+	if !strings.Contains(logs.String(), "the preloaded fork server cannot start") {
+		t.Errorf("logs %q: want a warning", logs.String())
+	}
+	e2 := &Executor{cfg: cfg, log: cfg.Logger, plan: e.plan, fork: plain}
+	if res := runForked(t, e2, executor.Request{Code: inPreloaded}); res.Stdout != "False\n" {
+		t.Errorf("stdout %q, stderr %q: want a fork of the plain one", res.Stdout, res.Stderr)
+	}
+}
