@@ -1,6 +1,8 @@
 package sandbox_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -44,4 +46,29 @@ func TestSessionReportsMemory(t *testing.T) {
 			t.Fatalf("a closed session reports %d bytes, want its limit %d", got, limit)
 		}
 	})
+}
+
+// TestDefaultSessionBoundsKeepManyIdleSessions: with the default bounds
+// (32 sessions, 1 GiB) and the executor's memory limit as the count of a
+// session that could not report, 8 idle sessions on the real sandbox all
+// stay live: counted at their limit, only 4 would.
+func TestDefaultSessionBoundsKeepManyIdleSessions(t *testing.T) {
+	e := newExecutor(t, sandbox.Config{})
+	m := session.New(e, e, session.Options{SessionBytes: sandbox.DefaultMemoryBytes})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	const n = 8
+	for round := range 2 {
+		for i := range n {
+			res, err := m.Run(context.Background(), executor.Request{Code: fmt.Sprintf("x = %d", i), Session: &executor.Session{ID: fmt.Sprint(i)}})
+			if err != nil || !res.Success {
+				t.Fatalf("session %d cell %d: %+v, %v", i, round+1, res, err)
+			}
+			if res.Session.Restored != 0 {
+				t.Fatalf("session %d was evicted: its cell %d replayed %d cells", i, round+1, res.Session.Restored)
+			}
+		}
+	}
+	if got := m.Live(); got != n {
+		t.Fatalf("%d sessions live, want %d", got, n)
+	}
 }
