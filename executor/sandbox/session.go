@@ -65,6 +65,9 @@ type session struct {
 	ended   atomic.Bool // released, or found dead
 	closing atomic.Bool
 	readers sync.WaitGroup
+
+	memMu sync.Mutex // held while MemoryBytes counts
+	pidNS string     // the sandbox's PID namespace, once found
 }
 
 // newSession takes over p's pipes (stopping the readers its start gave

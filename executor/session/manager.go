@@ -16,7 +16,9 @@ import (
 )
 
 // MemoryReporter is a LiveSession that can say how much memory it holds
-// now. The Manager counts a live session that is not one at
+// now (executor/sandbox's sessions are). The Manager asks when the session
+// starts and after each of its cells, and weighs that against
+// Config.MemoryBytes; it counts a live session that is not one at
 // Options.SessionBytes.
 type MemoryReporter interface {
 	MemoryBytes() int64

@@ -684,3 +684,70 @@ func TestStateHashSeparatesFields(t *testing.T) {
 		t.Error("a cell's limits change its state")
 	}
 }
+
+// reportingLive is a fakeLive whose memory is what memory says, asked
+// after each of its cells.
+type reportingLive struct {
+	*fakeLive
+	memory func() int64
+}
+
+func (l reportingLive) MemoryBytes() int64 { return l.memory() }
+
+// TestEvictionCountsReportedMemoryNotTheLimit: sessions that report
+// little all stay live however large the limit they would be counted at
+// otherwise, and one whose cell grows it evicts the least recently used
+// by what it reports after that cell.
+func TestEvictionCountsReportedMemoryNotTheLimit(t *testing.T) {
+	f := newFixture(t, Config{})
+	var mu sync.Mutex
+	held := map[int]int64{} // by the fake's id
+	var lives []*fakeLive
+	f.starter.start = func(context.Context) (executor.LiveSession, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		l := &fakeLive{id: len(lives) + 1, clock: f.clock, alive: true}
+		lives = append(lives, l)
+		held[l.id] = 10
+		return reportingLive{fakeLive: l, memory: func() int64 {
+			l.mu.Lock()
+			grew := len(l.ran) > 0 && l.ran[len(l.ran)-1] == "grow"
+			l.mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			if grew {
+				held[l.id] = 150
+			}
+			return held[l.id]
+		}}, nil
+	}
+	m := New(runnerFunc(nil), f.starter, Options{Config: Config{MemoryBytes: 300, MaxLive: 10}, SessionBytes: 1000, Ticks: f.ticks, Metrics: f.metrics})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	run := func(id, code string) {
+		t.Helper()
+		if _, err := m.Run(context.Background(), request(id, code)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		run(id, "x")
+	}
+	if m.Live() != 5 || f.metrics.evictions["memory"] != 0 {
+		t.Fatalf("%d live, evictions %v: want all 5 live at 10 bytes each (not 1000) under 300", m.Live(), f.metrics.evictions)
+	}
+	run("e", "grow") // 4×10 + 150 = 190: still under
+	if m.Live() != 5 {
+		t.Fatalf("%d live after e grew to 150, want 5", m.Live())
+	}
+	run("a", "grow") // 3×10 + 2×150 = 330: b, c and d, the least recently used, go
+	if m.Live() != 2 || f.metrics.evictions["memory"] != 3 {
+		t.Fatalf("%d live, evictions %v: want b, c, d evicted by memory", m.Live(), f.metrics.evictions)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, want := range []bool{false, true, true, true, false} {
+		if lives[i].isClosed() != want {
+			t.Errorf("session %c closed: %v, want %v", 'a'+i, !want, want)
+		}
+	}
+}

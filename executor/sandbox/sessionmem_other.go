@@ -1,0 +1,7 @@
+//go:build !linux
+
+package sandbox
+
+// MemoryBytes is the session's memory limit: without Linux its sandbox's
+// memory is not read (see sessionmem_linux.go).
+func (s *session) MemoryBytes() int64 { return s.p.lim.Memory }
