@@ -72,6 +72,10 @@ type Manager struct {
 
 	stop chan struct{} // closed by Close: ends the idle sweep
 	done chan struct{} // closed when the idle sweep has ended
+	// recount (room for one) wakes the sweep to count the memory of the
+	// sessions a cell left stale: after the cell's answer, not before it
+	// (a count reads /proc for some milliseconds).
+	recount chan struct{}
 
 	mu          sync.Mutex
 	closed      bool
@@ -97,7 +101,9 @@ type session struct {
 	queue       []chan struct{} // those waiting for it, in order; closed to hand it over
 	busy        bool            // a cell holds live
 	live        executor.LiveSession
-	mem         int64 // live's memory as counted
+	mem         int64  // live's memory as counted
+	stale       bool   // a cell ran since mem was counted
+	gen         uint64 // counts the live processes it had: tells them apart
 	used        time.Time
 	cells       int                // cells run, the number of the last
 	record      []executor.Request // the successful cells, oldest first
@@ -120,6 +126,7 @@ func New(inner executor.Runner, starter executor.SessionStarter, opts Options) *
 		log:          opts.Logger,
 		metrics:      opts.Metrics,
 		stop:         make(chan struct{}),
+		recount:      make(chan struct{}, 1),
 		done:         make(chan struct{}),
 		sessions:     make(map[string]*session),
 		drained:      make(chan struct{}),
@@ -415,18 +422,17 @@ func (m *Manager) cell(ctx context.Context, s *session, req executor.Request) (e
 	cell.Session = nil
 	res, err := live.Run(ctx, cell)
 	alive := live.Alive()
-	var mem int64
-	if alive {
-		mem = m.memoryOf(live)
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !alive {
 		defer closeLive(m.log, live)
 		m.dropLiveLocked(s)
 	} else {
-		m.liveBytes += mem - s.mem
-		s.mem = mem
+		s.stale = true
+		select {
+		case m.recount <- struct{}{}:
+		default:
+		}
 	}
 	if err != nil {
 		return executor.Result{}, err
@@ -451,6 +457,7 @@ func (m *Manager) start(ctx context.Context, s *session) (executor.LiveSession, 
 	mem := m.memoryOf(live)
 	m.mu.Lock()
 	s.live, s.mem = live, mem
+	s.gen++
 	m.live++
 	m.liveBytes += mem
 	m.metrics.SessionsLive(m.live)
@@ -510,7 +517,44 @@ func (m *Manager) sweep(ticks <-chan time.Time, stopTicks func()) {
 			return
 		case <-ticks:
 			m.endIdle()
+		case <-m.recount:
+			m.countMemory()
 		}
+	}
+}
+
+// countMemory counts the memory of the live sessions a cell ran in since
+// their last count, and evicts past the bounds.
+func (m *Manager) countMemory() {
+	type stale struct {
+		s    *session
+		live executor.LiveSession
+		gen  uint64
+		mem  int64
+	}
+	var todo []stale
+	m.mu.Lock()
+	for _, s := range m.sessions {
+		if s.stale && s.live != nil {
+			s.stale = false
+			todo = append(todo, stale{s: s, live: s.live, gen: s.gen})
+		}
+	}
+	m.mu.Unlock()
+	for i := range todo {
+		todo[i].mem = m.memoryOf(todo[i].live)
+	}
+	m.mu.Lock()
+	for _, t := range todo {
+		if t.s.live != nil && t.s.gen == t.gen {
+			m.liveBytes += t.mem - t.s.mem
+			t.s.mem = t.mem
+		}
+	}
+	victims := m.evictLocked(nil)
+	m.mu.Unlock()
+	for _, l := range victims {
+		closeLive(m.log, l)
 	}
 }
 

@@ -736,10 +736,12 @@ func TestEvictionCountsReportedMemoryNotTheLimit(t *testing.T) {
 		t.Fatalf("%d live, evictions %v: want all 5 live at 10 bytes each (not 1000) under 300", m.Live(), f.metrics.evictions)
 	}
 	run("e", "grow") // 4×10 + 150 = 190: still under
+	m.countMemory()  // as the sweep does after a cell's answer
 	if m.Live() != 5 {
 		t.Fatalf("%d live after e grew to 150, want 5", m.Live())
 	}
 	run("a", "grow") // 3×10 + 2×150 = 330: b, c and d, the least recently used, go
+	m.countMemory()
 	if m.Live() != 2 || f.metrics.evictions["memory"] != 3 {
 		t.Fatalf("%d live, evictions %v: want b, c, d evicted by memory", m.Live(), f.metrics.evictions)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 )
 
 // The launch section: the time from a request to its answer in the form the
@@ -30,7 +31,15 @@ const (
 const (
 	launchHello = "hello" // print('hello'), pre-forked
 	launchPlot  = "plot"  // the plot snippet, pre-forked with the default preload
+	launchCell  = "cell"  // print('hello') as a cell of a live session
+	// launchReplay is print('hello') as the first cell of a new session
+	// whose state is rebuilt from replayCells earlier cells: a session's
+	// start and its replay.
+	launchReplay = "replay"
 )
+
+// replayCells is how many cells a replay launch rebuilds.
+const replayCells = 10
 
 // LaunchStats are one pattern of launches of one kind.
 type LaunchStats struct {
@@ -176,8 +185,18 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 	defer ex.Close()
 	label := b.preforkLabel()
 	b.forkServer(&label, cfg, ex)
-	sched := executor.NewScheduler(ex, executor.Config{
-		Concurrency: b.conc[len(b.conc)-1],
+	conc := b.conc[len(b.conc)-1]
+	// The sessions behind the cell and replay rows: as many live ones as
+	// runs at once for the cells, each replay launch a session of its own
+	// (the least recently used evicted).
+	sessions := session.New(ex, ex, session.Options{Config: session.Config{MaxLive: 2 * conc}, SessionBytes: cfg.MemoryBytes, Logger: b.log})
+	defer func() {
+		if err := sessions.Close(context.WithoutCancel(ctx)); err != nil {
+			b.note("launches: close the sessions: %v", err)
+		}
+	}()
+	sched := executor.NewScheduler(sessions, executor.Config{
+		Concurrency: conc,
 		QueueSize:   b.launchRuns,
 		MaxPerUser:  1,
 		Logger:      b.log,
@@ -192,23 +211,46 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 	if !b.warm(ctx, c) {
 		return nil
 	}
-	ls := []launcher{{launchHello, "print('hello'), " + label, b.submit(sched, helloCode, func(res executor.Result) bool {
-		return res.Success && res.Stdout == helloOut
-	})}}
+	hello := func(res executor.Result) bool { return res.Success && res.Stdout == helloOut }
+	ls := []launcher{{launchHello, "print('hello'), " + label, b.submit(sched, helloCode, nil, hello)}}
 	if plot {
-		ls = append(ls, launcher{launchPlot, "plot, " + label, b.submit(sched, plotCode, plotOK)})
+		ls = append(ls, launcher{launchPlot, "plot, " + label, b.submit(sched, plotCode, nil, plotOK)})
 	}
-	// A cell of a live session joins here: a launcher whose launch runs
-	// one cell in a session started before the patterns.
+	// The cells go to conc sessions, started (and warmed) before the
+	// patterns, so that a launch is a cell of a live session.
+	cell := func(i int) *executor.Session { return &executor.Session{ID: fmt.Sprintf("bench-cell-%d", i%conc)} }
+	for i := range conc {
+		if ok, err := b.submit(sched, helloCode, cell, hello)(ctx, i); !ok || err != nil {
+			b.note("launches: a session for the cell row did not start (%v): no session rows", err)
+			return b.launchRows(ctx, ls)
+		}
+	}
+	replay := make([]executor.Request, replayCells)
+	for i := range replay {
+		replay[i] = executor.Request{Code: fmt.Sprintf("x%d = %d", i, i)}
+	}
+	fresh := func(i int) *executor.Session {
+		return &executor.Session{ID: fmt.Sprintf("bench-replay-%d", i), Replay: replay}
+	}
+	ls = append(ls,
+		launcher{launchCell, "print('hello'), a cell of a live session", b.submit(sched, helloCode, cell, hello)},
+		launcher{launchReplay, fmt.Sprintf("print('hello') in a new session, after a replay of %d cells", replayCells), b.submit(sched, helloCode, fresh,
+			func(res executor.Result) bool {
+				return hello(res) && res.Session != nil && res.Session.Restored == replayCells
+			})})
 	return b.launchRows(ctx, ls)
 }
 
 // submit launches code through sched, each launch as a user of its own
-// (one waiting job per user is the service's default), and judges its
-// result with ok.
-func (b *benchmark) submit(sched *executor.Scheduler, code string, ok func(executor.Result) bool) launchFunc {
+// (one waiting job per user is the service's default), as a cell of
+// session(i) when session is set, and judges its result with ok.
+func (b *benchmark) submit(sched *executor.Scheduler, code string, session func(i int) *executor.Session, ok func(executor.Result) bool) launchFunc {
 	return func(ctx context.Context, i int) (bool, error) {
-		res, err := sched.Submit(ctx, executor.Job{User: fmt.Sprintf("bench:launch-%d", i), Request: executor.Request{Code: code}})
+		req := executor.Request{Code: code}
+		if session != nil {
+			req.Session = session(i)
+		}
+		res, err := sched.Submit(ctx, executor.Job{User: fmt.Sprintf("bench:launch-%d", i), Request: req})
 		if err != nil {
 			return false, err
 		}
