@@ -27,7 +27,7 @@ type guildRunner struct {
 
 func (g guildRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
 	if guild := guildOfUser(job.User); guild != "" {
-		if r := g.b.settings.get(ctx, guild).UserRate; r > 0 {
+		if r := g.b.settings.Get(ctx, guild).UserRate; r > 0 {
 			if err := g.b.rates.take(job.User, r, g.b.cfg.UserBurst); err != nil {
 				return executor.Result{}, err
 			}
