@@ -189,6 +189,8 @@ func (b *Bot) changeSettings(st store.Settings, key, v string) (store.Settings, 
 		switch {
 		case err != nil:
 			return st, errors.New("the edit window must be a duration such as 5m, or `off`")
+		case d > 0 && b.cfg.EditWindow <= 0:
+			return st, errors.New("edits do not re-run on this runblock (the operator's SLACK_EDIT_WINDOW)")
 		case d > b.cfg.EditWindow:
 			return st, fmt.Errorf("the edit window can be at most %s here (the operator's SLACK_EDIT_WINDOW)", settings.WindowText(b.cfg.EditWindow))
 		}
