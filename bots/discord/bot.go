@@ -163,7 +163,7 @@ type Bot struct {
 	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
 	// settings are the guilds' choices (/runblock settings), cached.
 	settings *settings.Cache
-	rates    *userRates // the guilds' own per-user rates
+	rates    *settings.UserRates // the guilds' own per-user rates
 
 	mu       sync.Mutex
 	sess     *discordgo.Session
@@ -222,7 +222,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
 		settings:   settings.NewCache(cfg.Settings, Platform, "guild", now, logger),
-		rates:      newUserRates(now),
+		rates:      settings.NewUserRates(now, "server"),
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,

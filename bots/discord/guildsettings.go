@@ -218,12 +218,12 @@ func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCom
 				st.UserRate = 0
 				continue
 			}
-			r, err := parseRate(v)
+			r, err := settings.ParseRate(v)
 			switch {
 			case err != nil:
 				errs = append(errs, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min"))
 			case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
-				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", rateText(b.cfg.UserRate)))
+				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", settings.RateText(b.cfg.UserRate)))
 			default:
 				st.UserRate = r
 			}
@@ -315,12 +315,12 @@ func (b *Bot) describeSettings(st store.Settings) string {
 	} else {
 		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", settings.WindowText(gc.editWindow), from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
 	}
-	userRate, bound := rateText(b.cfg.UserRate), ""
+	userRate, bound := settings.RateText(b.cfg.UserRate), ""
 	if st.UserRate > 0 {
-		userRate = rateText(st.UserRate)
+		userRate = settings.RateText(st.UserRate)
 	}
 	if b.cfg.UserRate > 0 {
-		bound = "; at most " + rateText(b.cfg.UserRate)
+		bound = "; at most " + settings.RateText(b.cfg.UserRate)
 	}
 	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
 	w.WriteString("Change one with `/runblock settings` and its option; \"default\" goes back to the default.")
