@@ -130,6 +130,11 @@ type Config struct {
 	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
 	// instead of as a cell of its thread's session.
 	NoSessions bool
+	// UserRate and UserBurst are the operator's per-user rate (runs a
+	// second, RUNBLOCK_USER_RATE), which the scheduler enforces; a
+	// workspace may choose a lower one with /run settings.
+	UserRate  float64
+	UserBurst int
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -143,7 +148,8 @@ type Bot struct {
 	cfg      Config
 	log      *slog.Logger
 	api      *slack.Client
-	settings *settings.Cache // the workspaces' choices (/run settings), cached
+	settings *settings.Cache     // the workspaces' choices (/run settings), cached
+	rates    *settings.UserRates // the workspaces' own per-user rates
 	now      func() time.Time
 	files    *http.Client // downloads the files of messages
 
@@ -210,10 +216,11 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		files:    &http.Client{},
 		handlers: handlers.New(maxInFlight, logger),
 	}
+	b.rates = settings.NewUserRates(func() time.Time { return b.now() }, "workspace")
 	b.settings = settings.NewCache(st, Platform, "workspace", func() time.Time { return b.now() }, logger)
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Slack,
-		Runner:   runner,
+		Runner:   wsRunner{next: runner, b: b},
 		Render:   cfg.Render,
 		// The workspace's bot token goes with the downloads of the
 		// message's files (each file's attach.Source.Header), on Slack's

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/settings"
+	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/store"
 )
@@ -28,6 +29,7 @@ const (
 	keyReaction   = "reaction"
 	keyEditWindow = "edit_window"
 	keySessions   = "sessions"
+	keyUserRate   = "user_rate"
 	maxReaction   = 64
 )
 
@@ -96,7 +98,7 @@ func isSettings(text string) bool {
 const (
 	settingsNotAdmin    = "Only the workspace's admins and owners can see or change runblock's settings."
 	settingsStoreFailed = "The settings could not be read or saved just now; nothing changed. Try again in a moment."
-	settingsUsage       = "Change one with `/run settings KEY VALUE`: `channels #a #b` (or `all`), `reaction :emoji:`, `edit_window 5m` (or `off`), `sessions on|off`; `default` goes back to the operator's."
+	settingsUsage       = "Change one with `/run settings KEY VALUE`: `channels #a #b` (or `all`), `reaction :emoji:`, `edit_window 5m` (or `off`), `sessions on|off`, `user_rate 3/min`; `default` goes back to the operator's."
 )
 
 // settingsCommand answers /run settings [key value], to the user alone:
@@ -195,6 +197,19 @@ func (b *Bot) changeSettings(st store.Settings, key, v string) (store.Settings, 
 			return st, fmt.Errorf("the edit window can be at most %s here (the operator's SLACK_EDIT_WINDOW)", settings.WindowText(b.cfg.EditWindow))
 		}
 		st.EditWindow = &d
+	case keyUserRate:
+		if reset {
+			st.UserRate = 0
+			return st, nil
+		}
+		r, err := settings.ParseRate(v)
+		switch {
+		case err != nil:
+			return st, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min")
+		case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
+			return st, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", settings.RateText(b.cfg.UserRate))
+		}
+		st.UserRate = r
 	case keySessions:
 		on := strings.EqualFold(v, "on")
 		switch {
@@ -246,9 +261,45 @@ func (b *Bot) settingsText(st store.Settings) string {
 	fmt.Fprintf(&w, "• Run reaction: :%s: (%s)\n", wc.reaction, from(st.RunReaction != ""))
 	fmt.Fprintf(&w, "• Edits re-run within: %s (%s; at most %s)\n", window, from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
 	fmt.Fprintf(&w, "• Sessions: %s (%s)\n", sessions, from(st.Sessions != nil))
+	userRate, bound := settings.RateText(b.cfg.UserRate), ""
+	if st.UserRate > 0 {
+		userRate = settings.RateText(st.UserRate)
+	}
+	if b.cfg.UserRate > 0 {
+		bound = "; at most " + settings.RateText(b.cfg.UserRate)
+	}
+	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
 	w.WriteString(settingsUsage + "\n")
 	if b.settings.InMemory() {
 		w.WriteString("_This runblock has no store (RUNBLOCK_STORE): settings last until it restarts._\n")
 	}
 	return w.String()
+}
+
+// wsRunner is the Runner the answer flow submits to: the workspace's own
+// per-user rate first, then the scheduler (which holds everyone to the
+// operator's).
+type wsRunner struct {
+	next Runner
+	b    *Bot
+}
+
+func (w wsRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
+	if team := teamOfUser(job.User); team != "" {
+		if r := w.b.settings.Get(ctx, team).UserRate; r > 0 {
+			if err := w.b.rates.Take(job.User, r, w.b.cfg.UserBurst); err != nil {
+				return executor.Result{}, err
+			}
+		}
+	}
+	return w.next.Submit(ctx, job)
+}
+
+// teamOfUser is the team of a user key (source.userKey), "" when none.
+func teamOfUser(key string) string {
+	parts := strings.Split(key, ":")
+	if len(parts) != 3 || parts[0] != Platform {
+		return ""
+	}
+	return parts[1]
 }

@@ -134,3 +134,42 @@ func TestWorkspaceSettingsStoreDown(t *testing.T) {
 		t.Errorf("log:\n%s", logs)
 	}
 }
+
+// TestWorkspaceUserRate: a workspace holds its users to a rate of its
+// own; another workspace is unaffected.
+func TestWorkspaceUserRate(t *testing.T) {
+	t.Parallel()
+	fake := fakeslack.New(fakeslack.Options{})
+	t.Cleanup(fake.Close)
+	runner := &fakerunner.Runner{}
+	r := distribute(t, fake, storetest.SQLite(t), runner)
+	one := r.install(fakeslack.Install{TeamID: "T1ONE", UserID: "UADMIN"})
+	two := r.install(fakeslack.Install{TeamID: "T2TWO", UserID: "UOTHER"})
+	fake.SetAdmin("UADMIN")
+	if got := r.settings("T1ONE", "UADMIN", "user_rate 1/h"); !strings.Contains(got, "Per-user rate: 1/h (set here)") {
+		t.Fatalf("answered %q", got)
+	}
+	say := func(id fakeslack.Identity, code, want string) {
+		t.Helper()
+		m := fake.PutMessage(fakeslack.Message{Channel: fake.NewID("C"), User: "USAME", Text: "<@" + fakeslack.BotUserID + "> ```" + code + "```"})
+		p, _ := fake.EventCallbackIn(id, map[string]any{"type": "app_mention", "channel": m.Channel, "user": m.User, "text": m.Text, "ts": m.TS, "event_ts": m.TS})
+		r.event(p)
+		if want != "Slow down" {
+			r.replyIn(m, want)
+			return
+		}
+		// A refusal goes to the user alone.
+		if _, err := fake.WaitCall(r.ctx, "chat.postEphemeral", func(c fakeslack.Call) bool {
+			return c.Get("channel") == m.Channel && c.Get("user") == "USAME" && strings.Contains(c.Get("text"), want)
+		}); err != nil {
+			t.Fatalf("no %q to %s: %v", want, m.Channel, err)
+		}
+	}
+	say(one, "print(1)", "ran: print(1)")
+	say(one, "print(2)", "Slow down")
+	say(two, "print(3)", "ran: print(3)")
+	say(two, "print(4)", "ran: print(4)")
+	if n := len(runner.Jobs()); n != 3 {
+		t.Errorf("%d runs reached the scheduler, want 3", n)
+	}
+}
