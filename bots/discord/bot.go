@@ -51,6 +51,7 @@ import (
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/settings"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -161,8 +162,8 @@ type Bot struct {
 	now  func() time.Time
 	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
 	// settings are the guilds' choices (/runblock settings), cached.
-	settings *settingsCache
-	rates    *userRates // the guilds' own per-user rates
+	settings *settings.Cache
+	rates    *settings.UserRates // the guilds' own per-user rates
 
 	mu       sync.Mutex
 	sess     *discordgo.Session
@@ -220,8 +221,8 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
-		settings:   newSettingsCache(cfg.Settings, now, logger),
-		rates:      newUserRates(now),
+		settings:   settings.NewCache(cfg.Settings, Platform, "guild", now, logger),
+		rates:      settings.NewUserRates(now, "server"),
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,

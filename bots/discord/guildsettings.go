@@ -7,11 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/runblock/runblock/bots/internal/settings"
 	"github.com/runblock/runblock/internal/store"
 )
 
@@ -26,28 +26,20 @@ import (
 
 // SettingsStore keeps the settings each guild chose; internal/store's
 // Store is one.
-type SettingsStore interface {
-	// Settings returns what a guild chose: the zero Settings when nothing.
-	Settings(ctx context.Context, platform, workspace string) (store.Settings, error)
-	SaveSettings(ctx context.Context, platform, workspace string, s store.Settings) error
-}
+type SettingsStore = settings.Store
 
 // The /runblock command and its settings subcommand's options.
 const (
-	CommandRunblock     = "runblock"
-	subSettings         = "settings"
-	optChannels         = "channels"
-	optPrefix           = "prefix"
-	optReaction         = "reaction"
-	optEditWindow       = "edit_window"
-	optUserRate         = "user_rate"
-	settingsDefault     = "default" // an option's value that goes back to the operator's
-	maxPrefixLen        = 16
-	maxReactionLen      = 64
-	settingsCacheTTL    = time.Minute
-	settingsFailedTTL   = 10 * time.Second // after a failed read, the operator's settings this long
-	settingsReadTimeout = 2 * time.Second  // bounds a read, where events are handled
-	settingsSaveTimeout = 5 * time.Second
+	CommandRunblock = "runblock"
+	subSettings     = "settings"
+	optChannels     = "channels"
+	optPrefix       = "prefix"
+	optReaction     = "reaction"
+	optEditWindow   = "edit_window"
+	optUserRate     = "user_rate"
+	settingsDefault = settings.Default // an option's value that goes back to the operator's
+	maxPrefixLen    = 16
+	maxReactionLen  = 64
 )
 
 // manageServer is the permission /runblock settings needs; Administrator
@@ -103,7 +95,7 @@ func (b *Bot) operatorConfig() guildConfig {
 // with applies a guild's settings, within the operator's bounds (checked
 // again here: a store may hold what an older version allowed).
 func (gc guildConfig) with(st store.Settings) guildConfig {
-	if len(st.Channels) > 0 && (len(gc.channels) == 0 || subset(st.Channels, gc.channels)) {
+	if len(st.Channels) > 0 && (len(gc.channels) == 0 || settings.Subset(st.Channels, gc.channels)) {
 		gc.channels = st.Channels
 	}
 	if st.Prefix != "" {
@@ -118,15 +110,6 @@ func (gc guildConfig) with(st store.Settings) guildConfig {
 	return gc
 }
 
-func subset(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
 // guildConfig returns the configuration of guildID ("" for a DM: the
 // operator's).
 func (b *Bot) guildConfig(ctx context.Context, guildID string) guildConfig {
@@ -134,114 +117,7 @@ func (b *Bot) guildConfig(ctx context.Context, guildID string) guildConfig {
 	if guildID == "" {
 		return gc
 	}
-	return gc.with(b.settings.get(ctx, guildID))
-}
-
-// settingsCache reads the guilds' settings through to the store, keeping
-// each for settingsCacheTTL. The reads happen where Discord's events are
-// handled, so a store that fails is not asked again for settingsFailedTTL:
-// meanwhile a guild keeps what was last read (the operator's settings when
-// nothing was), and the failure is logged once each time.
-type settingsCache struct {
-	store SettingsStore
-	now   func() time.Time
-	log   interface{ Warn(string, ...any) }
-
-	mu        sync.Mutex
-	entries   map[string]cachedSettings
-	downUntil time.Time
-}
-
-type cachedSettings struct {
-	st      store.Settings
-	expires time.Time
-}
-
-func newSettingsCache(st SettingsStore, now func() time.Time, log interface{ Warn(string, ...any) }) *settingsCache {
-	if st == nil {
-		st = &memorySettings{m: make(map[string]store.Settings)}
-	}
-	return &settingsCache{store: st, now: now, log: log, entries: make(map[string]cachedSettings)}
-}
-
-func (c *settingsCache) get(ctx context.Context, guildID string) store.Settings {
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.entries[guildID]
-	down := now.Before(c.downUntil)
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) || down {
-		return e.st
-	}
-	ctx, cancel := context.WithTimeout(ctx, settingsReadTimeout)
-	defer cancel()
-	st, err := c.store.Settings(ctx, Platform, guildID)
-	if err != nil {
-		c.log.Warn("reading a guild's settings; the operator's apply meanwhile", "guild", guildID, "retry_in", settingsFailedTTL, "err", err)
-		c.mu.Lock()
-		c.downUntil = now.Add(settingsFailedTTL)
-		c.mu.Unlock()
-		return e.st
-	}
-	c.put(guildID, st, now.Add(settingsCacheTTL))
-	return st
-}
-
-// put caches a guild's settings, and drops the expired entries, so the
-// map holds the guilds in use.
-func (c *settingsCache) put(guildID string, st store.Settings, expires time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, e := range c.entries {
-		if !c.now().Before(e.expires) {
-			delete(c.entries, id)
-		}
-	}
-	c.entries[guildID] = cachedSettings{st: st, expires: expires}
-}
-
-// fresh reads a guild's settings from the store, for a change to start
-// from what is stored, not from a cache or a failed read's default.
-func (c *settingsCache) fresh(ctx context.Context, guildID string) (store.Settings, error) {
-	ctx, cancel := context.WithTimeout(ctx, settingsSaveTimeout)
-	defer cancel()
-	st, err := c.store.Settings(ctx, Platform, guildID)
-	if err != nil {
-		return store.Settings{}, err
-	}
-	c.put(guildID, st, c.now().Add(settingsCacheTTL))
-	return st, nil
-}
-
-// save stores a guild's settings; the next read sees them.
-func (c *settingsCache) save(ctx context.Context, guildID string, st store.Settings) error {
-	ctx, cancel := context.WithTimeout(ctx, settingsSaveTimeout)
-	defer cancel()
-	if err := c.store.SaveSettings(ctx, Platform, guildID, st); err != nil {
-		return err
-	}
-	c.put(guildID, st, c.now().Add(settingsCacheTTL))
-	return nil
-}
-
-// memorySettings keeps the guilds' settings in memory, for a bot given no
-// store: they last until it stops.
-type memorySettings struct {
-	mu sync.Mutex
-	m  map[string]store.Settings
-}
-
-func (m *memorySettings) Settings(_ context.Context, platform, guildID string) (store.Settings, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[platform+":"+guildID], nil
-}
-
-func (m *memorySettings) SaveSettings(_ context.Context, platform, guildID string, st store.Settings) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[platform+":"+guildID] = st
-	return nil
+	return gc.with(b.settings.Get(ctx, guildID))
 }
 
 // Answers of /runblock settings.
@@ -271,7 +147,7 @@ func (b *Bot) settingsInteraction(ctx context.Context, s *discordgo.Session, i *
 			opts = o.Options
 		}
 	}
-	st, err := b.settings.fresh(ctx, i.GuildID)
+	st, err := b.settings.Fresh(ctx, i.GuildID)
 	if err != nil {
 		b.log.Error("reading a guild's settings", "guild", i.GuildID, "err", err)
 		b.ephemeral(ctx, s, i, settingsStoreFailed)
@@ -283,7 +159,7 @@ func (b *Bot) settingsInteraction(ctx context.Context, s *discordgo.Session, i *
 			b.ephemeral(ctx, s, i, "Nothing changed: "+err.Error())
 			return
 		}
-		if err := b.settings.save(ctx, i.GuildID, next); err != nil {
+		if err := b.settings.Save(ctx, i.GuildID, next); err != nil {
 			b.log.Error("saving a guild's settings", "guild", i.GuildID, "err", err)
 			b.ephemeral(ctx, s, i, settingsStoreFailed)
 			return
@@ -342,12 +218,12 @@ func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCom
 				st.UserRate = 0
 				continue
 			}
-			r, err := parseRate(v)
+			r, err := settings.ParseRate(v)
 			switch {
 			case err != nil:
 				errs = append(errs, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min"))
 			case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
-				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", rateText(b.cfg.UserRate)))
+				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", settings.RateText(b.cfg.UserRate)))
 			default:
 				st.UserRate = r
 			}
@@ -356,12 +232,12 @@ func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCom
 				st.EditWindow = nil
 				continue
 			}
-			d, err := parseWindow(v)
+			d, err := settings.ParseWindow(v)
 			switch {
 			case err != nil:
 				errs = append(errs, errors.New("the edit window must be a duration such as 5m, or 0 for never"))
 			case d > b.cfg.EditWindow:
-				errs = append(errs, fmt.Errorf("the edit window can be at most %s here (the operator's DISCORD_EDIT_WINDOW)", windowText(b.cfg.EditWindow)))
+				errs = append(errs, fmt.Errorf("the edit window can be at most %s here (the operator's DISCORD_EDIT_WINDOW)", settings.WindowText(b.cfg.EditWindow)))
 			default:
 				st.EditWindow = &d
 			}
@@ -382,32 +258,6 @@ func emojiName(v string) string {
 		}
 	}
 	return strings.Trim(v, ":")
-}
-
-// parseWindow reads an edit window: a Go duration, 0, or off.
-func parseWindow(v string) (time.Duration, error) {
-	if v == "0" || strings.EqualFold(v, "off") || strings.EqualFold(v, "never") {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, errors.New("not a duration")
-	}
-	return d, nil
-}
-
-func windowText(d time.Duration) string {
-	if d <= 0 {
-		return "never"
-	}
-	s := d.String() // 1h30m0s
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // parseChannels reads channel mentions or ids, separated by spaces or
@@ -463,14 +313,14 @@ func (b *Bot) describeSettings(st store.Settings) string {
 	if b.cfg.EditWindow <= 0 {
 		w.WriteString("• Edit window: never (edits do not re-run on this runblock)\n")
 	} else {
-		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", windowText(gc.editWindow), from(st.EditWindow != nil), windowText(b.cfg.EditWindow))
+		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", settings.WindowText(gc.editWindow), from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
 	}
-	userRate, bound := rateText(b.cfg.UserRate), ""
+	userRate, bound := settings.RateText(b.cfg.UserRate), ""
 	if st.UserRate > 0 {
-		userRate = rateText(st.UserRate)
+		userRate = settings.RateText(st.UserRate)
 	}
 	if b.cfg.UserRate > 0 {
-		bound = "; at most " + rateText(b.cfg.UserRate)
+		bound = "; at most " + settings.RateText(b.cfg.UserRate)
 	}
 	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
 	w.WriteString("Change one with `/runblock settings` and its option; \"default\" goes back to the default.")

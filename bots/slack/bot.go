@@ -28,6 +28,7 @@ import (
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
+	"github.com/runblock/runblock/bots/internal/settings"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/store"
@@ -129,6 +130,11 @@ type Config struct {
 	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
 	// instead of as a cell of its thread's session.
 	NoSessions bool
+	// UserRate and UserBurst are the operator's per-user rate (runs a
+	// second, RUNBLOCK_USER_RATE), which the scheduler enforces; a
+	// workspace may choose a lower one with /run settings.
+	UserRate  float64
+	UserBurst int
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -142,7 +148,8 @@ type Bot struct {
 	cfg      Config
 	log      *slog.Logger
 	api      *slack.Client
-	channels map[string]bool
+	settings *settings.Cache     // the workspaces' choices (/run settings), cached
+	rates    *settings.UserRates // the workspaces' own per-user rates
 	now      func() time.Time
 	files    *http.Client // downloads the files of messages
 
@@ -195,9 +202,9 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
-	channels := make(map[string]bool, len(cfg.Channels))
-	for _, c := range cfg.Channels {
-		channels[c] = true
+	var st settings.Store
+	if cfg.Store != nil {
+		st = cfg.Store // else /run settings are kept in memory
 	}
 	b := &Bot{
 		cfg:      cfg,
@@ -205,14 +212,15 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		api:      slack.New(cfg.BotToken, append([]slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}, opts...)...),
 		opts:     opts,
 		oauth:    &http.Client{Timeout: 30 * time.Second},
-		channels: channels,
 		now:      time.Now,
 		files:    &http.Client{},
 		handlers: handlers.New(maxInFlight, logger),
 	}
+	b.rates = settings.NewUserRates(func() time.Time { return b.now() }, "workspace")
+	b.settings = settings.NewCache(st, Platform, "workspace", func() time.Time { return b.now() }, logger)
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Slack,
-		Runner:   runner,
+		Runner:   wsRunner{next: runner, b: b},
 		Render:   cfg.Render,
 		// The workspace's bot token goes with the downloads of the
 		// message's files (each file's attach.Source.Header), on Slack's

@@ -108,9 +108,9 @@ func threadOf(threadTS, ts string) string {
 // isDM reports whether a channel id is a direct message with the bot.
 func isDM(channel string) bool { return strings.HasPrefix(channel, "D") }
 
-// allowed reports whether explicit triggers work in channel.
-func (b *Bot) allowed(channel string) bool {
-	return len(b.channels) == 0 || b.channels[channel] || isDM(channel)
+// allowed reports whether explicit triggers work in channel of team.
+func (b *Bot) allowed(team, channel string) bool {
+	return b.config(team).allowed(channel)
 }
 
 func (b *Bot) received() {
@@ -143,7 +143,7 @@ func (b *Bot) mentioned(self *who, src source) {
 	b.received()
 	src.text, src.triggered, src.first = stripMention(self, src.text), true, true
 	src.reset = isReset(src.text)
-	if !b.allowed(src.channel) {
+	if !b.allowed(src.team, src.channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 		return
 	}
@@ -170,7 +170,7 @@ func (b *Bot) onMessage(ws *workspace, team string, ev *slackevents.MessageEvent
 			})
 			return
 		}
-		if !dm && (mentions(self, ev.Text) || !b.channels[ev.Channel]) {
+		if !dm && (mentions(self, ev.Text) || !b.config(team).channels[ev.Channel]) {
 			return // app_mention handles mentions; elsewhere only mentions run
 		}
 		b.received()
@@ -239,17 +239,18 @@ func (b *Bot) onEdit(ws *workspace, team string, dm bool, ev *slackevents.Messag
 		b.deleted(ws, ev.Channel, ts, threadOf(msg.ThreadTimestamp, ts))
 		return
 	}
-	if msg == nil || fromBot(self, msg.BotID, msg.User) || b.cfg.EditWindow <= 0 {
+	wc := b.config(team)
+	if msg == nil || fromBot(self, msg.BotID, msg.User) || wc.editWindow <= 0 {
 		return
 	}
 	if prev != nil && prev.Text == msg.Text {
 		return // a thread reply count or an unfurl changed, not the text
 	}
 	mention := mentions(self, msg.Text)
-	if !dm && !mention && !b.channels[ev.Channel] {
+	if !dm && !mention && !wc.channels[ev.Channel] {
 		return
 	}
-	if !b.allowed(ev.Channel) {
+	if !wc.allowed(ev.Channel) {
 		return // the mention itself got the "not in this channel" notice
 	}
 	src := source{
@@ -261,10 +262,10 @@ func (b *Bot) onEdit(ws *workspace, team string, dm bool, ev *slackevents.Messag
 		src.text = stripMention(self, msg.Text)
 	}
 	if rec, ok := b.flow.Recall(src.key()); ok {
-		if b.now().Sub(rec.Created) > b.cfg.EditWindow {
+		if b.now().Sub(rec.Created) > wc.editWindow {
 			return
 		}
-	} else if age, ok := tsAge(msg.Timestamp, b.now()); !ok || age > b.cfg.EditWindow {
+	} else if age, ok := tsAge(msg.Timestamp, b.now()); !ok || age > wc.editWindow {
 		return
 	}
 	b.received()
@@ -292,7 +293,7 @@ func tsTime(ts string) (time.Time, bool) {
 // whoever posted it (another bot's message too: the trigger is the person).
 func (b *Bot) onReaction(ws *workspace, team string, ev *slackevents.ReactionAddedEvent) {
 	self := ws.self
-	if ev.Reaction != b.cfg.RunReaction || ev.Item.Type != "message" || ev.User == "" || ev.User == self.userID {
+	if ev.Reaction != b.config(team).reaction || ev.Item.Type != "message" || ev.User == "" || ev.User == self.userID {
 		return
 	}
 	b.received()
@@ -311,7 +312,7 @@ func (b *Bot) onReaction(ws *workspace, team string, ev *slackevents.ReactionAdd
 			ts: ts, thread: threadOf(msg.ThreadTimestamp, msg.Timestamp),
 			text: msg.Text, files: msg.Files,
 		}
-		if !b.allowed(channel) {
+		if !b.allowed(team, channel) {
 			src = src.notice(formatting.NoticeChannelNotAllowed)
 		}
 		b.flow.Answer(ctx, b.request(src))
@@ -360,7 +361,9 @@ func (b *Bot) onSlash(ws *workspace, cmd slack.SlashCommand) {
 	switch {
 	case strings.EqualFold(strings.TrimSpace(cmd.Text), "help"):
 		b.spawn("help", func(ctx context.Context) { b.help(ctx, src) })
-	case !b.allowed(cmd.ChannelID):
+	case isSettings(cmd.Text):
+		b.spawn("settings", func(ctx context.Context) { b.settingsCommand(ctx, src) })
+	case !b.allowed(team, cmd.ChannelID):
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 	case strings.TrimSpace(cmd.Text) == "":
 		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, ws, cmd) })
@@ -415,7 +418,7 @@ func (b *Bot) onInteraction(ws *workspace, cb slack.InteractionCallback) {
 		switch {
 		case msg.User == self.userID || msg.BotID == self.botID:
 			src = src.notice(formatting.NoticeNoCode)
-		case !b.allowed(cb.Channel.ID):
+		case !b.allowed(team, cb.Channel.ID):
 			src = src.notice(formatting.NoticeChannelNotAllowed)
 		}
 		b.start(src)

@@ -27,15 +27,16 @@ type Limits struct {
 
 // helpText is what /run help answers and the App Home shows first: how to
 // run code, and the limits of a run.
-func (b *Bot) helpText() string {
+func (b *Bot) helpText(team string) string {
+	wc := b.config(team)
 	var s strings.Builder
 	s.WriteString("*runblock runs Python code blocks in a sandbox and answers in the thread.*\n\n")
 	s.WriteString("• Mention @runblock in a message with a ```python code block.\n")
 	s.WriteString("• Send it code in a direct message: any code block runs.\n")
 	s.WriteString("• `/run print('hello')` runs its text; `/run` alone opens an editor.\n")
-	fmt.Fprintf(&s, "• React with :%s: to a message with code to run it, or use the *Run code* message shortcut.\n", b.cfg.RunReaction)
-	if b.cfg.EditWindow > 0 {
-		fmt.Fprintf(&s, "• Edit your message within %s and runblock runs it again, updating its reply.\n", formatting.DurationText(b.cfg.EditWindow))
+	fmt.Fprintf(&s, "• React with :%s: to a message with code to run it, or use the *Run code* message shortcut.\n", wc.reaction)
+	if wc.editWindow > 0 {
+		fmt.Fprintf(&s, "• Edit your message within %s and runblock runs it again, updating its reply.\n", formatting.DurationText(wc.editWindow))
 	}
 	s.WriteString("• Files attached to the message are in the run's directory; files the run writes (plots too) come back in the thread.\n")
 	var limits []string
@@ -61,29 +62,9 @@ func (b *Bot) helpText() string {
 	return s.String()
 }
 
-// settingsText is the workspace's settings, for its admins.
-func (b *Bot) settingsText() string {
-	channels := "every channel it is mentioned in, and direct messages"
-	if len(b.cfg.Channels) > 0 {
-		ids := make([]string, len(b.cfg.Channels))
-		for i, c := range b.cfg.Channels {
-			ids[i] = "<#" + c + ">"
-		}
-		channels = strings.Join(ids, ", ") + " (any code block runs there), and direct messages"
-	}
-	window := "off"
-	if b.cfg.EditWindow > 0 {
-		window = formatting.DurationText(b.cfg.EditWindow)
-	}
-	return "*Settings of this workspace* (you see them as an admin)\n" +
-		"• Answers in: " + channels + "\n" +
-		"• Run reaction: :" + b.cfg.RunReaction + ":\n" +
-		"• Edits re-run within: " + window + "\n"
-}
-
 // help answers /run help, only to the user who asked.
 func (b *Bot) help(ctx context.Context, src source) {
-	if err := b.notify(ctx, src, b.helpText()); err != nil {
+	if err := b.notify(ctx, src, b.helpText(src.team)); err != nil {
 		b.log.Warn("answering /run help", "err", err)
 	}
 }
@@ -91,14 +72,14 @@ func (b *Bot) help(ctx context.Context, src source) {
 // onHomeOpened publishes the App Home tab for the user who opened it:
 // how to run code and the limits, and the workspace's settings for its
 // admins.
-func (b *Bot) onHomeOpened(ws *workspace, _ string, ev *slackevents.AppHomeOpenedEvent) {
+func (b *Bot) onHomeOpened(ws *workspace, team string, ev *slackevents.AppHomeOpenedEvent) {
 	if ev.Tab != "home" || ev.User == "" {
 		return
 	}
 	user := ev.User
 	b.spawn("home", func(ctx context.Context) {
 		blocks := []slack.Block{
-			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, b.helpText(), false, false), nil, nil),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, b.helpText(team), false, false), nil, nil),
 		}
 		info, err := ws.api.GetUserInfoContext(ctx, user)
 		switch {
@@ -107,8 +88,14 @@ func (b *Bot) onHomeOpened(ws *workspace, _ string, ev *slackevents.AppHomeOpene
 		case err != nil:
 			b.log.Warn("app home: users.info", "user", user, "err", err)
 		case info.IsAdmin || info.IsOwner:
+			st, err := b.settings.Fresh(ctx, team)
+			text := b.settingsText(st)
+			if err != nil {
+				b.log.Warn("app home: reading the workspace's settings", "workspace", team, "err", err)
+				text = "*Settings of this workspace*: they could not be read just now; open this tab again in a moment."
+			}
 			blocks = append(blocks, slack.NewDividerBlock(),
-				slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, b.settingsText(), false, false), nil, nil))
+				slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil))
 		}
 		view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
 		_, err = ws.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})

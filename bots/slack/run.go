@@ -102,7 +102,7 @@ func (b *Bot) request(src source) answer.Request[source] {
 		// an earlier process.
 		Once: src.first, Look: !src.first || src.retry,
 		Notice:  src.only,
-		Session: src.session(), Starts: src.first && src.ts == src.thread, Reset: src.reset,
+		Session: b.session(src), Starts: src.first && src.ts == src.thread, Reset: src.reset,
 	}
 }
 

@@ -243,6 +243,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		c.Metrics = m.metrics
 		c.MaxFiles, c.MaxFilesBytes = cfg.Executor.MaxFiles, cfg.Executor.MaxFilesBytes
 		c.NoSessions = cfg.Sessions.Disabled
+		c.UserRate, c.UserBurst = sc.UserRate, sc.UserBurst
 		c.Store = m.store
 		c.Limits = slack.Limits{
 			Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
