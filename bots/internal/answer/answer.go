@@ -72,6 +72,9 @@ type Reply struct {
 	// when the platform refuses them as too large; nil without files, or
 	// when Config.TooLarge is "".
 	Fallback *Reply
+	// Buttons are the reply's buttons (buttons.go), for the platform to
+	// show.
+	Buttons []Button
 
 	outcome string                    // the run's, for the log
 	took    time.Duration             // the run's
@@ -183,6 +186,7 @@ type Flow[S any] struct {
 
 	nb        *notebook[S] // the sessions' cells
 	sessTurns *turns.Turns // by session: its cells one at a time, in order
+	btn       *buttons[S]  // the replies with buttons
 }
 
 // New returns a Flow that answers through p.
@@ -203,6 +207,7 @@ func New[S any](cfg Config, p Platform[S]) *Flow[S] {
 		turns:     turns.New(),
 		nb:        newNotebook[S](),
 		sessTurns: turns.New(),
+		btn:       newButtons[S](cfg),
 	}
 }
 
@@ -353,6 +358,7 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	if rec != nil {
 		prev = *rec
 	}
+	token := f.arm(req, &out)
 	var sent Sent
 	var err error
 	if prev.Reply == "" {
@@ -360,6 +366,7 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	} else {
 		sent, err = f.p.Edit(ctx, req.Src, prev, out)
 	}
+	f.sent(token, sent)
 	ind.end()
 	switch {
 	case err != nil && ctx.Err() != nil:
