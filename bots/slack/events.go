@@ -385,8 +385,8 @@ func (b *Bot) openModal(ctx context.Context, cmd slack.SlashCommand) {
 	}
 }
 
-// onInteraction handles the "Run code" message shortcut and the /run modal's
-// submission.
+// onInteraction handles the "Run code" message shortcut, the /run modal's
+// submission and the replies' buttons.
 func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 	self := b.self.Load()
 	if self == nil {
@@ -397,6 +397,8 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		team = self.teamID
 	}
 	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		b.onButtons(team, cb)
 	case slack.InteractionTypeMessageAction:
 		if cb.CallbackID != ShortcutCallbackID {
 			return

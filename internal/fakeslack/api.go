@@ -206,6 +206,9 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		if set {
 			m.Metadata = meta
 		}
+		if a := c.Get("attachments"); a != "" {
+			m.Attachments = a
+		}
 		m.Text = c.Get("text")
 		m.Edits++
 		return http.StatusOK, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text}
@@ -222,6 +225,13 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 			return http.StatusOK, failed("invalid_arguments")
 		}
 		return http.StatusOK, map[string]any{"ok": true, "message_ts": s.newTSLocked()}
+	case "users.info":
+		id := c.Get("user")
+		if id == "" {
+			return http.StatusOK, failed("user_not_found")
+		}
+		return http.StatusOK, map[string]any{"ok": true, "user": map[string]any{"id": id, "team_id": TeamID, "name": strings.ToLower(id),
+			"is_admin": s.admins[id], "is_owner": false}}
 	case "reactions.add", "reactions.remove":
 		return s.reactLocked(c)
 	case "views.open":
@@ -271,7 +281,7 @@ func (s *Server) postMessageLocked(c Call) (int, map[string]any) {
 	if !ok {
 		return http.StatusOK, failed("invalid_metadata_format")
 	}
-	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: BotUserID, BotID: BotID, Text: c.Get("text"), Metadata: meta}
+	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: BotUserID, BotID: BotID, Text: c.Get("text"), Metadata: meta, Attachments: c.Get("attachments")}
 	if m.ThreadTS != "" && s.findLocked(ch, m.ThreadTS) == nil {
 		return http.StatusOK, failed("thread_not_found")
 	}

@@ -86,8 +86,9 @@ type armed[S any] struct {
 	files   []attach.Source
 	session string
 	full    string
-	reply   string   // the reply, once sent
-	sent    []string // its separate files
+	reply   string        // the reply, once sent
+	sent    []string      // its separate files
+	ready   chan struct{} // closed once the reply is sent, or failed
 }
 
 // buttons keeps the replies with buttons by token.
@@ -97,15 +98,22 @@ type buttons[S any] struct {
 	entries *replycache.Cache[armed[S]]
 }
 
-// arm gives out, a run's result for req, its buttons, and returns its
-// token ("" for a reply without buttons).
-func (f *Flow[S]) arm(req Request[S], out *Reply) string {
+// arming is a reply whose buttons are given out and that is being sent.
+type arming struct {
+	token string
+	ready chan struct{}
+}
+
+// arm gives out, a run's result for req, its buttons; nil for a reply
+// without buttons.
+func (f *Flow[S]) arm(req Request[S], out *Reply) *arming {
 	if out.Reaction == "" || out.Private {
-		return ""
+		return nil
 	}
 	b := f.btn
 	token := b.prefix + strconv.FormatUint(b.seq.Add(1), 36)
-	e := armed[S]{src: req.Src, key: req.Key, author: req.User, text: req.Text, extract: req.Extract, files: req.Files, session: req.Session}
+	e := armed[S]{src: req.Src, key: req.Key, author: req.User, text: req.Text, extract: req.Extract, files: req.Files, session: req.Session,
+		ready: make(chan struct{})}
 	out.Buttons = []Button{
 		{Action: ActionAgain, Label: "Run again", ID: ButtonID(ActionAgain, token)},
 		{Action: ActionDelete, Label: "Delete", ID: ButtonID(ActionDelete, token)},
@@ -118,19 +126,21 @@ func (f *Flow[S]) arm(req Request[S], out *Reply) string {
 		out.Fallback.Buttons = out.Buttons
 	}
 	b.entries.Put(token, e)
-	return token
+	return &arming{token: token, ready: e.ready}
 }
 
-// sent notes the reply of token's buttons.
-func (f *Flow[S]) sent(token string, s Sent) {
-	if token == "" {
+// sent notes s, the reply of a's buttons (none when it failed); nil is a
+// no-op.
+func (f *Flow[S]) sent(a *arming, s Sent) {
+	if a == nil {
 		return
 	}
 	if s.ID == "" {
-		f.btn.entries.Remove(token)
-		return
+		f.btn.entries.Remove(a.token)
+	} else {
+		f.btn.entries.Update(a.token, func(e *armed[S]) { e.reply, e.sent = s.ID, s.Files })
 	}
-	f.btn.entries.Update(token, func(e *armed[S]) { e.reply, e.sent = s.ID, s.Files })
+	close(a.ready)
 }
 
 // Click is a click on a reply's button.
@@ -158,6 +168,16 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 	action, token, _ := ParseButton(c.ID)
 	log = log.With("trigger", "button", "action", action, "user", c.User)
 	e, ok := f.btn.entries.Get(token)
+	if ok && e.reply == "" {
+		// A click while the reply is still being sent (its files
+		// uploaded): wait for it.
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return
+		}
+		e, ok = f.btn.entries.Get(token)
+	}
 	if !ok || action == ActionDelete && e.reply == "" || action == ActionFull && e.full == "" {
 		f.tell(ctx, log, c, TooOld)
 		return
