@@ -58,6 +58,7 @@ type Server struct {
 	files        map[string][]byte             // attachment contents, by attachment id
 	downloads    map[string]int                // attachment downloads, by attachment id
 	descriptions map[string]string             // attachment descriptions (alt text), by attachment id
+	components   map[string]json.RawMessage    // message components as the bot sent them, by message id
 	nextID       int64
 	closed       bool
 
@@ -78,6 +79,7 @@ func New(opts Options) *Server {
 		files:        make(map[string][]byte),
 		downloads:    make(map[string]int),
 		descriptions: make(map[string]string),
+		components:   make(map[string]json.RawMessage),
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -112,6 +114,14 @@ func (s *Server) AttachmentData(rawURL string) ([]byte, bool) {
 		return nil, false
 	}
 	return s.files[id], true
+}
+
+// Components returns the components (action rows of buttons) of the
+// message id as the bot last sent them; nil for none.
+func (s *Server) Components(id string) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.components[id]
 }
 
 // AttachmentDescription returns the description (alt text) the attachment
