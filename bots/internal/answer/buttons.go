@@ -129,6 +129,12 @@ func (f *Flow[S]) arm(req Request[S], out *Reply) *arming {
 	return &arming{token: token, ready: e.ready}
 }
 
+// asked is what a reply's buttons need of req, without its place in the
+// queues.
+func asked[S any](req Request[S]) Request[S] {
+	return Request[S]{Src: req.Src, Key: req.Key, User: req.User, Text: req.Text, Extract: req.Extract, Files: req.Files, Session: req.Session}
+}
+
 // sent notes s, the reply of a's buttons (none when it failed); nil is a
 // no-op.
 func (f *Flow[S]) sent(a *arming, s Sent) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -29,6 +30,14 @@ func (p *buttonPlatform) Post(ctx context.Context, src msg, r Reply) (Sent, erro
 	return s, err
 }
 
+func (p *buttonPlatform) Edit(ctx context.Context, src msg, rec Record[msg], r Reply) (Sent, error) {
+	s, err := p.fakePlatform.Edit(ctx, src, rec, r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buttons[s.ID] = r.Buttons
+	return s, err
+}
+
 // button returns the id of reply's button for action, "" when it has none.
 func (p *buttonPlatform) button(reply string, action Action) string {
 	p.mu.Lock()
@@ -41,7 +50,7 @@ func (p *buttonPlatform) button(reply string, action Action) string {
 	return ""
 }
 
-func newButtonFlow(t *testing.T, r *fakerunner.Runner) (*Flow[msg], *buttonPlatform) {
+func newButtonFlow(t *testing.T, r turns.Runner) (*Flow[msg], *buttonPlatform) {
 	t.Helper()
 	p := &buttonPlatform{fakePlatform: &fakePlatform{}, buttons: make(map[string][]Button)}
 	cfg := Config{Platform: formatting.Discord, Runner: r, MaxReplies: 100, ReplyTTL: time.Hour}
@@ -116,6 +125,27 @@ func TestButtons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCellsKeepTheirButtons: the cells re-run below an edited one keep
+// their buttons, and Run again on a cell is a new cell of its session.
+func TestCellsKeepTheirButtons(t *testing.T) {
+	runner := fakerunner.NewSessions()
+	f, p := newButtonFlow(t, runner)
+	for i, code := range []string{"a=1", "print(a)"} {
+		<-answer(f, cellReq(msg("m"+string(rune('1'+i))), "u", "s", code))
+	}
+	edit := cellReq("m1", "u", "s", "a=2")
+	edit.Rerun = true
+	<-answer(f, edit)
+	wantStrings(t, "replies", posts(p.fakePlatform)[2:], "edit r1: [1]", "edit r2: [2]")
+	id := p.button("r2", ActionAgain)
+	if id == "" {
+		t.Fatalf("the re-run cell's reply lost its buttons: %+v", p.buttons["r2"])
+	}
+	click(f, "r2", id, "v", false)
+	wantStrings(t, "jobs", runner.Replays()[4:], "print(a) <- [a=2 print(a)]")
+	wantStrings(t, "replies", posts(p.fakePlatform)[4:], "post r2: [3]")
 }
 
 func TestFullOutputOnlyOnACutReply(t *testing.T) {
