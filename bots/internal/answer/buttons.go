@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/runblock/runblock/bots/internal/attach"
 	"github.com/runblock/runblock/bots/internal/replycache"
@@ -53,6 +54,7 @@ const buttonPrefix = "rb:"
 // the reply has it as a file already).
 const (
 	maxButtons  = 2000
+	buttonsTTL  = 24 * time.Hour
 	maxFullKept = 128 << 10
 )
 
@@ -232,7 +234,7 @@ func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token strin
 func newButtons[S any](cfg Config) *buttons[S] {
 	var r [4]byte
 	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails
-	return &buttons[S]{prefix: hex.EncodeToString(r[:]) + ".", entries: replycache.New[armed[S]](maxButtons, cfg.ReplyTTL, cfg.Now)}
+	return &buttons[S]{prefix: hex.EncodeToString(r[:]) + ".", entries: replycache.New[armed[S]](maxButtons, buttonsTTL, cfg.Now)}
 }
 
 func (f *Flow[S]) tell(ctx context.Context, log *slog.Logger, c Click[S], text string) {
