@@ -138,7 +138,8 @@ type Request[S any] struct {
 
 	turn   *turns.Turn
 	ticket *ticket[S]
-	taken  time.Time // when it came: a new record's Created
+	tell   func(ctx context.Context, text string) error // a Run again's Click.Tell
+	taken  time.Time                                    // when it came: a new record's Created
 }
 
 // Config configures a Flow.
@@ -351,6 +352,10 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	}
 	if out.Private && replyID == "" {
 		ind.end()
+		if req.tell != nil { // a button's clicker: only they see it
+			f.tell(ctx, log, Click[S]{Tell: req.tell}, out.Text)
+			return
+		}
 		f.remember(req, f.notify(ctx, log, req.Src, out.Text))
 		return
 	}

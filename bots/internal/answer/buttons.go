@@ -198,7 +198,7 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 		}
 		f.deleteArmed(ctx, log, token, e)
 	case ActionAgain:
-		f.Answer(ctx, Request[S]{Src: c.Src, What: "run again", Log: c.Log, User: c.User, Text: e.text, Extract: e.extract, Files: e.files, Session: e.session})
+		f.Answer(ctx, Request[S]{Src: c.Src, What: "run again", Log: c.Log, User: c.User, Text: e.text, Extract: e.extract, Files: e.files, Session: e.session, tell: c.Tell})
 	case ActionFull:
 		if _, err := f.p.Post(ctx, c.Src, Reply{Text: FullOutputIs, Full: e.full}); err != nil {
 			log.Error("sending the full output", "err", err)

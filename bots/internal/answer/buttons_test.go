@@ -148,6 +148,28 @@ func TestCellsKeepTheirButtons(t *testing.T) {
 	wantStrings(t, "replies", posts(p.fakePlatform)[4:], "post r2: [3]")
 }
 
+// TestRunAgainRefusedToTheClickerAlone: a Run again over the clicker's
+// rate limit is told to them, not posted.
+func TestRunAgainRefusedToTheClickerAlone(t *testing.T) {
+	runner := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
+		if job.User == "v" {
+			return executor.Result{}, &executor.Error{Code: executor.ErrRateLimited, RetryAfter: 7 * time.Second}
+		}
+		return fakerunner.Echo("ran: ")(ctx, job)
+	})
+	f, p := newButtonFlow(t, runner)
+	<-answer(f, request("m1", "u", "print(1)"))
+	told := click(f, "r1", p.button("r1", ActionAgain), "v", false)
+	if len(told) != 1 || !strings.Contains(told[0], "7 s") {
+		t.Fatalf("told %q", told)
+	}
+	for _, e := range p.Events() {
+		if strings.HasPrefix(e, "notify") || strings.HasPrefix(e, "post r1") {
+			t.Fatalf("the refusal went to the channel: %q", p.Events())
+		}
+	}
+}
+
 func TestFullOutputOnlyOnACutReply(t *testing.T) {
 	f, p := newButtonFlow(t, &fakerunner.Runner{})
 	<-answer(f, request("m1", "u", "print(1)"))
