@@ -20,6 +20,10 @@ func (b *Bot) onInteraction(s *discordgo.Session, ic *discordgo.InteractionCreat
 }
 
 func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction) {
+	if i.Type == discordgo.InteractionMessageComponent {
+		b.onButton(ctx, s, i)
+		return
+	}
 	if i.Type != discordgo.InteractionApplicationCommand && i.Type != discordgo.InteractionModalSubmit {
 		return
 	}

@@ -107,6 +107,7 @@ type messageEdit struct {
 	Content         *string                           `json:"content,omitempty"`
 	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions,omitempty"`
 	Attachments     []upload                          `json:"attachments"`
+	Components      []discordgo.MessageComponent      `json:"components"` // [] removes the buttons
 }
 
 // request sends data, with files as multipart when there are any, and
@@ -231,6 +232,7 @@ func (b *Bot) send(ctx context.Context, src source, r answer.Reply) (*discordgo.
 	m, err := b.request(ctx, http.MethodPost, endpoint, endpoint, messageSend{MessageSend: &discordgo.MessageSend{
 		Content:         r.Text,
 		AllowedMentions: noMentions(),
+		Components:      components(r.Buttons),
 		Reference:       &discordgo.MessageReference{MessageID: src.messageID, ChannelID: src.channelID, GuildID: src.guildID, FailIfNotExists: &failIfMissing},
 	}, Attachments: uploads(r)}, outputFiles(r))
 	if err != nil && tooLarge(err) {
@@ -288,7 +290,7 @@ func (b *Bot) edit(ctx context.Context, src source, replyID string, r answer.Rep
 	channelID := src.channelID
 	content := r.Text
 	_, err := b.request(ctx, http.MethodPatch, discordgo.EndpointChannelMessage(channelID, replyID), discordgo.EndpointChannelMessage(channelID, ""),
-		messageEdit{Content: &content, AllowedMentions: noMentions(), Attachments: uploads(r)}, outputFiles(r))
+		messageEdit{Content: &content, AllowedMentions: noMentions(), Attachments: uploads(r), Components: components(r.Buttons)}, outputFiles(r))
 	if err != nil && tooLarge(err) {
 		if smaller, ok := b.refit(src.guildID, r); ok {
 			b.log.Info("Discord refused the run's files as too large; the reply names those over the limit instead", "channel", channelID, "err", err)

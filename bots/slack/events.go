@@ -395,8 +395,8 @@ func (b *Bot) openModal(ctx context.Context, ws *workspace, cmd slack.SlashComma
 	}
 }
 
-// onInteraction handles the "Run code" message shortcut and the /run modal's
-// submission.
+// onInteraction handles the "Run code" message shortcut, the /run modal's
+// submission and the replies' buttons.
 func (b *Bot) onInteraction(ws *workspace, cb slack.InteractionCallback) {
 	self := ws.self
 	team := cb.Team.ID
@@ -404,6 +404,8 @@ func (b *Bot) onInteraction(ws *workspace, cb slack.InteractionCallback) {
 		team = self.teamID
 	}
 	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		b.onButtons(ws, team, cb)
 	case slack.InteractionTypeMessageAction:
 		if cb.CallbackID != ShortcutCallbackID {
 			return

@@ -162,6 +162,8 @@ func TestManifestMatchesAdapter(t *testing.T) {
 		// Reading the reply metadata back (recall.go) in every kind of
 		// conversation the bot answers in.
 		"- channels:history\n", "- groups:history\n", "- im:history\n", metadataType,
+		// The replies' buttons: block_actions, and admins from users.info.
+		"interactivity:\n    is_enabled: true\n", "- users:read\n",
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("manifest lacks %q", want)

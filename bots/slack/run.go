@@ -148,7 +148,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 		return answer.Sent{}, answer.ErrDropped
 	}
 	t := tag{reaction: r.Reaction} // the files go below
-	ts, err := b.reply(ctx, src, ts, r.Text, t)
+	ts, err := b.reply(ctx, src, ts, r.Text, t, buttonsOption(r.Buttons))
 	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post && r.Reaction != "" {
 		// /run in a channel the bot is not a member of: the response_url
 		// still reaches it (without a thread for the full output).
@@ -171,7 +171,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	if len(failed) > 0 || (len(earlier) > 0 || len(files) > 0) && src.ts != "" {
 		// The reply's metadata names the files too, for a later process.
 		t.files = files
-		if _, err := b.reply(ctx, src, ts, text, t); err != nil {
+		if _, err := b.reply(ctx, src, ts, text, t, buttonsOption(r.Buttons)); err != nil {
 			log.Warn("tagging the reply with its output file", "err", err)
 		}
 	}
@@ -366,9 +366,9 @@ var responseURLClient = &http.Client{Timeout: 30 * time.Second}
 
 // reply updates the reply ts in place, or posts a new one in src's thread,
 // and returns the reply's ts. A reply to a message carries metadata naming
-// it, with t.
-func (b *Bot) reply(ctx context.Context, src source, ts, text string, t tag) (string, error) {
-	opts := msgOptions(text)
+// it, with t; more are further options (its buttons).
+func (b *Bot) reply(ctx context.Context, src source, ts, text string, t tag, more ...slack.MsgOption) (string, error) {
+	opts := append(msgOptions(text), more...)
 	if src.ts != "" {
 		opts = append(opts, metadata(src, t))
 	}

@@ -71,6 +71,7 @@ type Server struct {
 	descriptions map[string]string                          // attachment descriptions (alt text), by attachment id
 	commands     map[string][]*discordgo.ApplicationCommand // by application id + "/" + guild id ("" global)
 	noAccess     map[string]bool                            // channels the bots cannot see
+	components   map[string]json.RawMessage                 // message components as the bot sent them, by message id
 	nextID       int64
 	closed       bool
 
@@ -93,6 +94,7 @@ func New(opts Options) *Server {
 		descriptions: make(map[string]string),
 		commands:     make(map[string][]*discordgo.ApplicationCommand),
 		noAccess:     make(map[string]bool),
+		components:   make(map[string]json.RawMessage),
 		live:         make(map[*websocket.Conn]struct{}),
 	}
 	mux := http.NewServeMux()
@@ -127,6 +129,14 @@ func (s *Server) AttachmentData(rawURL string) ([]byte, bool) {
 		return nil, false
 	}
 	return s.files[id], true
+}
+
+// Components returns the components (action rows of buttons) of the
+// message id as the bot last sent them; nil for none.
+func (s *Server) Components(id string) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.components[id]
 }
 
 // AttachmentDescription returns the description (alt text) the attachment

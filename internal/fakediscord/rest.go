@@ -483,6 +483,7 @@ type payload struct {
 	Flags       discordgo.MessageFlags      `json:"flags"`
 	Reference   *discordgo.MessageReference `json:"message_reference"`
 	Attachments *[]attachmentRef            `json:"attachments"`
+	Components  json.RawMessage             `json:"components"`
 }
 
 // attachmentRef is an entry of a payload's attachments: an attachment of
@@ -543,6 +544,7 @@ func (s *Server) newMessageLocked(req *Request, channelID string, author *discor
 		m.Content = *p.Content
 	}
 	s.messages[m.ID] = m
+	s.setComponentsLocked(m.ID, p.Components)
 	return m, nil
 }
 
@@ -574,9 +576,22 @@ func (s *Server) editMessageLocked(m *discordgo.Message, req *Request) error {
 		m.Attachments = keep
 	}
 	m.Attachments = append(m.Attachments, s.attachmentsLocked(req.Files, p.Attachments)...)
+	if p.Components != nil {
+		s.setComponentsLocked(m.ID, p.Components)
+	}
 	now := time.Now().UTC()
 	m.EditedTimestamp = &now
 	return nil
+}
+
+// setComponentsLocked keeps the components of message id; "[]" or null
+// removes them.
+func (s *Server) setComponentsLocked(id string, raw json.RawMessage) {
+	if len(raw) == 0 || string(raw) == "null" || string(raw) == "[]" {
+		delete(s.components, id)
+		return
+	}
+	s.components[id] = raw
 }
 
 // interactionCallbackLocked serves POST /interactions/{id}/{token}/callback.

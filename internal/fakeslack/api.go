@@ -204,7 +204,8 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		if u == "" {
 			return http.StatusOK, failed("user_not_found")
 		}
-		return http.StatusOK, map[string]any{"ok": true, "user": map[string]any{"id": u, "team_id": id.TeamID, "is_admin": s.admins[u]}}
+		return http.StatusOK, map[string]any{"ok": true, "user": map[string]any{"id": u, "team_id": id.TeamID, "name": strings.ToLower(u),
+			"is_admin": s.admins[u], "is_owner": false}}
 	case "chat.update":
 		m := s.findLocked(c.Get("channel"), c.Get("ts"))
 		if m == nil {
@@ -219,6 +220,9 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		}
 		if set {
 			m.Metadata = meta
+		}
+		if a := c.Get("attachments"); a != "" {
+			m.Attachments = a
 		}
 		m.Text = c.Get("text")
 		m.Edits++
@@ -285,7 +289,7 @@ func (s *Server) postMessageLocked(c Call, id Identity) (int, map[string]any) {
 	if !ok {
 		return http.StatusOK, failed("invalid_metadata_format")
 	}
-	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: id.BotUserID, BotID: id.BotID, Text: c.Get("text"), Metadata: meta}
+	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: id.BotUserID, BotID: id.BotID, Text: c.Get("text"), Metadata: meta, Attachments: c.Get("attachments")}
 	if m.ThreadTS != "" && s.findLocked(ch, m.ThreadTS) == nil {
 		return http.StatusOK, failed("thread_not_found")
 	}

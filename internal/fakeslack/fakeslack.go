@@ -207,6 +207,10 @@ type Message struct {
 	// it only with include_all_metadata.
 	Metadata  *Metadata `json:"metadata,omitempty"`
 	Reactions []string  `json:"-"`
+	// Attachments are the message's attachments as the app sent them
+	// (JSON), Block Kit buttons among them; chat.update replaces them
+	// only when it sends some ("[]" removes them).
+	Attachments string `json:"-"`
 	// Edits counts chat.update calls on this message.
 	Edits int `json:"-"`
 }
@@ -474,6 +478,26 @@ func (s *Server) WaitFile(ctx context.Context, channel, threadTS string) (File, 
 		return false
 	})
 	return f, err
+}
+
+// BlockActions is the interactive payload of a click on the button
+// actionID of the bot's message m by user, as Slack sends it, with a
+// response_url (ResponseURL) for the app's ephemeral answer.
+func (s *Server) BlockActions(m Message, user, actionID, responseURL string) map[string]any {
+	msg := map[string]any{"type": "message", "ts": m.TS, "user": m.User, "bot_id": m.BotID, "text": m.Text}
+	container := map[string]any{"type": "message", "message_ts": m.TS, "channel_id": m.Channel, "is_ephemeral": false}
+	if m.ThreadTS != "" {
+		msg["thread_ts"] = m.ThreadTS
+		container["thread_ts"] = m.ThreadTS
+	}
+	return map[string]any{
+		"type": "block_actions", "trigger_id": s.NewID("T"), "api_app_id": "A1",
+		"team": map[string]any{"id": TeamID}, "user": map[string]any{"id": user, "team_id": TeamID},
+		"channel": map[string]any{"id": m.Channel}, "container": container, "message": msg,
+		"response_url": responseURL,
+		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "runblock",
+			"text": map[string]any{"type": "plain_text", "text": "button"}, "action_ts": s.NewID("")}},
+	}
 }
 
 // Posted is a message posted to a slash command's response_url.

@@ -78,6 +78,9 @@ type Reply struct {
 	// when the platform refuses them as too large; nil without files, or
 	// when Config.TooLarge is "".
 	Fallback *Reply
+	// Buttons are the reply's buttons (buttons.go), for the platform to
+	// show.
+	Buttons []Button
 
 	outcome string                    // the run's, for the log
 	took    time.Duration             // the run's
@@ -141,7 +144,8 @@ type Request[S any] struct {
 
 	turn   *turns.Turn
 	ticket *ticket[S]
-	taken  time.Time // when it came: a new record's Created
+	tell   func(ctx context.Context, text string) error // a Run again's Click.Tell
+	taken  time.Time                                    // when it came: a new record's Created
 }
 
 // Config configures a Flow.
@@ -189,6 +193,7 @@ type Flow[S any] struct {
 
 	nb        *notebook[S] // the sessions' cells
 	sessTurns *turns.Turns // by session: its cells one at a time, in order
+	btn       *buttons[S]  // the replies with buttons
 }
 
 // New returns a Flow that answers through p.
@@ -209,6 +214,7 @@ func New[S any](cfg Config, p Platform[S]) *Flow[S] {
 		turns:     turns.New(),
 		nb:        newNotebook[S](),
 		sessTurns: turns.New(),
+		btn:       newButtons[S](cfg),
 	}
 }
 
@@ -352,6 +358,10 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	}
 	if out.Private && replyID == "" {
 		ind.end()
+		if req.tell != nil { // a button's clicker: only they see it
+			f.tell(ctx, log, Click[S]{Tell: req.tell}, out.Text)
+			return
+		}
 		f.remember(req, f.notify(ctx, log, req.Src, out.Text))
 		return
 	}
@@ -359,6 +369,7 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	if rec != nil {
 		prev = *rec
 	}
+	token := f.arm(req, &out)
 	var sent Sent
 	var err error
 	if prev.Reply == "" {
@@ -366,6 +377,7 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	} else {
 		sent, err = f.p.Edit(ctx, req.Src, prev, out)
 	}
+	f.sent(token, sent)
 	ind.end()
 	switch {
 	case err != nil && ctx.Err() != nil:

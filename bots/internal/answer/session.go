@@ -105,7 +105,8 @@ type cell[S any] struct {
 	ex      formatting.Extraction
 	files   []executor.File // its input files, which go into its replay
 	skipped []executor.OmittedFile
-	ok      bool // ran to success: part of the later cells' replay
+	ok      bool       // ran to success: part of the later cells' replay
+	asked   Request[S] // what its re-run reply's buttons need (buttons.go)
 }
 
 func (c cell[S]) size() int64 {
@@ -443,7 +444,7 @@ func (c *cellRun[S]) run(ctx context.Context, log *slog.Logger, turn *turns.Turn
 		return Reply{Text: fmt.Sprintf("This session has %d cells, the most it keeps: reset it (mention me with `reset`) or start a new thread.", f.nb.maxCells)}
 	}
 	in, skipped := f.fetch(ctx, log, c.req.Files)
-	rec := cell[S]{key: c.req.Key, src: c.req.Src, user: c.req.User, ex: ex, files: in, skipped: skipped}
+	rec := cell[S]{key: c.req.Key, src: c.req.Src, user: c.req.User, ex: ex, files: in, skipped: skipped, asked: asked(c.req)}
 	out := f.runCell(ctx, log, turn, c.s, c.i, rec, progress, "")
 	if c.i+1 < f.nb.len(c.s) {
 		// An edit of an earlier cell: the cells below it are re-run
@@ -512,6 +513,8 @@ func (f *Flow[S]) rerun(ctx context.Context, log *slog.Logger, s *session[S], j 
 	if out.Reaction == "" && ctx.Err() != nil {
 		return
 	}
+	rec.asked.Session = s.id
+	a := f.arm(rec.asked, &out)
 	var sent Sent
 	var err error
 	if prev.Reply == "" {
@@ -520,6 +523,7 @@ func (f *Flow[S]) rerun(ctx context.Context, log *slog.Logger, s *session[S], j 
 	} else {
 		sent, err = f.p.Edit(ctx, rec.src, prev, out)
 	}
+	f.sent(a, sent)
 	ind.end()
 	if err != nil {
 		log.Error("updating the reply of a re-run cell", "err", err)
@@ -565,7 +569,7 @@ func (f *Flow[S]) recover(ctx context.Context, log *slog.Logger, req Request[S],
 		}
 		in, skipped := f.fetch(ctx, log, p.Files)
 		f.nb.put(s, f.nb.len(s), cell[S]{key: p.Key, src: p.Src, user: p.User, ex: ex, files: in, skipped: skipped,
-			ok: p.Reply.Reaction == ok || p.Reply.ReactionUnknown})
+			ok: p.Reply.Reaction == ok || p.Reply.ReactionUnknown, asked: asked(p.Request)})
 		if p.Reply.Reply != "" {
 			p.Reply.Src = p.Src
 			f.nb.replied(s, p.Reply.Reply)

@@ -1,0 +1,182 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/runblock/runblock/bots/internal/answer"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/fakeslack"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// buttonIDs returns the action ids of the buttons on m, by action.
+func buttonIDs(t *testing.T, m fakeslack.Message) map[answer.Action]string {
+	t.Helper()
+	var atts []struct {
+		Blocks []struct {
+			Type     string `json:"type"`
+			Elements []struct {
+				ActionID string `json:"action_id"`
+			} `json:"elements"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(m.Attachments), &atts); err != nil {
+		t.Fatalf("attachments %q: %v", m.Attachments, err)
+	}
+	out := make(map[answer.Action]string)
+	for _, a := range atts {
+		for _, b := range a.Blocks {
+			for _, e := range b.Elements {
+				if action, _, ok := answer.ParseButton(e.ActionID); ok && b.Type == "actions" {
+					out[action] = e.ActionID
+				}
+			}
+		}
+	}
+	return out
+}
+
+// click clicks the button id on the reply r as user and returns the id of
+// the click's response_url.
+func (h *harness) click(r fakeslack.Message, user, id string) string {
+	url := h.fake.ResponseURL()
+	h.fake.SendInteractive(h.fake.BlockActions(r, user, id, url))
+	return url[strings.LastIndex(url, "/")+1:]
+}
+
+// told waits for the ephemeral answer to a click (its response_url id).
+func (h *harness) told(id, want string) {
+	h.t.Helper()
+	p, err := h.fake.WaitPosted(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if p.Body["text"] != want || p.Body["response_type"] != "ephemeral" {
+		h.t.Fatalf("told %+v, want %q to the clicker alone", p.Body, want)
+	}
+}
+
+// tenLines runs code with "range(10)" in it to ten lines, more than the
+// view of the tests' replies.
+func tenLines(ctx context.Context, job executor.Job) (executor.Result, error) {
+	if strings.Contains(job.Request.Code, "range(10)") {
+		return executor.Result{Success: true, Stdout: strings.Repeat("line\n", 10)}, nil
+	}
+	return echo(ctx, job)
+}
+
+func TestButtonsDelete(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, echo, true)
+	ch, author, stranger, admin := h.channel(), h.user(), h.user(), h.user()
+	h.fake.SetAdmin(admin)
+	for _, tc := range []struct {
+		name, clicker string
+	}{{"the author", author}, {"an admin", admin}} {
+		m := h.mention(ch, author, "```python\nprint(1)\n```")
+		r := h.reply(m, "ran print(1)")
+		ids := buttonIDs(t, r)
+		if _, ok := ids[answer.ActionFull]; ok || ids[answer.ActionDelete] == "" || ids[answer.ActionAgain] == "" {
+			t.Fatalf("buttons %v: want Run again and Delete, no Full output on a reply that was not cut", ids)
+		}
+		h.told(h.click(r, stranger, ids[answer.ActionDelete]), answer.OnlyAuthor)
+		if _, ok := h.fake.Get(ch, r.TS); !ok {
+			t.Fatal("a stranger deleted the reply")
+		}
+		h.click(r, tc.clicker, ids[answer.ActionDelete])
+		if err := h.fake.WaitGone(h.ctx, ch, r.TS); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		// The reply is forgotten: its buttons, clicked again, are too old.
+		h.told(h.click(r, author, ids[answer.ActionDelete]), answer.TooOld)
+	}
+}
+
+func TestButtonsRunAgainAndFullOutput(t *testing.T) {
+	t.Parallel()
+	runner := &fakerunner.Runner{Func: tenLines}
+	cfg := Config{}
+	cfg.Render.MaxLines = 3
+	h := start(t, cfg, runner, true)
+	ch, author, clicker := h.channel(), h.user(), h.user()
+	m := h.mention(ch, author, "```python\nprint('\\n'.join(map(str, range(10))))\n```")
+	r := h.reply(m, "line")
+	ids := buttonIDs(t, r)
+	if ids[answer.ActionFull] == "" {
+		t.Fatalf("buttons %v: a cut reply has Full output", ids)
+	}
+	h.click(r, clicker, ids[answer.ActionAgain])
+	again, err := h.fake.WaitMessage(h.ctx, ch, func(x fakeslack.Message) bool {
+		return x.BotID == fakeslack.BotID && x.ThreadTS == m.TS && x.TS != r.TS && strings.Contains(x.Text, "line") && x.Attachments != ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(buttonIDs(t, again)) != 3 {
+		t.Fatalf("the new reply's buttons: %q", again.Attachments)
+	}
+	jobs := runner.Jobs()
+	if len(jobs) != 2 || jobs[0].User != "slack:"+fakeslack.TeamID+":"+author || jobs[1].User != "slack:"+fakeslack.TeamID+":"+clicker {
+		t.Fatalf("jobs of %v, want the author's then the clicker's", []string{jobs[0].User, jobs[len(jobs)-1].User})
+	}
+	h.click(r, clicker, ids[answer.ActionFull])
+	full, err := h.fake.WaitMessage(h.ctx, ch, func(x fakeslack.Message) bool {
+		return x.BotID == fakeslack.BotID && x.ThreadTS == m.TS && x.Text == answer.FullOutputIs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitFiles(h.ctx, ch, m.TS, func(fs []fakeslack.File) bool {
+		return slices.ContainsFunc(fs, func(f fakeslack.File) bool {
+			return f.Filename == "output.txt" && f.Length == len(strings.Repeat("line\n", 10))
+		})
+	}); err != nil {
+		t.Fatalf("%v (full output reply %q)", err, full.Text)
+	}
+}
+
+func TestButtonsTooOld(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, echo, true)
+	ch := h.channel()
+	r := h.fake.PutMessage(fakeslack.Message{Channel: ch, User: fakeslack.BotUserID, BotID: fakeslack.BotID, Text: "an earlier process's reply"})
+	for _, a := range []answer.Action{answer.ActionDelete, answer.ActionAgain, answer.ActionFull} {
+		h.told(h.click(r, h.user(), answer.ButtonID(a, "0000.1")), answer.TooOld)
+	}
+	if _, ok := h.fake.Get(ch, r.TS); !ok {
+		t.Fatal("an old reply was deleted")
+	}
+}
+
+func TestButtonsGolden(t *testing.T) {
+	got, err := json.MarshalIndent(buttonsAttachment([]answer.Button{
+		{Action: answer.ActionAgain, Label: "Run again", ID: answer.ButtonID(answer.ActionAgain, "t.1")},
+		{Action: answer.ActionDelete, Label: "Delete", ID: answer.ButtonID(answer.ActionDelete, "t.1")},
+		{Action: answer.ActionFull, Label: "Full output", ID: answer.ButtonID(answer.ActionFull, "t.1")},
+	}), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "buttons.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(got)+"\n" {
+		t.Fatalf("buttons:\n%s\nwant (testdata/buttons.golden.json; -update rewrites it):\n%s", got, want)
+	}
+}
