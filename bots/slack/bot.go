@@ -116,6 +116,8 @@ type Config struct {
 	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
 	// instead of as a cell of its thread's session.
 	NoSessions bool
+	// LiveClock times the live output (tests); nil: the real clock.
+	LiveClock answer.Clock
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -211,6 +213,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Replied:    b.replied,
 		Log:        logger,
 		NoSessions: cfg.NoSessions,
+		Clock:      cfg.LiveClock,
 		End:        ender(cfg.End, runner),
 	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })
