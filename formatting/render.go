@@ -47,6 +47,10 @@ type RenderOptions struct {
 	// Header, when set, is a line of ours put before the status line (a
 	// session's cell number), within the platform's limit.
 	Header string
+	// Running renders the output so far of a run still going (live
+	// output): "Running · 3 s", its Result.Duration so far, in place of a
+	// result's status line.
+	Running bool
 }
 
 func (o RenderOptions) withDefaults() RenderOptions {
@@ -101,7 +105,7 @@ func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
 // says which statements printed something other than the transcript shows.
 func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptions) Reply {
 	opts = opts.withDefaults()
-	r := result{p: p, res: res, header: opts.Header, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
+	r := result{p: p, res: res, header: opts.Header, running: opts.Running, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
 	if ext.Transcript != nil {
 		var c TranscriptCheck
 		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
@@ -151,6 +155,7 @@ type result struct {
 	check              string // the transcript check note, or ""
 	files              string // the FilesNote, or ""
 	header             string // RenderOptions.Header
+	running            bool   // RenderOptions.Running
 }
 
 // render renders the reply with the given budget for the output shown, and
@@ -261,6 +266,8 @@ func Status(p Platform, res executor.Result) string { return result{p: p, res: r
 func (r result) status() string {
 	res := r.res
 	switch {
+	case r.running:
+		return r.bold("Running") + " · " + DurationText(r.duration().Truncate(time.Second))
 	case res.Timeout:
 		if res.TimeoutLimit > 0 {
 			return r.bold("Timed out") + " after " + DurationText(res.TimeoutLimit)

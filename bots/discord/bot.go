@@ -123,6 +123,8 @@ type Config struct {
 	MaxAnswers int
 	// Clock is the time source for the edit window; nil means time.Now.
 	Clock func() time.Time
+	// LiveClock times the live output (tests); nil: the real clock.
+	LiveClock answer.Clock
 	// Retry paces Open's tries while Discord cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff
@@ -241,6 +243,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Log:        logger,
 		NoSessions: cfg.NoSessions,
 		End:        answer.EnderOf(cfg.End, runner),
+		Clock:      cfg.LiveClock,
 	}, platform{b})
 	return b
 }

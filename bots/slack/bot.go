@@ -135,6 +135,8 @@ type Config struct {
 	// workspace may choose a lower one with /run settings.
 	UserRate  float64
 	UserBurst int
+	// LiveClock times the live output (tests); nil: the real clock.
+	LiveClock answer.Clock
 }
 
 // badToken holds the auth.test errors that mean the token itself is wrong.
@@ -236,6 +238,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		Replied:    b.replied,
 		Log:        logger,
 		NoSessions: cfg.NoSessions,
+		Clock:      cfg.LiveClock,
 		End:        answer.EnderOf(cfg.End, runner),
 	}, platform{b})
 	b.seen = replycache.New[struct{}](maxSeen, seenTTL, func() time.Time { return b.now() })

@@ -28,17 +28,21 @@ func (b *outputBudget) add(n int) {
 }
 
 // capture drains one stream, keeping its first keep bytes and counting the
-// rest, so a flood costs the service a fixed amount of memory.
+// rest, so a flood costs the service a fixed amount of memory. Each time
+// the kept bytes grow it signals grew (without waiting: one pending signal
+// stands for any number), for the run's live output.
 type capture struct {
 	keep   int
 	budget *outputBudget
+	grew   chan<- struct{}
+	mu     sync.Mutex // guards buf while the drain runs
 	buf    []byte
 	n      int64
 	done   chan struct{}
 }
 
-func startCapture(r io.Reader, keep int64, budget *outputBudget) *capture {
-	c := &capture{keep: int(keep), budget: budget, done: make(chan struct{})}
+func startCapture(r io.Reader, keep int64, budget *outputBudget, grew chan<- struct{}) *capture {
+	c := &capture{keep: int(keep), budget: budget, grew: grew, done: make(chan struct{})}
 	go c.drain(r)
 	return c
 }
@@ -51,7 +55,13 @@ func (c *capture) drain(r io.Reader) {
 		if n > 0 {
 			c.n += int64(n)
 			if room := c.keep - len(c.buf); room > 0 {
+				c.mu.Lock()
 				c.buf = append(c.buf, chunk[:min(n, room)]...)
+				c.mu.Unlock()
+				select {
+				case c.grew <- struct{}{}:
+				default:
+				}
 			}
 			c.budget.add(n)
 		}
@@ -64,10 +74,22 @@ func (c *capture) drain(r io.Reader) {
 // text returns what was kept as valid UTF-8, and whether it is only a
 // prefix. Call it after done is closed.
 func (c *capture) text() (string, bool) {
-	b := c.buf
-	truncated := c.n > int64(len(b))
-	if truncated {
-		// Do not end on half a character.
+	truncated := c.n > int64(len(c.buf))
+	return validText(c.buf, truncated), truncated
+}
+
+// sofar returns what was kept so far, while the drain may still run, up to
+// its last whole character.
+func (c *capture) sofar() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return validText(c.buf, true)
+}
+
+// validText returns b as valid UTF-8; cut: b may end in half a character,
+// which is left out.
+func validText(b []byte, cut bool) string {
+	if cut {
 		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
 			if utf8.RuneStart(b[i]) {
 				if !utf8.FullRune(b[i:]) {
@@ -77,5 +99,5 @@ func (c *capture) text() (string, bool) {
 			}
 		}
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD"), truncated
+	return strings.ToValidUTF8(string(b), "\uFFFD")
 }

@@ -42,6 +42,7 @@ type proc struct {
 	statusR, initR *os.File
 	stdout, stderr *capture
 	budget         *outputBudget
+	grew           chan struct{} // the captures' kept output grew (one pending signal)
 
 	readyLine  chan string   // first status line
 	statusDone chan struct{} // status pipe at EOF
@@ -118,7 +119,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 
 func newProc(plan *plan, lim limits, maxOutput int64) *proc {
 	return &proc{plan: plan, lim: lim, born: time.Now(), readyLine: make(chan string, 1), statusDone: make(chan struct{}),
-		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput)}
+		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput), grew: make(chan struct{}, 1)}
 }
 
 // childEnds are the sandbox's ends of its pipes, in the order of its
@@ -178,8 +179,8 @@ func (p *proc) fail(ends childEnds, err error) (*proc, error) {
 // ready starts reading the sandbox's pipes and waits for its guard's
 // "ready".
 func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
-	p.stdout = startCapture(p.outR, keep, p.budget)
-	p.stderr = startCapture(p.errR, keep, p.budget)
+	p.stdout = startCapture(p.outR, keep, p.budget, p.grew)
+	p.stderr = startCapture(p.errR, keep, p.budget, p.grew)
 	go p.readStatus(p.statusR)
 	if p.initR != nil {
 		p.namespaced = true
@@ -321,6 +322,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	}
 	feed(p.request, string(encodeRequest(req)))
 	feed(p.stdin, req.Stdin)
+	stopLive := p.live(executor.OutputOf(ctx))
 	timer := time.NewTimer(p.lim.Timeout)
 	defer timer.Stop()
 	var timedOut, canceled bool
@@ -347,6 +349,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 			<-done
 		}
 	}
+	stopLive()
 	p.stdin.Close()
 	p.request.Close()
 	writers.Wait()
@@ -407,6 +410,31 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 		res.Error = errorLine(res.Stderr)
 	}
 	return res, nil
+}
+
+// live calls fn, when not nil, with the output kept so far each time it
+// grew, until stop is called; the captures never wait for fn, which gets
+// the latest output when it is slower than the snippet.
+func (p *proc) live(fn executor.OutputFunc) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-p.grew:
+				fn(p.stdout.sofar(), p.stderr.sofar())
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // files fills in the files the snippet left: sent by the init, which read

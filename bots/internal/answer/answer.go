@@ -175,6 +175,8 @@ type Config struct {
 	NoSessions bool
 	// End, when set, ends a reset session's live process.
 	End Ender
+	// Clock times the live output (live.go); nil: the real clock.
+	Clock Clock
 }
 
 // clockSkew widens "posted before this process started" for a local clock
@@ -190,6 +192,7 @@ type Flow[S any] struct {
 	keys     *keys[S]
 	turns    *turns.Turns
 	openedAt atomic.Int64 // Unix ns: older messages may have been answered by an earlier process
+	clock    Clock
 
 	nb        *notebook[S] // the sessions' cells
 	sessTurns *turns.Turns // by session: its cells one at a time, in order
@@ -207,8 +210,11 @@ func New[S any](cfg Config, p Platform[S]) *Flow[S] {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
 	return &Flow[S]{
-		cfg: cfg, p: p, log: cfg.Log,
+		cfg: cfg, p: p, log: cfg.Log, clock: cfg.Clock,
 		replies:   replycache.New[Record[S]](cfg.MaxReplies, cfg.ReplyTTL, cfg.Now),
 		keys:      newKeys[S](),
 		turns:     turns.New(),
@@ -339,6 +345,9 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 		Render: func(pr executor.Progress) string { return formatting.RenderProgress(f.cfg.Platform, pr) },
 	}, replyID)
 	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
+	lv := f.watchLive(ctx, log, req.Src, ex, prog)
+	defer lv.stop()
+	runCtx := executor.WithOutput(ctx, lv.output)
 	var out Reply
 	var cell *cellRun[S]
 	if f.sessions(req) {
@@ -347,11 +356,11 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 		if r, ok := f.replies.Get(req.Key); ok && rec != nil {
 			rec = &r // a re-run of the cells above may have changed it
 		}
-		out = cell.run(ctx, log, turn, ex, prog.Update)
+		out = cell.run(runCtx, log, turn, ex, lv.progress)
 	} else {
-		out = f.Run(ctx, log, turn, req.User, ex, req.Files, prog.Update)
+		out = f.Run(runCtx, log, turn, req.User, ex, req.Files, lv.progress)
 	}
-	replyID = prog.Stop()
+	replyID = lv.stop()
 	ind.stopIt()
 	if out.Reaction == "" && ctx.Err() != nil {
 		return // abandoned at shutdown: runerror logged it
