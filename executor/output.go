@@ -13,7 +13,7 @@ type OutputFunc func(stdout, stderr string)
 type outputKey struct{}
 
 // WithOutput returns ctx carrying fn, which a Runner that can show live
-// output (the sandbox's one-off runs) calls while the run of a Request
+// output (the sandbox's runs and the cells of its live sessions) calls while the run of a Request
 // under ctx lasts; it stops before Run returns. Runners that cannot (a
 // remote executor, a session's cells) ignore it.
 func WithOutput(ctx context.Context, fn OutputFunc) context.Context {

@@ -45,3 +45,43 @@ func TestLiveOutput(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveOutputOfASessionCell: a cell of a live session shows its own
+// output so far (not an earlier cell's) while it runs, as a run does.
+func TestLiveOutputOfASessionCell(t *testing.T) {
+	bothPaths(t, func(t *testing.T, cold bool) {
+		e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
+		s, err := e.StartSession(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if res, err := s.Run(context.Background(), executor.Request{Code: "print('earlier')"}); err != nil || res.Stdout != "earlier\n" {
+			t.Fatalf("first cell: %+v, %v", res, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		seen := make(chan string, 1)
+		var returned atomic.Bool
+		ctx = executor.WithOutput(ctx, func(stdout, stderr string) {
+			if returned.Load() {
+				t.Error("output func called after Run returned")
+			}
+			if stdout == "first ✓\n" && stderr == "warned\n" {
+				select {
+				case seen <- stdout:
+				default:
+				}
+				cancel()
+			}
+		})
+		code := "import sys, time\nprint('first ✓', flush=True)\nprint('warned', file=sys.stderr, flush=True)\ntime.sleep(60)"
+		_, err = s.Run(ctx, executor.Request{Code: code, Timeout: 60e9})
+		returned.Store(true)
+		select {
+		case <-seen:
+		default:
+			t.Fatalf("the cell's output so far never reached the output func (Run: %v)", err)
+		}
+	})
+}

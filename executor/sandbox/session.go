@@ -55,6 +55,7 @@ type session struct {
 	p      *proc
 	out    *cellStream
 	err    *cellStream
+	grew   chan struct{} // a cell's kept output grew (one pending signal): its live output
 	frames *bufio.Reader // the status pipe: the cells' ends
 
 	budgetMu sync.Mutex
@@ -79,9 +80,9 @@ func newSession(e *Executor, p *proc) (*session, error) {
 		p.destroy()
 		return nil, err
 	}
-	s := &session{e: e, p: p, frames: bufio.NewReaderSize(p.statusR, 4096), budgets: map[int]*outputBudget{}}
-	s.out = newCellStream(p.outR, e.cfg.KeepBytes, s.budget)
-	s.err = newCellStream(p.errR, e.cfg.KeepBytes, s.budget)
+	s := &session{e: e, p: p, frames: bufio.NewReaderSize(p.statusR, 4096), budgets: map[int]*outputBudget{}, grew: make(chan struct{}, 1)}
+	s.out = newCellStream(p.outR, e.cfg.KeepBytes, s.budget, s.grew)
+	s.err = newCellStream(p.errR, e.cfg.KeepBytes, s.budget, s.grew)
 	s.out.commit(pre[0])
 	s.err.commit(pre[1])
 	for _, c := range []*cellStream{s.out, s.err} {
@@ -245,6 +246,12 @@ func (c *cellRun) run(ctx context.Context) (executor.Result, error) {
 	var broken error
 	wroteC, endsC, outC, errC := wrote, ends, out.ended, errs.ended
 	waited := p.waited
+	// The cell's output so far goes to the caller's live view, if any,
+	// from this loop: never after Run returns.
+	live, grew := executor.OutputOf(ctx), s.grew
+	if live == nil {
+		grew = nil
+	}
 	for {
 		if haveEnd && outC == nil && errC == nil && wroteC == nil && (end.outcome != protocol.CellExited || waited == nil) {
 			break
@@ -267,6 +274,10 @@ func (c *cellRun) run(ctx context.Context) (executor.Result, error) {
 			outC = nil
 		case <-errC:
 			errC = nil
+		case <-grew:
+			stdout, _, _ := s.out.text(out)
+			stderr, _, _ := s.err.text(errs)
+			live(stdout, stderr)
 		case <-waited:
 			waited = nil
 		case <-timer.C:
@@ -522,7 +533,8 @@ type cellStream struct {
 	f      *os.File
 	keep   int
 	budget func(cell int) *outputBudget
-	done   chan struct{} // at EOF, or stopped past its output budget
+	grew   chan<- struct{} // signalled, without waiting, when a cell's kept output grows
+	done   chan struct{}   // at EOF, or stopped past its output budget
 
 	mu     sync.Mutex
 	seg    *segment
@@ -543,8 +555,8 @@ type segment struct {
 // markerLen is the length of every cell's end marker.
 const markerLen = len(protocol.SessionMarkOpen) + 2*protocol.SessionNonceBytes + len(protocol.SessionMarkClose)
 
-func newCellStream(f *os.File, keep int64, budget func(int) *outputBudget) *cellStream {
-	return &cellStream{f: f, keep: int(keep), budget: budget, done: make(chan struct{}),
+func newCellStream(f *os.File, keep int64, budget func(int) *outputBudget, grew chan<- struct{}) *cellStream {
+	return &cellStream{f: f, keep: int(keep), budget: budget, grew: grew, done: make(chan struct{}),
 		seg: &segment{cell: 1, budget: budget(1), ended: make(chan struct{})}}
 }
 
@@ -586,10 +598,42 @@ func (s *cellStream) take(b []byte) bool {
 		next := s.seg.cell + 1
 		s.seg, s.marker = &segment{cell: next, budget: s.budget(next), ended: make(chan struct{})}, nil
 	}
-	h := min(len(data), markerLen-1)
+	h := markerHold(data)
 	s.commit(data[:len(data)-h])
 	s.held = append([]byte(nil), data[len(data)-h:]...)
 	return s.seg.budget.total.Load() <= s.seg.budget.limit
+}
+
+// markerHold is how many of data's last bytes could begin an end marker,
+// to be held back until the next read tells: from the first NUL of its
+// last markerLen-1 bytes after which every byte fits a marker (the open
+// mark, then hex digits), or none. Output shown live is held back only
+// there.
+func markerHold(data []byte) int {
+	tail := data[max(0, len(data)-(markerLen-1)):]
+	for i, c := range tail {
+		if c == protocol.SessionMarkOpen[0] && markerPrefix(tail[i:]) {
+			return len(tail) - i
+		}
+	}
+	return 0
+}
+
+// markerPrefix reports whether b could be the start of an end marker.
+func markerPrefix(b []byte) bool {
+	open := protocol.SessionMarkOpen
+	if len(b) <= len(open) {
+		return open[:len(b)] == string(b)
+	}
+	if string(b[:len(open)]) != open {
+		return false
+	}
+	for _, c := range b[len(open):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // commit adds b to the current cell's output; s.mu is held (or s is not
@@ -602,6 +646,10 @@ func (s *cellStream) commit(b []byte) {
 	seg.n += int64(len(b))
 	if room := s.keep - len(seg.buf); room > 0 {
 		seg.buf = append(seg.buf, b[:min(len(b), room)]...)
+		select {
+		case s.grew <- struct{}{}:
+		default:
+		}
 	}
 	seg.budget.add(len(b))
 }

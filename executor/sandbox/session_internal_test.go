@@ -183,3 +183,25 @@ func TestSessionForkServerKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerHold: a cell's output is held back only where it could begin
+// an end marker, so its live view lags by no more than a marker's start.
+func TestMarkerHold(t *testing.T) {
+	open := protocol.SessionMarkOpen
+	for _, tc := range []struct {
+		data string
+		want int
+	}{
+		{"warned\n", 0},
+		{"abc\x00", 1},
+		{"abc\x00x", 0},
+		{"abc" + open[:5], 5},
+		{"abc" + open + "0a1f", len(open) + 4},
+		{"abc" + open + "0a1g", 0},
+		{"\x00\x00" + open[:3], 3},
+	} {
+		if got := markerHold([]byte(tc.data)); got != tc.want {
+			t.Errorf("markerHold(%q) = %d, want %d", tc.data, got, tc.want)
+		}
+	}
+}
