@@ -156,8 +156,10 @@ func TestMeasureSmoke(t *testing.T) {
 				t.Errorf("%s %s: %+v, want 3 of 3 launches, consistent figures", l.Name, l.Pattern, l)
 			}
 		}
-		if want := []string{"hello sequential", "hello staggered", "hello burst"}; !slices.Equal(got, want) {
-			t.Errorf("launches %v, want %v (no plot: skipped)", got, want)
+		want := []string{"hello sequential", "hello staggered", "hello burst", "cell sequential", "cell staggered", "cell burst",
+			"replay sequential", "replay staggered", "replay burst"}
+		if !slices.Equal(got, want) {
+			t.Errorf("launches %v, want %v (no plot: skipped; a session's cell and its replay)", got, want)
 		}
 	})
 
