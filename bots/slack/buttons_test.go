@@ -16,7 +16,7 @@ import (
 	"github.com/runblock/runblock/internal/fakeslack"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ (buttons, manifests)")
 
 // buttonIDs returns the action ids of the buttons on m, by action.
 func buttonIDs(t *testing.T, m fakeslack.Message) map[answer.Action]string {

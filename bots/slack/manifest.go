@@ -25,7 +25,6 @@ var distributionEdits = []struct {
 		add: "    # The App Home: how to run code, the limits, and for admins the\n    # workspace's settings.\n    home_tab_enabled: true"},
 	{old: "      should_escape: false", add: "      url: {{BASE}}/slack/events"},
 	{old: "oauth_config:", add: "  # Where Slack sends the browser back during an install.\n  redirect_urls:\n    - {{BASE}}/slack/oauth_redirect"},
-	{old: "      - reactions:write", add: "      # users.info: the App Home shows the workspace's settings to its admins.\n      - users:read"},
 	{old: "  event_subscriptions:", add: "    request_url: {{BASE}}/slack/events"},
 	{old: "      - reaction_added", add: "      # The App Home tab, and the end of an installation, which deletes it.\n      - app_home_opened\n      - app_uninstalled\n      - tokens_revoked"},
 	{old: "    is_enabled: true", add: "    request_url: {{BASE}}/slack/events"},
