@@ -40,8 +40,7 @@ func (s *session) memory() (int64, bool) {
 		if len(pids) == 0 {
 			return 0, false
 		}
-		n, _ := stage.SharedMemory(0, pids)
-		return n, true
+		return stage.SharedMemory(0, pids)
 	}
 	if s.pidNS == "" {
 		var st unix.Stat_t
@@ -67,8 +66,7 @@ func (s *session) memory() (int64, bool) {
 			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
-	n, _ := stage.SharedMemory(held, pids)
-	return n, true
+	return stage.SharedMemory(held, pids)
 }
 
 // pidNamespaceOfPipe is the PID namespace of a process whose standard
