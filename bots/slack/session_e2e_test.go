@@ -75,7 +75,9 @@ func TestPythonThreadIsANotebook(t *testing.T) {
 	r1 := h.cell(c1, "[1]", "3")
 	r2 := h.cell(h.say(ch, c1.TS, bob, py("df['y'] = df.x ** 2\nprint(df.y.sum())")), "[2]", "14")
 	r3 := h.cell(h.say(ch, c1.TS, ada, py("import matplotlib\nmatplotlib.use('Agg')\ndf.plot(x='x', y='y').figure.savefig('plot.png')\nprint(df.y.max())")), "[3]", "9")
-	files := waitFiles(t, h, ch, c1.TS, "plot.png")
+	// The figure the cell saved, and the same figure still open at the
+	// cell's end, attached as a run's are.
+	files := waitFiles(t, h, ch, c1.TS, "plot.png", "figure-1.png")
 	if !bytes.HasPrefix(files[0].Content, pngMagic) {
 		t.Fatalf("plot.png is no PNG: %q…", files[0].Content[:min(8, len(files[0].Content))])
 	}
@@ -94,7 +96,7 @@ func TestPythonThreadIsANotebook(t *testing.T) {
 			t.Fatalf("reply %q, want it updated to hold %q: %v", got.Text, want.text, err)
 		}
 	}
-	waitFiles(t, h, ch, c1.TS, "plot.png")
+	waitFiles(t, h, ch, c1.TS, "plot.png", "figure-1.png")
 }
 
 // TestPythonSessionRebuilds: a cell that times out ends the session's
