@@ -459,7 +459,6 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-// durationText formats d as "120 ms", "1.5 s", "5 s".
 // DurationText writes a duration as replies do: "500 ms", "5 s", "1.5 s".
 func DurationText(d time.Duration) string {
 	if d < time.Second {
@@ -485,4 +484,17 @@ func SizeText(n int64) string {
 
 func unitText(f float64) string {
 	return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0")
+}
+
+// SettingDuration writes d as settings are written and typed: 10m, 1h30m,
+// not 10m0s.
+func SettingDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

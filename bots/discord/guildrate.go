@@ -19,12 +19,8 @@ type guildRunner struct {
 }
 
 func (g guildRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
-	if guild := guildOfUser(job.User); guild != "" {
-		if r := g.b.settings.Get(ctx, guild).UserRate; r > 0 {
-			if err := g.b.rates.Take(job.User, r, g.b.cfg.UserBurst); err != nil {
-				return executor.Result{}, err
-			}
-		}
+	if err := g.b.rates.Hold(ctx, g.b.settings, guildOfUser(job.User), job.User, g.b.cfg.UserBurst); err != nil {
+		return executor.Result{}, err
 	}
 	return g.next.Submit(ctx, job)
 }

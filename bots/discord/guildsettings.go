@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -189,7 +188,7 @@ func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCom
 				st.Channels = nil
 				continue
 			}
-			chans, err := b.parseChannels(v)
+			chans, err := settings.ParseChannels(v, channelRef, b.cfg.Channels, "DISCORD_CHANNELS", `"default"`)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -258,29 +257,6 @@ func emojiName(v string) string {
 		}
 	}
 	return strings.Trim(v, ":")
-}
-
-// parseChannels reads channel mentions or ids, separated by spaces or
-// commas; with DISCORD_CHANNELS set, each must be one of them.
-func (b *Bot) parseChannels(v string) ([]string, error) {
-	var out []string
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || isSpace(r) }) {
-		m := channelRef.FindStringSubmatch(f)
-		if m == nil {
-			return nil, fmt.Errorf("%q is not a channel: mention channels (#name) or give their ids, or \"default\"", f)
-		}
-		id := m[1] + m[2]
-		if len(b.cfg.Channels) > 0 && !slices.Contains(b.cfg.Channels, id) {
-			return nil, fmt.Errorf("<#%s> is not one of the channels this runblock's operator allows", id)
-		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no channel given: mention channels (#name) or give their ids, or \"default\"")
-	}
-	return out, nil
 }
 
 // describeSettings is the answer of /runblock settings: what applies in

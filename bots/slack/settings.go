@@ -157,19 +157,9 @@ func (b *Bot) changeSettings(st store.Settings, key, v string) (store.Settings, 
 			st.Channels = nil
 			return st, nil
 		}
-		var chans []string
-		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-			m := channelRef.FindStringSubmatch(f)
-			if m == nil {
-				return st, fmt.Errorf("%q is not a channel: mention channels (#name) or give their ids, or `all`", f)
-			}
-			id := m[1] + m[2]
-			if len(b.cfg.Channels) > 0 && !slices.Contains(b.cfg.Channels, id) {
-				return st, fmt.Errorf("<#%s> is not one of the channels this runblock's operator allows (SLACK_CHANNELS)", id)
-			}
-			if !slices.Contains(chans, id) {
-				chans = append(chans, id)
-			}
+		chans, err := settings.ParseChannels(v, channelRef, b.cfg.Channels, "SLACK_CHANNELS", "`all`")
+		if err != nil {
+			return st, err
 		}
 		st.Channels = chans
 	case keyReaction:
@@ -285,12 +275,8 @@ type wsRunner struct {
 }
 
 func (w wsRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
-	if team := teamOfUser(job.User); team != "" {
-		if r := w.b.settings.Get(ctx, team).UserRate; r > 0 {
-			if err := w.b.rates.Take(job.User, r, w.b.cfg.UserBurst); err != nil {
-				return executor.Result{}, err
-			}
-		}
+	if err := w.b.rates.Hold(ctx, w.b.settings, teamOfUser(job.User), job.User, w.b.cfg.UserBurst); err != nil {
+		return executor.Result{}, err
 	}
 	return w.next.Submit(ctx, job)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/formatting"
-	"github.com/runblock/runblock/internal/config"
 )
 
 // runDoctor is `runblock doctor`: which isolation layers work here, and,
@@ -79,7 +78,7 @@ func sessionsText(c session.Config, memory int64) string {
   after an eviction, an idle end, a timeout or the memory limit, the next cell replays the earlier successful cells (within %s) and says so
 `, formatting.SizeText(memory), c.MaxLive, formatting.SizeText(c.MemoryBytes),
 		min(int64(c.MaxLive), c.MemoryBytes/idleSessionBytes), formatting.SizeText(memory), formatting.SizeText(c.MemoryBytes), min(int64(c.MaxLive), max(c.MemoryBytes/max(memory, 1), 1)),
-		config.FormatDuration(c.Idle), formatting.DurationText(session.DefaultReplayBudget))
+		formatting.SettingDuration(c.Idle), formatting.DurationText(session.DefaultReplayBudget))
 }
 
 // idleSessionBytes is about what an idle session's sandbox holds, forked

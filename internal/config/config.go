@@ -343,19 +343,6 @@ func formatRate(perSecond float64) string {
 	}
 }
 
-// FormatDuration writes d as a user would, and as the settings are
-// written: 10m, not 10m0s.
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 // binaryUnits are the units of ParseSize, largest first.
 var binaryUnits = []struct {
 	name  string

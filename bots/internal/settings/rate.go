@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strconv"
@@ -33,6 +34,19 @@ const minSweep = 1024
 // platform in the answer to a run over the rate ("server").
 func NewUserRates(now func() time.Time, where string) *UserRates {
 	return &UserRates{now: now, where: where, limiters: make(map[string]*rate.Limiter), nextSweep: minSweep}
+}
+
+// Hold spends one run of user's at the per-user rate workspace chose (its
+// Settings.UserRate, read through c), if it chose one; workspace "" (a
+// DM) has none.
+func (u *UserRates) Hold(ctx context.Context, c *Cache, workspace, user string, burst int) error {
+	if workspace == "" {
+		return nil
+	}
+	if r := c.Get(ctx, workspace).UserRate; r > 0 {
+		return u.Take(user, r, burst)
+	}
+	return nil
 }
 
 // Take spends one run of user's at perSecond (burst at least 1), or says

@@ -8,12 +8,16 @@ package settings
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
+	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/store"
 )
 
@@ -173,14 +177,7 @@ func WindowText(d time.Duration) string {
 	if d <= 0 {
 		return "never"
 	}
-	s := d.String() // 1h30m0s
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return formatting.SettingDuration(d)
 }
 
 // Subset reports whether every element of a is in b.
@@ -191,4 +188,30 @@ func Subset(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// ParseChannels reads channel mentions or ids, separated by commas or
+// spaces, each matching ref (whose two groups are a mention's id and a
+// bare id), without repeats. With allowed (the operator's list, the
+// variable env) set, each must be one of them. reset names, for the
+// messages, the value that goes back to the operator's channels.
+func ParseChannels(v string, ref *regexp.Regexp, allowed []string, env, reset string) ([]string, error) {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		m := ref.FindStringSubmatch(f)
+		if m == nil {
+			return nil, fmt.Errorf("%q is not a channel: mention channels (#name) or give their ids, or %s", f, reset)
+		}
+		id := m[1] + m[2]
+		if len(allowed) > 0 && !slices.Contains(allowed, id) {
+			return nil, fmt.Errorf("<#%s> is not one of the channels this runblock's operator allows (%s)", id, env)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no channel given: mention channels (#name) or give their ids, or %s", reset)
+	}
+	return out, nil
 }
