@@ -192,7 +192,7 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 		return executor.Result{}, err
 	}
 	res, err := p.run(ctx, req)
-	if p.forked && errors.Is(err, errStale) {
+	if p.forked() && errors.Is(err, errStale) {
 		// The fork server died under the run: a sandbox of its own takes it.
 		if p, err = spawn(ctx, e.plan, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes); err != nil {
 			return executor.Result{}, err

@@ -376,9 +376,9 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 		default: // a replacement is already asked for
 		}
 	}
-	p := newProc(fs.plan, lim, maxOutput)
+	forked := &forkedLaunch{done: live.runs.Done}
 	live.runs.Add(1)
-	p.release = live.runs.Done
+	p := newProc(fs.plan, lim, maxOutput, forked)
 	ends, err := p.pipes(true)
 	if err != nil {
 		return p.fail(ends, err)
@@ -388,8 +388,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 		return p.fail(ends, err)
 	}
 	defer lifeR.Close()
-	var once sync.Once
-	p.kill = func() { once.Do(func() { lifeW.Close() }) }
+	forked.lifeline = lifeW
 	slot := -1
 	if uid := fs.plan.runUID(); uid >= 0 {
 		slot = uid - fs.plan.hostUID
@@ -420,7 +419,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 		p.destroy()
 		return nil, fmt.Errorf("%w: %w", errForkServerDown, err)
 	}
-	p.forked = true
+	p.waited = p.initDone // the run's init is gone (or its report is all there)
 	// Past the deadline the fork server is killed, which ends the wait.
 	why := fmt.Errorf("no run ready in %s", fs.answerTimeout)
 	deadline := time.AfterFunc(fs.answerTimeout, func() { fs.stuck(live, why) })

@@ -153,7 +153,7 @@ func TestForkedRunsShareNothing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !p.forked {
+				if !p.forked() {
 					t.Fatal("the pre-forked sandbox is not a fork of the fork server")
 				}
 				res, err := p.run(context.Background(), req)
@@ -348,8 +348,8 @@ func leftoverPIDs(marker string) []int {
 func TestPreforkedHandedOutOnce(t *testing.T) {
 	e := newForking(t, Config{Pool: 1})
 	a, b := <-e.pool.idle, <-e.pool.idle
-	if a == b || !a.forked || !b.forked {
-		t.Fatalf("took %p (forked %v) and %p (forked %v)", a, a.forked, b, b.forked)
+	if a == b || !a.forked() || !b.forked() {
+		t.Fatalf("took %p (forked %v) and %p (forked %v)", a, a.forked(), b, b.forked())
 	}
 	ns := func(p *proc) string {
 		res, err := p.run(context.Background(), executor.Request{Code: "import os\nprint(os.readlink('/proc/self/ns/pid'))"})

@@ -94,7 +94,7 @@ func runForked(t *testing.T, e *Executor, req executor.Request) executor.Result 
 	if err != nil {
 		t.Fatalf("fork a run: %v", err)
 	}
-	if !p.forked {
+	if !p.forked() {
 		t.Fatal("the fork server's run is not marked forked")
 	}
 	res, err := p.run(context.Background(), req)

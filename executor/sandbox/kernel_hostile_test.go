@@ -297,8 +297,8 @@ func testNoDebuggingOtherProcesses(t *testing.T, path Config) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if sibling.cmd != nil && sibling.cmd.Process != nil {
-		targets["sibling run"] = descendants(sibling.cmd.Process.Pid) // its init, cold
+	if cold, ok := sibling.launch.(*coldLaunch); ok {
+		targets["sibling run"] = descendants(cold.cmd.Process.Pid) // its init
 	}
 	if e.fork != nil {
 		if live := e.fork.current(); live != nil {

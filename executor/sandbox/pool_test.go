@@ -115,7 +115,7 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 	var fresh *proc
 	for fresh == nil {
 		fresh = <-e.pool.idle
-		if slices.Contains(before, fresh.cmd.Process.Pid) {
+		if slices.Contains(before, fresh.launch.(*coldLaunch).cmd.Process.Pid) {
 			if _, err := fresh.run(context.Background(), executor.Request{Code: "pass"}); err != errStale {
 				t.Errorf("run on a killed sandbox: %v, want errStale", err)
 			}
@@ -145,7 +145,7 @@ func TestPoolFootprint(t *testing.T) {
 	for _, f := range stats {
 		dir := filepath.Dir(f)
 		b, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil || !descends(dir, sb.cmd.Process.Pid) {
+		if err != nil || !descends(dir, sb.launch.(*coldLaunch).cmd.Process.Pid) {
 			continue
 		}
 		procs = append(procs, strings.Fields(string(b))[1])

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -28,10 +27,11 @@ type limits = policy.Limits
 
 // proc is one started, guarded interpreter. After it has said "ready" it
 // waits for exactly one snippet; run hands it over and collects the result.
+// What differs between a sandbox started from scratch and a fork of the
+// fork server is its launch.
 type proc struct {
-	cmd     *exec.Cmd
+	launch  launch
 	plan    *plan
-	kill    context.CancelFunc // kills the whole sandbox (its PID 1 or process group)
 	lim     limits
 	born    time.Time
 	hostDir string // host work dir to remove, "" with a mount namespace
@@ -54,20 +54,41 @@ type proc struct {
 	memoryPeak int64 // the most memory the init or the cgroup accounted for the run
 	cgroup     *runCgroup
 
-	waited  chan struct{} // cmd.Wait returned; forked: the init's report pipe is at EOF
-	waitErr error
-	// forked: a fork of the fork server, whose init reports how it
-	// ended; kill closes its lifeline. release tells the fork server the
-	// run is gone.
-	forked  bool
-	release func()
+	waited <-chan struct{} // the sandbox ended (see launch); nil until it started
 }
+
+// A launch is how a proc's sandbox was started, which decides how it is
+// killed and how its end is known: coldLaunch (cold.go), whose init this
+// process started, or forkedLaunch (forked.go), a run of the fork server.
+type launch interface {
+	// kill kills the whole sandbox (its PID 1 or process group); again
+	// is a no-op.
+	kill()
+	// unreported fills in how python ended when the init sent no report.
+	unreported(res *executor.Result)
+	// setupError is why the sandbox ended before it was ready, with its
+	// stderr, trimmed; !read: its stderr did not reach EOF in time.
+	setupError(stderr string, read bool) error
+	// release releases what the launch holds once the sandbox is gone;
+	// again is a no-op.
+	release()
+}
+
+// forked reports whether p is a fork of the fork server.
+func (p *proc) forked() bool {
+	_, ok := p.launch.(*forkedLaunch)
+	return ok
+}
+
+// kill kills the whole sandbox.
+func (p *proc) kill() { p.launch.kill() }
 
 // spawn starts a sandbox as described by plan and waits until its guard is
 // in place. The sandbox lives until run ends or destroy is called, not
 // until ctx ends: ctx only bounds the wait for readiness.
 func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (*proc, error) {
-	p := newProc(plan, lim, maxOutput)
+	cold := &coldLaunch{}
+	p := newProc(plan, lim, maxOutput, cold)
 	ends, err := p.pipes(plan.layers.Namespaces)
 	if err != nil {
 		return p.fail(ends, err)
@@ -95,31 +116,27 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 	}
 	spec := plan.spec(lim, dir)
 	pctx, cancel := context.WithCancel(context.Background())
-	p.kill = cancel
+	cold.cancel = cancel
 	cmd, err := plan.command(pctx, spec, hostUID, cgroupFD)
 	if err != nil {
 		return p.fail(ends, err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = ends.stdin, ends.stdout, ends.stderr, ends.extra()
 	cmd.WaitDelay = time.Second
-	p.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	cold.cmd = cmd
+	if p.waited, err = cold.start(); err != nil {
 		return p.fail(ends, err)
 	}
 	ends.close()
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.waited)
-	}()
 	// The guard first (see guardLoader); python reads it as it starts. A
 	// python that died first fails this write, and ready says why it died.
 	p.request.Write(plan.py.Code)
 	return p.ready(ctx, keep)
 }
 
-func newProc(plan *plan, lim limits, maxOutput int64) *proc {
-	return &proc{plan: plan, lim: lim, born: time.Now(), readyLine: make(chan string, 1), statusDone: make(chan struct{}),
-		initDone: make(chan struct{}), waited: make(chan struct{}), budget: newOutputBudget(maxOutput), grew: make(chan struct{}, 1)}
+func newProc(plan *plan, lim limits, maxOutput int64, l launch) *proc {
+	return &proc{launch: l, plan: plan, lim: lim, born: time.Now(), readyLine: make(chan string, 1), statusDone: make(chan struct{}),
+		initDone: make(chan struct{}), budget: newOutputBudget(maxOutput), grew: make(chan struct{}, 1)}
 }
 
 // childEnds are the sandbox's ends of its pipes, in the order of its
@@ -187,9 +204,6 @@ func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
 		go func() {
 			defer close(p.initDone)
 			p.initStatus, p.reportErr = readReport(p.initR, p.plan.transfer())
-			if p.forked {
-				close(p.waited) // the run's init is gone (or its report is all there)
-			}
 		}()
 	} else {
 		close(p.initDone)
@@ -246,16 +260,10 @@ func (p *proc) setupError() error {
 	select {
 	case <-p.stderr.done:
 	case <-grace.C:
-		return fmt.Errorf("sandbox ended before it was ready: %v", p.waitErr)
+		return p.launch.setupError("", false)
 	}
 	b, _ := p.stderr.text()
-	if p.forked {
-		return fmt.Errorf("the fork server's run ended before it was ready: %s", strings.TrimSpace(b))
-	}
-	if b != "" {
-		return fmt.Errorf("%v: %s", p.waitErr, strings.TrimSpace(b))
-	}
-	return fmt.Errorf("%v", p.waitErr)
+	return p.launch.setupError(strings.TrimSpace(b), true)
 }
 
 // alive reports whether the sandbox is still waiting for its snippet.
@@ -270,10 +278,8 @@ func (p *proc) alive() bool {
 
 // destroy kills the sandbox, waits for it and releases everything it held.
 func (p *proc) destroy() {
-	if p.kill != nil {
-		p.kill()
-	}
-	if (p.cmd != nil && p.cmd.Process != nil) || p.forked {
+	p.kill()
+	if p.waited != nil {
 		<-p.waited
 	}
 	for _, f := range p.readEnds {
@@ -291,10 +297,7 @@ func (p *proc) destroy() {
 	if p.cgroup != nil {
 		p.cgroup.remove()
 	}
-	if p.release != nil {
-		p.release()
-		p.release = nil
-	}
+	p.launch.release()
 }
 
 // errStale: the sandbox died, not by our kill, before the snippet could
@@ -484,19 +487,7 @@ func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error
 		p.memoryPeak = st.Peak
 		return st.Memory, nil
 	}
-	// No report from the init: it was killed (by us), and python with it.
-	if p.forked {
-		res.ExitCode, res.Signal = -1, "SIGKILL"
-		return false, nil
-	}
-	state := p.cmd.ProcessState
-	ws, ok := state.Sys().(syscall.WaitStatus)
-	if ok && ws.Signaled() {
-		res.ExitCode = -1
-		res.Signal = unix.SignalName(ws.Signal())
-		return false, nil
-	}
-	res.ExitCode = state.ExitCode()
+	p.launch.unreported(res)
 	return false, nil
 }
 

@@ -33,10 +33,12 @@ func (s *session) MemoryBytes() int64 {
 // memory counts the session's sandbox; s.memMu is held.
 func (s *session) memory() (int64, bool) {
 	if !s.p.namespaced {
-		if s.p.cmd == nil || s.p.cmd.Process == nil {
+		// Only a sandbox started from scratch lacks namespaces.
+		cold, ok := s.p.launch.(*coldLaunch)
+		if !ok || cold.cmd.Process == nil {
 			return 0, false
 		}
-		pids := processes(func(pid string) bool { return processGroup(pid) == s.p.cmd.Process.Pid })
+		pids := processes(func(pid string) bool { return processGroup(pid) == cold.cmd.Process.Pid })
 		if len(pids) == 0 {
 			return 0, false
 		}
