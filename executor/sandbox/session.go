@@ -68,7 +68,8 @@ type session struct {
 	readers sync.WaitGroup
 
 	memMu sync.Mutex // held while MemoryBytes counts
-	pidNS string     // the sandbox's PID namespace, once found
+	init  string     // the sandbox's init (/proc/PID), once found
+	pidNS string     // its PID namespace
 }
 
 // newSession takes over p's pipes (stopping the readers its start gave

@@ -16,11 +16,11 @@ import (
 // every process of the sandbox (its init too), counted by the share of
 // each page as the sandbox's own counter counts a run past its limit, and
 // the use of its work dir and shared memory tmpfs. Where the namespaces
-// are the sandbox's own, its processes are those of its PID namespace,
-// found by the process that holds its stdout (once: before the first
-// cell, only the sandbox's own do); without namespaces, those of python's
-// process group. Where they cannot be read (a service that may not read
-// the sandbox's /proc), it is the session's memory limit.
+// are the sandbox's own, its processes are those of its PID namespace, as
+// the sandbox's own /proc lists them (see sessionInit); without
+// namespaces, those of python's process group. Where they cannot be read
+// (a service that may not read the sandbox's /proc), it is the session's
+// memory limit.
 func (s *session) MemoryBytes() int64 {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
@@ -38,85 +38,125 @@ func (s *session) memory() (int64, bool) {
 		if !ok || cold.cmd.Process == nil {
 			return 0, false
 		}
-		pids := processes(func(pid string) bool { return processGroup(pid) == cold.cmd.Process.Pid })
-		if len(pids) == 0 {
+		procs := processes(func(pid string) bool { return processGroup(pid) == cold.cmd.Process.Pid })
+		if len(procs) == 0 {
 			return 0, false
 		}
-		return stage.SharedMemory(0, pids)
+		return stage.SharedMemory(0, procs)
 	}
-	if s.pidNS == "" {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(s.p.outR.Fd()), &st); err != nil {
-			return 0, false
-		}
-		s.pidNS = pidNamespaceOfPipe("pipe:[" + strconv.FormatUint(st.Ino, 10) + "]")
-		if s.pidNS == "" {
-			return 0, false
-		}
-	}
-	pids := processes(func(pid string) bool {
-		ns, err := os.Readlink("/proc/" + pid + "/ns/pid")
-		return err == nil && ns == s.pidNS
-	})
-	if len(pids) == 0 {
+	root, procs := s.processes()
+	if len(procs) == 0 {
 		return 0, false
 	}
 	var held int64
 	for _, dir := range []string{policy.WorkDir, path.Join(policy.WorkDir, policy.ShmDir)} {
 		var fs unix.Statfs_t
-		if unix.Statfs("/proc/"+pids[0]+"/root"+dir, &fs) == nil {
+		if unix.Statfs(root+dir, &fs) == nil {
 			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
-	return stage.SharedMemory(held, pids)
+	n, complete := stage.SharedMemory(held, procs)
+	// The init's pid is another process's once the init is gone: then what
+	// was read may be another's, and its namespace is not the session's.
+	if ns, err := os.Readlink(s.init + "/ns/pid"); err != nil || ns != s.pidNS {
+		return 0, false
+	}
+	return n, complete
 }
 
-// pidNamespaceOfPipe is the PID namespace of a process whose standard
-// output is the pipe link (as /proc shows it); "" when none is found.
-func pidNamespaceOfPipe(link string) string {
-	for _, pid := range processes(func(pid string) bool {
-		l, err := os.Readlink("/proc/" + pid + "/fd/1")
-		return err == nil && l == link
-	}) {
-		if ns, err := os.Readlink("/proc/" + pid + "/ns/pid"); err == nil {
-			return ns
+// processes are the /proc/PID directories of the processes of the
+// session's PID namespace, and the root of its init; none where they
+// cannot be read. The sandbox's /proc, mounted for that namespace, lists
+// its processes, and only them, however they left their parents (setsid,
+// the children of an exited thread: reparented within the namespace); it
+// is reached through the init's root, which the snippet cannot change.
+func (s *session) processes() (root string, procs []string) {
+	if s.init == "" {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(s.p.outR.Fd()), &st); err != nil {
+			return "", nil
+		}
+		if s.init, s.pidNS = sessionInit("pipe:[" + strconv.FormatUint(st.Ino, 10) + "]"); s.init == "" {
+			return "", nil
 		}
 	}
-	return ""
+	root = s.init + "/root"
+	d, err := os.Open(root + "/proc")
+	if err != nil {
+		return "", nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		if name[0] >= '1' && name[0] <= '9' {
+			procs = append(procs, root+"/proc/"+name)
+		}
+	}
+	return root, procs
 }
 
-// processes are the pids of /proc that match.
-func processes(match func(pid string) bool) []string {
+// sessionInit is the init of the PID namespace of a process whose standard
+// output is the pipe link (as /proc shows it), as the service's /proc
+// names it ("/proc/PID"), and the namespace; "" when none is found. It
+// lists all of /proc, once per session: before the session's first cell
+// only the sandbox's own processes hold its stdout.
+func sessionInit(link string) (init, pidNS string) {
+	for _, dir := range processes(func(dir string) bool {
+		l, err := os.Readlink(dir + "/fd/1")
+		return err == nil && l == link
+	}) {
+		if pidNS, _ = os.Readlink(dir + "/ns/pid"); pidNS == "" {
+			continue
+		}
+		// The init is the eldest of the namespace: its parent is outside.
+		for init = dir; ; {
+			parent := "/proc/" + strconv.Itoa(parentOf(init))
+			if ns, _ := os.Readlink(parent + "/ns/pid"); ns != pidNS {
+				return init, pidNS
+			}
+			init = parent
+		}
+	}
+	return "", ""
+}
+
+// processes are the /proc/PID directories of /proc that match.
+func processes(match func(dir string) bool) []string {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	var pids []string
+	var procs []string
 	for _, name := range names {
-		if name[0] >= '1' && name[0] <= '9' && match(name) {
-			pids = append(pids, name)
+		if name[0] >= '1' && name[0] <= '9' && match("/proc/"+name) {
+			procs = append(procs, "/proc/"+name)
 		}
 	}
-	return pids
+	return procs
 }
 
-// processGroup is pid's process group, from its stat file; -1 when it
-// cannot be read.
-func processGroup(pid string) int {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
+// statField is field n (4: the parent, 5: the process group) of the stat
+// file in dir, a /proc/PID directory; -1 when it cannot be read.
+func statField(dir string, n int) int {
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return -1
 	}
 	// pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
 	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
-	if len(f) < 3 {
+	if len(f) <= n-3 {
 		return -1
 	}
-	g, err := strconv.Atoi(string(f[2]))
+	v, err := strconv.Atoi(string(f[n-3]))
 	if err != nil {
 		return -1
 	}
-	return g
+	return v
 }
+
+// parentOf is the parent of the process at dir; processGroup its process
+// group.
+func parentOf(dir string) int     { return statField(dir, 4) }
+func processGroup(dir string) int { return statField(dir, 5) }

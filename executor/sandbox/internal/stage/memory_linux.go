@@ -41,7 +41,7 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	var pids []string
+	var procs []string
 	for _, name := range names {
 		if name == c.init || name[0] < '0' || name[0] > '9' {
 			continue
@@ -51,13 +51,14 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 				continue
 			}
 		}
-		pids = append(pids, name)
+		procs = append(procs, "/proc/"+name)
 	}
-	return countRun(held, pids, limit)
+	return countRun(held, procs, limit)
 }
 
 // countRun is the memory of a run that holds held (the use of its tmpfs
-// and its socket buffers) and the thread groups pids; !complete when one
+// and its socket buffers) and the thread groups at procs (their /proc/PID
+// directories); !complete when one
 // of them could not be read. Their resident anonymous and shared memory
 // is cheap to read but counts a shared page in every process that maps it,
 // and a page of the run's tmpfs again in each of its mappings; so past
@@ -66,13 +67,13 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 // tables, and is done only where the cheap count would kill (recounted);
 // a run it spares is close to its limit as its tmpfs fills (it counts its
 // mapped pages once, by its use), so is counted again soon after.
-func countRun(held int64, pids []string, limit int64) (total int64, complete, recounted bool) {
+func countRun(held int64, procs []string, limit int64) (total int64, complete, recounted bool) {
 	buf := make([]byte, 4096)
 	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
-	resident := make([]int64, len(pids))
+	resident := make([]int64, len(procs))
 	total, complete = held, true
-	for i, pid := range pids {
-		n, ok := groupMemory("/proc/"+pid, "status", rss)
+	for i, dir := range procs {
+		n, ok := groupMemory(dir, "status", rss)
 		resident[i] = n
 		total += n
 		complete = complete && ok
@@ -83,8 +84,8 @@ func countRun(held int64, pids []string, limit int64) (total int64, complete, re
 	}
 	share := func(path string) (int64, bool, bool) { return smapsShare(path, shmem) }
 	total = held
-	for i, pid := range pids {
-		n, ok := groupMemory("/proc/"+pid, "smaps", share)
+	for i, dir := range procs {
+		n, ok := groupMemory(dir, "smaps", share)
 		if !ok {
 			n = resident[i] // a process the count may not read (not dumpable) counts all it holds
 		}
@@ -239,12 +240,13 @@ func memfdDevice() (uint64, error) {
 	return st.Dev, nil
 }
 
-// SharedMemory is the memory of the thread groups pids (as /proc names
-// them) plus held (the use of their tmpfs), counted as a run's counter
-// counts it past its limit: by the proportional share of each mapping (see
-// smapsShare), each page once; !complete when one of them could not be
-// read. The service counts a live session's sandbox so.
-func SharedMemory(held int64, pids []string) (total int64, complete bool) {
-	total, complete, _ = countRun(held, pids, -1)
+// SharedMemory is the memory of the thread groups at procs (their /proc/PID
+// directories, in any mount of proc) plus held (the use of their tmpfs),
+// counted as a run's counter counts it past its limit: by the proportional
+// share of each mapping (see smapsShare), each page once; !complete when
+// one of them could not be read. The service counts a live session's
+// sandbox so.
+func SharedMemory(held int64, procs []string) (total int64, complete bool) {
+	total, complete, _ = countRun(held, procs, -1)
 	return total, complete
 }
