@@ -276,10 +276,18 @@ func superviseForked(python, lifeline int, limit int64, mem *counter, start func
 		return protocol.InitStatus{}, fmt.Errorf("pidfd_open the run's init: %w", err)
 	}
 	defer unix.Close(initfd)
-	if mem.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", python)); err != nil {
-		return protocol.InitStatus{}, fmt.Errorf("python's PID namespace: %w", err)
+	// The run's /proc, which python mounted, as its init's root shows it:
+	// open, it stays the run's whatever becomes of the init's pid. The
+	// fork server's own lists every run's processes.
+	proc, err := os.Open(fmt.Sprintf("/proc/%d/root/proc", init))
+	if err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("open the run's /proc: %w", err)
 	}
-	mem.init = strconv.Itoa(init)
+	defer proc.Close()
+	if err := unix.PidfdSendSignal(initfd, 0, nil, 0); err != nil {
+		return protocol.InitStatus{}, fmt.Errorf("the run's init: %w", err)
+	}
+	mem.proc = fmt.Sprintf("/proc/self/fd/%d", proc.Fd())
 	w := watch{pidfd: pidfd, lifeline: lifeline, idle: -1, memory: mem, limit: limit}
 	return w.supervise(forkedRun{python: python, initfd: initfd}, start)
 }

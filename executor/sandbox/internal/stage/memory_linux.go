@@ -18,10 +18,11 @@ import (
 type counter struct {
 	diag      *socketDiag // of the run's network namespace
 	work, shm int         // the run's work dir and shared memory tmpfs, open
-	init      string      // the run's init, as this process's /proc names it
-	// pidNS is the run's PID namespace (the readlink of /proc/PID/ns/pid);
-	// "": every process this process's /proc shows (a cold run's init's).
-	pidNS string
+	// proc is the run's own /proc, mounted for its PID namespace, which
+	// lists the processes of that namespace and only them, however they
+	// left their parents: a cold run's init's /proc, or a forked run's
+	// (see superviseForked). Its 1, the run's init, is not counted.
+	proc string
 }
 
 // count is what the run holds, and whether every process could be read
@@ -35,7 +36,7 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
-	d, err := os.Open("/proc")
+	d, err := os.Open(c.proc)
 	if err != nil {
 		return held, false, false
 	}
@@ -43,15 +44,9 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 	d.Close()
 	var procs []string
 	for _, name := range names {
-		if name == c.init || name[0] < '0' || name[0] > '9' {
-			continue
+		if name != "1" && name[0] >= '1' && name[0] <= '9' {
+			procs = append(procs, c.proc+"/"+name)
 		}
-		if c.pidNS != "" {
-			if ns, err := os.Readlink("/proc/" + name + "/ns/pid"); err != nil || ns != c.pidNS {
-				continue
-			}
-		}
-		procs = append(procs, "/proc/"+name)
 	}
 	return countRun(held, procs, limit)
 }

@@ -124,7 +124,7 @@ func sandboxInit() {
 		die(protocol.FDInitStatus, fmt.Errorf("pidfd_open: %w", err))
 	}
 	w := watch{pidfd: pidfd, lifeline: -1, idle: int(policy.MemoryPoll.Milliseconds()), limit: spec.MemoryBytes,
-		memory: &counter{diag: newSocketDiag(diag), work: work, shm: shm, init: "1"}}
+		memory: &counter{diag: newSocketDiag(diag), work: work, shm: shm, proc: "/proc"}}
 	st, err := w.supervise(coldRun{python: pid}, nil)
 	if err != nil {
 		die(protocol.FDInitStatus, err)
