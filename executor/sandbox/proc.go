@@ -340,18 +340,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	p.kill()
 	<-p.waited
 	duration := time.Since(start)
-	grace := time.NewTimer(outputGrace)
-	defer grace.Stop()
-	for _, done := range []chan struct{}{p.stdout.done, p.stderr.done, p.statusDone, p.initDone} {
-		select {
-		case <-done:
-		case <-grace.C:
-			for _, f := range p.readEnds {
-				f.Close()
-			}
-			<-done
-		}
-	}
+	p.drain(p.stdout.done, p.stderr.done, p.statusDone, p.initDone)
 	stopLive()
 	p.stdin.Close()
 	p.request.Close()
@@ -413,6 +402,23 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 		res.Error = errorLine(res.Stderr)
 	}
 	return res, nil
+}
+
+// drain waits, once the sandbox is dead, until the readers of its pipes
+// are done: past outputGrace, it closes the read ends.
+func (p *proc) drain(readers ...chan struct{}) {
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	for _, done := range readers {
+		select {
+		case <-done:
+		case <-grace.C:
+			for _, f := range p.readEnds {
+				f.Close()
+			}
+			<-done
+		}
+	}
 }
 
 // live calls fn, when not nil, with the output kept so far each time it

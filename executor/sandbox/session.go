@@ -318,18 +318,7 @@ func (c *cellRun) ended(ctx context.Context, res *executor.Result, end cellEnd, 
 	killed := timedOut || outputLimit || canceled || broken != nil || s.closing.Load()
 	p.kill()
 	<-p.waited
-	grace := time.NewTimer(outputGrace)
-	defer grace.Stop()
-	for _, done := range []chan struct{}{s.out.done, s.err.done, p.initDone} {
-		select {
-		case <-done:
-		case <-grace.C:
-			for _, f := range p.readEnds {
-				f.Close()
-			}
-			<-done
-		}
-	}
+	p.drain(s.out.done, s.err.done, p.initDone)
 	c.output(res, out, errs)
 	res.OutputLimit = res.OutputLimit || outputLimit
 	var cgroupOOM bool
