@@ -132,6 +132,16 @@ def _runblock_run():
                 sys.stderr.write(f"runblock: could not save figure {num}: {exc}\n")
             plt.close(fig)
 
+    def save_open_figures(failed):
+        # Figures still open at a snippet's or a cell's end are attached,
+        # as a notebook would; not after a MemoryError.
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None and not isinstance(failed, MemoryError):
+            try:
+                save_figures(plt)
+            except Exception:
+                pass
+
     def describe_figure(fig):
         # The PNG's Description (alt text in chat): the titles and axis
         # labels matplotlib knows, "" when it knows none.
@@ -241,7 +251,7 @@ def _runblock_run():
             break
         head += chunk
     if head.startswith(SESSION):
-        _runblock_session(head, workdir, save_figures)
+        _runblock_session(head, workdir, save_open_figures)
     chunks = [head]
     while True:
         chunk = read(REQUEST, 1 << 20)
@@ -284,13 +294,7 @@ def _runblock_run():
     except BaseException as exc:
         failed = exc
     finally:
-        # Figures still open at the end are attached, as a notebook would.
-        plt = sys.modules.get("matplotlib.pyplot")
-        if plt is not None and not isinstance(failed, MemoryError):
-            try:
-                save_figures(plt)
-            except Exception:
-                pass
+        save_open_figures(failed)
     if failed is not None:
         # Drop this runner's frame so the traceback starts in the snippet.
         _runblock_report(failed, failed.__traceback__.tb_next, source)
@@ -403,7 +407,7 @@ def _runblock_close_files(gc, sys):
         pass
 
 
-def _runblock_session(head, workdir, save_figures):
+def _runblock_session(head, workdir, save_open_figures):
     """A session: cells, one after another, in one persistent __main__,
     until the service closes the request pipe or a cell exits. The request
     pipe and the status pipe stay open (the cells' code can reach them: the
@@ -522,12 +526,7 @@ def _runblock_session(head, workdir, save_figures):
                 failed, tb = exc, exc.__traceback__.tb_next
             finally:
                 del codes
-                plt = sys.modules.get("matplotlib.pyplot")
-                if plt is not None and not isinstance(failed, MemoryError):
-                    try:
-                        save_figures(plt)
-                    except Exception:
-                        pass
+                save_open_figures(failed)
         if status is not None:
             _runblock_exit(status, main, lambda: end(nonce, EXITED))
         if failed is not None:
