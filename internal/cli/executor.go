@@ -159,17 +159,25 @@ func (m *ExecutorMain) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if m.sessions != nil {
-		if err := m.sessions.Close(ctx); err != nil {
+	errs = append(errs, closeSandbox(ctx, m.sessions, m.exec)...)
+	return errors.Join(errs...)
+}
+
+// closeSandbox closes the live sessions (nil: none), then the sandbox
+// they and the runs use (nil: runs go elsewhere), naming their errors.
+func closeSandbox(ctx context.Context, sessions *session.Manager, ex *sandbox.Executor) []error {
+	var errs []error
+	if sessions != nil {
+		if err := sessions.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("sessions: %w", err))
 		}
 	}
-	if m.exec != nil {
-		if err := m.exec.Close(); err != nil {
+	if ex != nil {
+		if err := ex.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("executor: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // listenError names RUNBLOCK_HTTP_ADDR in err when err is a failure to

@@ -370,16 +370,7 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("scheduler: %w", err))
 		}
 	}
-	if m.sessions != nil {
-		if err := m.sessions.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("sessions: %w", err))
-		}
-	}
-	if m.exec != nil {
-		if err := m.exec.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("executor: %w", err))
-		}
-	}
+	errs = append(errs, closeSandbox(ctx, m.sessions, m.exec)...)
 	if m.remote != nil {
 		if err := m.remote.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("remote executors: %w", err))
