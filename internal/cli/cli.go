@@ -74,6 +74,16 @@ type invocation struct {
 	stderr  io.Writer
 }
 
+// noArguments reports whether command, which takes none, was given none,
+// and says so with the usage when it was.
+func (c *invocation) noArguments(command string, args []string) bool {
+	if len(args) > 0 {
+		fmt.Fprintf(c.stderr, "runblock: %s takes no arguments\n\n%s", command, usage())
+		return false
+	}
+	return true
+}
+
 // Run is the whole program behind main's signal handling and environment
 // loading: it runs the command args name (serve when none) of the build
 // version and returns the exit status.

@@ -24,8 +24,7 @@ const DefaultExecutorAddr = "127.0.0.1:8080"
 // drains (not ready, new runs refused with 503) and finishes the runs it
 // accepted.
 func runExecutor(ctx context.Context, c *invocation, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintf(c.stderr, "runblock: executor takes no arguments\n\n%s", usage())
+	if !c.noArguments("executor", args) {
 		return 2
 	}
 	cfg, logger := c.cfg, c.logger

@@ -24,8 +24,7 @@ const mcpUser = "mcp:stdio"
 // (newline-delimited JSON-RPC); logs go to standard error. It ends when
 // the assistant closes standard input.
 func runMCP(ctx context.Context, c *invocation, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintf(c.stderr, "runblock: mcp takes no arguments\n\n%s", usage())
+	if !c.noArguments("mcp", args) {
 		return 2
 	}
 	cfg, logger := c.cfg, c.logger

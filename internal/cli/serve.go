@@ -64,8 +64,7 @@ func storeName(s string) string {
 
 // runServe runs Main until a signal or, for the console, the end of input.
 func runServe(ctx context.Context, c *invocation, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintf(c.stderr, "runblock: serve takes no arguments\n\n%s", usage())
+	if !c.noArguments("serve", args) {
 		return 2
 	}
 	cfg, logger := c.cfg, c.logger
