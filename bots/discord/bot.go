@@ -228,7 +228,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,
-		Runner:   guildRunner{next: runner, b: b},
+		Runner:   settings.Held{Next: runner, Rates: b.rates, Settings: b.settings, Workspace: guildOfUser, Burst: cfg.UserBurst},
 		Render:   cfg.Render,
 		// Attachments come from Discord's CDN, not the API.
 		Fetch: attach.Fetcher{

@@ -222,7 +222,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	b.settings = settings.NewCache(st, Platform, "workspace", func() time.Time { return b.now() }, logger)
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Slack,
-		Runner:   wsRunner{next: runner, b: b},
+		Runner:   settings.Held{Next: runner, Rates: b.rates, Settings: b.settings, Workspace: teamOfUser, Burst: cfg.UserBurst},
 		Render:   cfg.Render,
 		// The workspace's bot token goes with the downloads of the
 		// message's files (each file's attach.Source.Header), on Slack's

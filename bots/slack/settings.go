@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/settings"
-	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/store"
 )
@@ -264,21 +263,6 @@ func (b *Bot) settingsText(st store.Settings) string {
 		w.WriteString("_This runblock has no store (RUNBLOCK_STORE): settings last until it restarts._\n")
 	}
 	return w.String()
-}
-
-// wsRunner is the Runner the answer flow submits to: the workspace's own
-// per-user rate first, then the scheduler (which holds everyone to the
-// operator's).
-type wsRunner struct {
-	next Runner
-	b    *Bot
-}
-
-func (w wsRunner) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
-	if err := w.b.rates.Hold(ctx, w.b.settings, teamOfUser(job.User), job.User, w.b.cfg.UserBurst); err != nil {
-		return executor.Result{}, err
-	}
-	return w.next.Submit(ctx, job)
 }
 
 // teamOfUser is the team of a user key (source.userKey), "" when none.

@@ -11,8 +11,29 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 )
+
+// Held is the Runner the answer flow submits to on a platform whose
+// workspaces (guilds) may choose a per-user rate lower than the operator's
+// (RUNBLOCK_USER_RATE, which the scheduler enforces everywhere): it holds
+// each user to their workspace's own rate before Next takes the job.
+type Held struct {
+	Next      turns.Runner
+	Rates     *UserRates
+	Settings  *Cache
+	Workspace func(user string) string // of a user key, "" for none (a DM)
+	Burst     int
+}
+
+// Submit holds the user to their workspace's rate, then submits to Next.
+func (h Held) Submit(ctx context.Context, job executor.Job) (executor.Result, error) {
+	if err := h.Rates.Hold(ctx, h.Settings, h.Workspace(job.User), job.User, h.Burst); err != nil {
+		return executor.Result{}, err
+	}
+	return h.Next.Submit(ctx, job)
+}
 
 // UserRates holds a limiter per user of a workspace with its own rate
 // (below the operator's RUNBLOCK_USER_RATE, which the scheduler enforces); the
