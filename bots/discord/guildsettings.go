@@ -263,12 +263,7 @@ func emojiName(v string) string {
 // the guild and where it comes from.
 func (b *Bot) describeSettings(st store.Settings) string {
 	gc := b.operatorConfig().with(st)
-	from := func(chosen bool) string {
-		if chosen {
-			return "set here"
-		}
-		return "the default"
-	}
+	from := settings.Source
 	channels := "every channel"
 	if len(gc.channels) > 0 {
 		refs := make([]string, len(gc.channels))
@@ -291,14 +286,7 @@ func (b *Bot) describeSettings(st store.Settings) string {
 	} else {
 		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", settings.WindowText(gc.editWindow), from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
 	}
-	userRate, bound := settings.RateText(b.cfg.UserRate), ""
-	if st.UserRate > 0 {
-		userRate = settings.RateText(st.UserRate)
-	}
-	if b.cfg.UserRate > 0 {
-		bound = "; at most " + settings.RateText(b.cfg.UserRate)
-	}
-	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
+	w.WriteString(settings.UserRateLine(st.UserRate, b.cfg.UserRate))
 	w.WriteString("Change one with `/runblock settings` and its option; \"default\" goes back to the default.")
 	return w.String()
 }

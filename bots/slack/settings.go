@@ -221,12 +221,7 @@ func (b *Bot) changeSettings(st store.Settings, key, v string) (store.Settings, 
 // and where it comes from, and how to change them.
 func (b *Bot) settingsText(st store.Settings) string {
 	wc := b.with(st)
-	from := func(chosen bool) string {
-		if chosen {
-			return "set here"
-		}
-		return "the default"
-	}
+	from := settings.Source
 	channels := "every channel it is mentioned in, and direct messages"
 	if len(wc.channels) > 0 {
 		ids := make([]string, 0, len(wc.channels))
@@ -250,14 +245,7 @@ func (b *Bot) settingsText(st store.Settings) string {
 	fmt.Fprintf(&w, "• Run reaction: :%s: (%s)\n", wc.reaction, from(st.RunReaction != ""))
 	fmt.Fprintf(&w, "• Edits re-run within: %s (%s; at most %s)\n", window, from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
 	fmt.Fprintf(&w, "• Sessions: %s (%s)\n", sessions, from(st.Sessions != nil))
-	userRate, bound := settings.RateText(b.cfg.UserRate), ""
-	if st.UserRate > 0 {
-		userRate = settings.RateText(st.UserRate)
-	}
-	if b.cfg.UserRate > 0 {
-		bound = "; at most " + settings.RateText(b.cfg.UserRate)
-	}
-	fmt.Fprintf(&w, "• Per-user rate: %s (%s%s)\n", userRate, from(st.UserRate > 0), bound)
+	w.WriteString(settings.UserRateLine(st.UserRate, b.cfg.UserRate))
 	w.WriteString(settingsUsage + "\n")
 	if b.settings.InMemory() {
 		w.WriteString("_This runblock has no store (RUNBLOCK_STORE): settings last until it restarts._\n")

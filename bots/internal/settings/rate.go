@@ -3,6 +3,7 @@ package settings
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -68,6 +69,20 @@ func (u *UserRates) Hold(ctx context.Context, c *Cache, workspace, user string, 
 		return u.Take(user, r, burst)
 	}
 	return nil
+}
+
+// UserRateLine is the per-user rate's line of the settings' answer: the
+// rate that applies (chosen, the workspace's own, when it chose one; else
+// operator's), where it comes from, and the operator's bound.
+func UserRateLine(chosen, operator float64) string {
+	rate, bound := RateText(operator), ""
+	if chosen > 0 {
+		rate = RateText(chosen)
+	}
+	if operator > 0 {
+		bound = "; at most " + RateText(operator)
+	}
+	return fmt.Sprintf("• Per-user rate: %s (%s%s)\n", rate, Source(chosen > 0), bound)
 }
 
 // Take spends one run of user's at perSecond (burst at least 1), or says

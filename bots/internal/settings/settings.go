@@ -180,6 +180,15 @@ func WindowText(d time.Duration) string {
 	return formatting.SettingDuration(d)
 }
 
+// Source is where a setting's value comes from, for the settings'
+// answer: chosen by the workspace, or the default.
+func Source(chosen bool) string {
+	if chosen {
+		return "set here"
+	}
+	return "the default"
+}
+
 // Subset reports whether every element of a is in b.
 func Subset(a, b []string) bool {
 	for _, x := range a {
