@@ -100,23 +100,17 @@ func (m *Manifests) load(path string) error {
 		var obj interface{ GetName() string }
 		switch tm.APIVersion + " " + tm.Kind {
 		case "v1 Namespace":
-			n := &corev1.Namespace{}
-			m.Namespaces, obj = append(m.Namespaces, n), n
+			obj = appendNew(&m.Namespaces)
 		case "apps/v1 Deployment":
-			d := &appsv1.Deployment{}
-			m.Deployments, obj = append(m.Deployments, d), d
+			obj = appendNew(&m.Deployments)
 		case "v1 Service":
-			s := &corev1.Service{}
-			m.Services, obj = append(m.Services, s), s
+			obj = appendNew(&m.Services)
 		case "v1 Secret":
-			s := &corev1.Secret{}
-			m.Secrets, obj = append(m.Secrets, s), s
+			obj = appendNew(&m.Secrets)
 		case "policy/v1 PodDisruptionBudget":
-			p := &policyv1.PodDisruptionBudget{}
-			m.Budgets, obj = append(m.Budgets, p), p
+			obj = appendNew(&m.Budgets)
 		case "autoscaling/v2 HorizontalPodAutoscaler":
-			h := &autoscalingv2.HorizontalPodAutoscaler{}
-			m.Autoscalers, obj = append(m.Autoscalers, h), h
+			obj = appendNew(&m.Autoscalers)
 		default:
 			return fmt.Errorf("%s (document %d): %s %s is not a kind runblock deploys", path, i+1, tm.APIVersion, tm.Kind)
 		}
@@ -159,4 +153,11 @@ func (m *Manifests) Deployment(name string) *appsv1.Deployment {
 		return nil
 	}
 	return m.Deployments[i]
+}
+
+// appendNew appends a new zero T to list, for the document to fill in.
+func appendNew[T any](list *[]*T) *T {
+	v := new(T)
+	*list = append(*list, v)
+	return v
 }
