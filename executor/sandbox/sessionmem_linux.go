@@ -38,7 +38,7 @@ func (s *session) memory() (int64, bool) {
 		if !ok || cold.cmd.Process == nil {
 			return 0, false
 		}
-		procs := processes(func(pid string) bool { return processGroup(pid) == cold.cmd.Process.Pid })
+		procs := processes(func(dir string) bool { return processGroup(dir) == cold.cmd.Process.Pid })
 		if len(procs) == 0 {
 			return 0, false
 		}
