@@ -33,16 +33,23 @@ func components(buttons []answer.Button) []discordgo.MessageComponent {
 const canDelete = discordgo.PermissionManageMessages | discordgo.PermissionAdministrator
 
 // onButton carries out a click on a reply's button (a component
-// interaction): a deferred ephemeral response at once, which Discord wants
-// within 3 s, then what the clicker is told edited into it, or the
-// response deleted when there is nothing to tell (a delete, a run again,
-// whose new reply is in the channel).
+// interaction), acknowledged at once, as Discord wants within 3 s. On a
+// message reply: a deferred ephemeral response, then what the clicker is
+// told edited into it, or the response deleted when there is nothing to
+// tell (a delete, a run again, whose new reply is in the channel). On an
+// interaction's answer (/run, the modal, "Run code"), whose own token may
+// have expired, the click's interaction answers instead (onAnswerButton).
 func (b *Bot) onButton(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction) {
 	id := i.MessageComponentData().CustomID
-	if _, _, ok := answer.ParseButton(id); !ok {
+	action, _, ok := answer.ParseButton(id)
+	if !ok {
 		return
 	}
 	b.metricReceived()
+	if m := i.Message; m != nil && (m.InteractionMetadata != nil || m.WebhookID != "") {
+		b.onAnswerButton(ctx, i, id, action)
+		return
+	}
 	if err := s.InteractionRespond(i, &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
 		Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral},
@@ -60,7 +67,7 @@ func (b *Bot) onButton(ctx context.Context, s *discordgo.Session, i *discordgo.I
 	told := false
 	b.flow.Click(ctx, answer.Click[source]{
 		ID: id, Src: src, User: src.user,
-		Admin: func(context.Context) bool { return i.Member != nil && i.Member.Permissions&canDelete != 0 },
+		Admin: admin(i),
 		Tell: func(ctx context.Context, text string) error {
 			told = true
 			_, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
@@ -73,4 +80,50 @@ func (b *Bot) onButton(ctx context.Context, s *discordgo.Session, i *discordgo.I
 			b.log.Debug("deleting the deferred response to a button", "err", err)
 		}
 	}
+}
+
+// onAnswerButton carries out a click on the buttons of an interaction's
+// answer through the click's own interaction (hook.go), which works
+// whatever the age of the answer and whether the bot is in the channel (a
+// user-installed app): Run again is deferred publicly, and its answer, a
+// new job of the clicker, fills the click's response, as a /run's does;
+// Full output is deferred ephemerally and filled with the file; Delete is
+// deferred as an update of the message the button is on, which deleting
+// the click's response then deletes. Refusals (only the author, too old)
+// are ephemeral.
+func (b *Bot) onAnswerButton(ctx context.Context, i *discordgo.Interaction, id string, action answer.Action) {
+	h := &hook{i: i, ack: discordgo.InteractionResponseDeferredChannelMessageWithSource}
+	switch action {
+	case answer.ActionDelete:
+		h.ack = discordgo.InteractionResponseDeferredMessageUpdate
+	case answer.ActionFull:
+		h.ephemeral = true
+	}
+	if err := b.deferHook(ctx, h); err != nil {
+		b.log.Error("acknowledging a button", "err", err)
+		return
+	}
+	defer b.hookDone(ctx, h)
+	log := b.log.With("channel", i.ChannelID, "user", interactionUser(i))
+	user := userKey(i.GuildID, interactionUser(i))
+	b.flow.Click(ctx, answer.Click[source]{
+		ID: id, Src: source{channelID: i.ChannelID, guildID: i.GuildID, user: user, explicit: true, hook: h}, User: user,
+		Admin: admin(i),
+		Tell:  func(ctx context.Context, text string) error { return b.hookTell(ctx, h, text) },
+		Remove: func(ctx context.Context) error {
+			err := b.session().InteractionResponseDelete(i, discordgo.WithContext(ctx))
+			if err == nil {
+				return nil
+			}
+			// Through the channel, where the bot is.
+			log.Info("deleting an answer through its click failed; deleting it through the channel", "err", err)
+			return b.session().ChannelMessageDelete(i.ChannelID, i.Message.ID, discordgo.WithContext(ctx))
+		},
+		Log: log,
+	})
+}
+
+// admin reports whether the clicker of i may delete anyone's reply.
+func admin(i *discordgo.Interaction) func(context.Context) bool {
+	return func(context.Context) bool { return i.Member != nil && i.Member.Permissions&canDelete != 0 }
 }

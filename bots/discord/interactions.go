@@ -6,8 +6,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/runblock/runblock/bots/internal/progress"
-	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -46,8 +45,7 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 			if d.Resolved != nil && d.Resolved.Messages[d.TargetID] != nil {
 				content, atts = d.Resolved.Messages[d.TargetID].Content, d.Resolved.Messages[d.TargetID].Attachments
 			}
-			ex := formatting.Extract(content, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true})
-			b.runInteraction(ctx, s, i, ex, atts)
+			b.runInteraction(ctx, s, i, content, formatting.ExtractOptions{Triggered: true}, "", atts)
 		case d.Name == CommandRun && d.GetOption(optionReset) != nil && d.GetOption(optionReset).BoolValue():
 			b.resetInteraction(ctx, s, i)
 		case d.Name == CommandRun:
@@ -61,8 +59,7 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 				}
 				return
 			}
-			ex := formatting.Extract(code, formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true, Raw: true})
-			b.runInteraction(ctx, s, i, ex, nil)
+			b.runInteraction(ctx, s, i, code, formatting.ExtractOptions{Triggered: true, Raw: true}, "", nil)
 		}
 	case discordgo.InteractionModalSubmit:
 		d := i.ModalSubmitData()
@@ -70,11 +67,7 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 			return
 		}
 		values := modalValues(d.Components)
-		ex := formatting.Extract(values[inputCode], formatting.ExtractOptions{Platform: formatting.Discord, Triggered: true, Raw: true})
-		if in := values[inputStdin]; in != "" {
-			ex.Stdin = in
-		}
-		b.runInteraction(ctx, s, i, ex, nil)
+		b.runInteraction(ctx, s, i, values[inputCode], formatting.ExtractOptions{Triggered: true, Raw: true}, values[inputStdin], nil)
 	}
 }
 
@@ -126,67 +119,32 @@ func interactionUser(i *discordgo.Interaction) string {
 	return "unknown"
 }
 
-// runInteraction answers a /run, modal or "Run code" interaction: a
-// deferred response at once (Discord wants one within 3 s), then the result
-// edited into it. Notices and rejections go to the user alone (ephemeral).
-// atts are the files of the message "Run code" runs, which go into the run.
-func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, ex formatting.Extraction, atts []*discordgo.MessageAttachment) {
+// runInteraction answers a /run, modal or "Run code" interaction through
+// the shared flow (hook.go), as a message is answered: a deferred response
+// at once (Discord wants one within 3 s), then the queue position, the
+// output so far and the result with its buttons edited into it. Notices
+// and rejections go to the user alone (ephemeral) and have no buttons. The
+// code is extracted from text with opts; stdin, when set, is the run's
+// standard input; atts are the files of the message "Run code" runs.
+func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction, text string, opts formatting.ExtractOptions, stdin string, atts []*discordgo.MessageAttachment) {
 	b.metricReceived()
-	if !ex.Found {
+	opts.Platform = formatting.Discord
+	if ex := formatting.Extract(text, opts); !ex.Found {
 		b.ephemeral(ctx, s, i, formatting.RenderNotice(formatting.Discord, ex.Notice()))
 		return
 	}
-	if err := s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}, discordgo.WithContext(ctx)); err != nil {
+	h := &hook{i: i, ack: discordgo.InteractionResponseDeferredChannelMessageWithSource}
+	if err := b.deferHook(ctx, h); err != nil {
 		b.log.Error("deferring an interaction", "err", err)
 		return
 	}
-	// A run that waits behind others shows its place in the deferred
-	// response, which the result then replaces.
-	edit := func(ctx context.Context, text string) error {
-		_, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
-		return err
-	}
-	prog := progress.Watch(ctx, b.log, progress.Chat{
-		Post:   func(ctx context.Context, text string) (string, error) { return "@original", edit(ctx, text) },
-		Edit:   func(ctx context.Context, _, text string) error { return edit(ctx, text) },
-		Render: func(pr executor.Progress) string { return formatting.RenderProgress(formatting.Discord, pr) },
-	}, "")
-	defer prog.Stop()
-	out := b.flow.Run(ctx, b.log, nil, userKey(i.GuildID, interactionUser(i)), ex, attachments(atts), prog.Update)
-	prog.Stop()
-	if out.Reaction == "" {
-		if err := s.InteractionResponseDelete(i, discordgo.WithContext(ctx)); err != nil {
-			b.log.Debug("deleting the deferred response", "err", err)
-		}
-		if _, err := s.FollowupMessageCreate(i, true, &discordgo.WebhookParams{
-			Content: out.Text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions(),
-		}, discordgo.WithContext(ctx)); err != nil {
-			b.log.Error("sending an interaction follow-up", "err", err)
-			return
-		}
-		b.metricReplied()
-		return
-	}
-	var err error
-	for {
-		content := out.Text
-		_, err = s.InteractionResponseEdit(i, &discordgo.WebhookEdit{
-			Content: &content, AllowedMentions: noMentions(), Files: outputFiles(out),
-		}, discordgo.WithContext(ctx))
-		if err == nil || !tooLarge(err) {
-			break
-		}
-		smaller, ok := b.refit(i.GuildID, out)
-		if !ok {
-			break
-		}
-		out = smaller
-	}
-	if err != nil {
-		b.log.Error("sending an interaction result", "err", err)
-		return
-	}
-	b.metricReplied()
+	defer b.hookDone(ctx, h)
+	user := userKey(i.GuildID, interactionUser(i))
+	b.flow.Answer(ctx, answer.Request[source]{
+		Src:  source{channelID: i.ChannelID, guildID: i.GuildID, user: user, explicit: true, hook: h},
+		What: "interaction", Log: b.log.With("channel", i.ChannelID, "user", interactionUser(i)),
+		User: user, Text: text, Extract: opts, Stdin: stdin, Files: attachments(atts),
+	})
 }
 
 // ephemeral answers an interaction with a line only its user sees.

@@ -35,6 +35,9 @@ type source struct {
 	user      string // the scheduler's key of the author, or of who asked
 	explicit  bool   // triggered by the prefix, a mention or a DM
 	content   string // the content run, to tell edits from embed updates
+	// hook, for an interaction's answer (hook.go), is where the flow's
+	// replies go instead of the channel; it has no message to react on.
+	hook *hook
 }
 
 // noMentions allows no mention at all. Parse must be an empty list, not nil:
@@ -170,6 +173,9 @@ func (b *Bot) start(req answer.Request[source]) {
 type platform struct{ b *Bot }
 
 func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.Sent, error) {
+	if src.hook != nil {
+		return p.b.hookSend(ctx, src.hook, "", r)
+	}
 	m, err := p.b.send(ctx, src, r)
 	if err != nil {
 		return answer.Sent{}, err
@@ -179,6 +185,9 @@ func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.
 }
 
 func (p platform) Edit(ctx context.Context, src source, rec answer.Record[source], r answer.Reply) (answer.Sent, error) {
+	if src.hook != nil {
+		return p.b.hookSend(ctx, src.hook, rec.Reply, r)
+	}
 	return answer.Sent{ID: rec.Reply}, p.b.edit(ctx, src, rec.Reply, r)
 }
 
@@ -187,12 +196,19 @@ func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
 }
 
 func (p platform) React(ctx context.Context, src source, emoji string, add bool) {
+	if src.hook != nil {
+		return
+	}
 	p.b.react(ctx, src.channelID, src.messageID, emoji, add)
 }
 
 // Indicate shows typing and ⏳ while the run is in flight; the typing
-// stops before the reply goes, ⏳ goes after it.
+// stops before the reply goes, ⏳ goes after it. An interaction's deferred
+// response shows that the bot is thinking.
 func (p platform) Indicate(ctx context.Context, src source) func() func() {
+	if src.hook != nil {
+		return func() func() { return func() {} }
+	}
 	ind := p.b.indicate(ctx, src.channelID, src.messageID)
 	return func() func() {
 		ind.stop()
@@ -203,8 +219,12 @@ func (p platform) Indicate(ctx context.Context, src source) func() func() {
 	}
 }
 
-// Notify replies to the message: a message has no ephemeral reply.
+// Notify replies to the message: a message has no ephemeral reply. An
+// interaction's asker is told alone.
 func (p platform) Notify(ctx context.Context, src source, text string) (string, error) {
+	if src.hook != nil {
+		return "", p.b.hookTell(ctx, src.hook, text)
+	}
 	s, err := p.Post(ctx, src, answer.Reply{Text: text})
 	return s.ID, err
 }

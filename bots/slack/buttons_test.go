@@ -180,3 +180,37 @@ func TestButtonsGolden(t *testing.T) {
 		t.Fatalf("buttons:\n%s\nwant (testdata/buttons.golden.json; -update rewrites it):\n%s", got, want)
 	}
 }
+
+// TestCommandAnswersHaveButtons: the answers to /run (a top-level message)
+// and to the "Run code" shortcut (a reply in the message's thread) go
+// through the same flow as a mention's and carry its buttons; Delete on
+// the /run answer is the author's alone.
+func TestCommandAnswersHaveButtons(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, echo, true)
+	ch, u, stranger := h.channel(), h.user(), h.user()
+	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": "print(5)", "user_id": u, "channel_id": ch, "trigger_id": "trig", "response_url": h.fake.ResponseURL()})
+	slash, err := h.fake.WaitMessage(h.ctx, ch, func(m fakeslack.Message) bool {
+		return m.BotID == fakeslack.BotID && m.ThreadTS == "" && strings.Contains(m.Text, "ran print(5)")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := buttonIDs(t, slash)
+	if ids[answer.ActionAgain] == "" || ids[answer.ActionDelete] == "" {
+		t.Fatalf("/run answer's buttons %v", ids)
+	}
+	h.told(h.click(slash, stranger, ids[answer.ActionDelete]), answer.OnlyAuthor)
+	h.click(slash, u, ids[answer.ActionDelete])
+	if err := h.fake.WaitGone(h.ctx, ch, slash.TS); err != nil {
+		t.Fatal(err)
+	}
+
+	m := h.fake.PutMessage(fakeslack.Message{Channel: ch, User: "U0LLM", BotID: "B0LLM", Text: "```python\nprint(7)\n```"})
+	h.fake.SendInteractive(map[string]any{"type": "message_action", "callback_id": ShortcutCallbackID, "trigger_id": "t",
+		"response_url": h.fake.ResponseURL(), "user": map[string]any{"id": u}, "channel": map[string]any{"id": ch},
+		"message": map[string]any{"type": "message", "user": "U0LLM", "bot_id": "B0LLM", "text": m.Text, "ts": m.TS}})
+	if ids := buttonIDs(t, h.reply(m, "ran print(7)")); ids[answer.ActionAgain] == "" || ids[answer.ActionDelete] == "" {
+		t.Fatalf("shortcut answer's buttons %v", ids)
+	}
+}

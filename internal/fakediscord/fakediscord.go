@@ -19,6 +19,9 @@
 // person's) and its default member permissions, with the context and
 // authorizing_integration_owners Discord sends. NoAccess makes a channel
 // one no bot may call, such as a DM where a user-installed app is used.
+// An interaction's webhook edits, deletes and follows up its response;
+// a component's deferred update (type 6) makes the message the component
+// is on the response; Expire ends the token's 15 minutes.
 //
 // discordgo builds its URLs from package variables: a session reaches the
 // fake through an http.Client whose transport rewrites the host (Client, or

@@ -349,8 +349,10 @@ type interaction struct {
 	bot       *Bot
 	id        string
 	channelID string
+	message   string // a component's: the id of the message the component is on
 	original  string // message id of the @original response
 	responded bool
+	expired   bool // its 15 minutes are up (Expire)
 }
 
 // Interaction is what a test sends as INTERACTION_CREATE.
@@ -367,6 +369,13 @@ func (b *Bot) InteractionCreate(d map[string]any) Interaction {
 	in := &interaction{bot: b, id: b.s.newIDLocked()}
 	tok := "itoken." + in.id
 	in.channelID, _ = d["channel_id"].(string)
+	if m, ok := d["message"]; ok {
+		var msg struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(marshal(m), &msg)
+		in.message = msg.ID
+	}
 	b.s.interactions[tok] = in
 	b.s.mu.Unlock()
 	full := map[string]any{"id": in.id, "token": tok, "application_id": b.AppID, "version": 1}
@@ -375,6 +384,17 @@ func (b *Bot) InteractionCreate(d map[string]any) Interaction {
 	}
 	b.Dispatch("INTERACTION_CREATE", full)
 	return Interaction{ID: in.id, Token: tok}
+}
+
+// Expire ends the interaction token's 15 minutes: its webhook (the
+// response, follow-ups) answers 401 Invalid Webhook Token (50027) from
+// then on, as Discord does.
+func (s *Server) Expire(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in := s.interactions[token]; in != nil {
+		in.expired = true
+	}
 }
 
 // Commands returns the application's commands registered globally (guildID

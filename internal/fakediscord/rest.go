@@ -623,6 +623,13 @@ func (s *Server) interactionCallbackLocked(req *Request, id, token string) (int,
 		}
 		s.messages[m.ID] = m
 		in.original = m.ID
+	case discordgo.InteractionResponseDeferredMessageUpdate:
+		// A component's deferred update: the message the component is
+		// on is the response, which the webhook edits or deletes.
+		if s.messages[in.message] == nil {
+			return 400, apiError{Message: "Invalid Form Body: not a component on a message", Code: 50035}, nil
+		}
+		in.original = in.message
 	}
 	return 204, nil, nil
 }
@@ -632,6 +639,9 @@ func (s *Server) webhookLocked(req *Request, appID, token string, rest []string)
 	in := s.interactions[token]
 	if in == nil || in.bot.AppID != appID {
 		return 404, apiError{Message: "Unknown Webhook", Code: 10015}, nil
+	}
+	if in.expired {
+		return 401, apiError{Message: "Invalid Webhook Token", Code: 50027}, nil
 	}
 	if len(rest) == 0 && req.Method == "POST" {
 		m, err := s.newMessageLocked(req, in.channelID, in.bot.user())

@@ -120,7 +120,10 @@ type Request[S any] struct {
 	Text string // what to extract the code from
 	// Extract are the extraction's options; the flow sets the platform.
 	Extract formatting.ExtractOptions
-	Files   []attach.Source // the message's files, which go into the run
+	// Stdin, when set, is the run's standard input instead of the one
+	// extracted (a modal's input field).
+	Stdin string
+	Files []attach.Source // the message's files, which go into the run
 	// At is when the message was posted; zero when unknown.
 	At time.Time
 	// Quiet: the message was not addressed to the bot, so no code is no
@@ -320,6 +323,9 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	opts := req.Extract
 	opts.Platform = f.cfg.Platform
 	ex := formatting.Extract(req.Text, opts)
+	if req.Stdin != "" {
+		ex.Stdin = req.Stdin
+	}
 	if !ex.Found {
 		turn.Done()
 		f.noCode(ctx, log, req, rec, ex)

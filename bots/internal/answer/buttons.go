@@ -43,6 +43,7 @@ type Button struct {
 const (
 	TooOld       = "This reply is too old for its buttons; run the code again."
 	OnlyAuthor   = "Only the author can delete this."
+	NotDeleted   = "This reply could not be deleted; try again in a moment, or ask a moderator to remove it."
 	FullOutputIs = "Full output of the reply above:"
 )
 
@@ -85,6 +86,7 @@ type armed[S any] struct {
 	author  string // the scheduler's key of who ran it
 	text    string // what its code was extracted from
 	extract formatting.ExtractOptions
+	stdin   string
 	files   []attach.Source
 	session string
 	full    string
@@ -114,7 +116,7 @@ func (f *Flow[S]) arm(req Request[S], out *Reply) *arming {
 	}
 	b := f.btn
 	token := b.prefix + strconv.FormatUint(b.seq.Add(1), 36)
-	e := armed[S]{src: req.Src, key: req.Key, author: req.User, text: req.Text, extract: req.Extract, files: req.Files, session: req.Session,
+	e := armed[S]{src: req.Src, key: req.Key, author: req.User, text: req.Text, extract: req.Extract, stdin: req.Stdin, files: req.Files, session: req.Session,
 		ready: make(chan struct{})}
 	out.Buttons = []Button{
 		{Action: ActionAgain, Label: "Run again", ID: ButtonID(ActionAgain, token)},
@@ -134,7 +136,7 @@ func (f *Flow[S]) arm(req Request[S], out *Reply) *arming {
 // asked is what a reply's buttons need of req, without its place in the
 // queues.
 func asked[S any](req Request[S]) Request[S] {
-	return Request[S]{Src: req.Src, Key: req.Key, User: req.User, Text: req.Text, Extract: req.Extract, Files: req.Files, Session: req.Session}
+	return Request[S]{Src: req.Src, Key: req.Key, User: req.User, Text: req.Text, Extract: req.Extract, Stdin: req.Stdin, Files: req.Files, Session: req.Session}
 }
 
 // sent notes s, the reply of a's buttons (none when it failed); nil is a
@@ -163,7 +165,12 @@ type Click[S any] struct {
 	Admin func(ctx context.Context) bool
 	// Tell answers the clicker alone.
 	Tell func(ctx context.Context, text string) error
-	Log  *slog.Logger // nil: the flow's
+	// Remove, when set, deletes the reply clicked on through the click
+	// itself, instead of Platform.Delete: Discord's answer to a command,
+	// which its own interaction may reach no longer (its token lives 15
+	// minutes), while the click's may.
+	Remove func(ctx context.Context) error
+	Log    *slog.Logger // nil: the flow's
 }
 
 // Click carries out a click on a reply's button. The platform acknowledged
@@ -196,9 +203,12 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 			f.tell(ctx, log, c, OnlyAuthor)
 			return
 		}
-		f.deleteArmed(ctx, log, token, e)
+		if err := f.deleteArmed(ctx, log, token, e, c.Remove); err != nil {
+			log.Warn("deleting a reply by its button", "reply", e.reply, "err", err)
+			f.tell(ctx, log, c, NotDeleted)
+		}
 	case ActionAgain:
-		f.Answer(ctx, Request[S]{Src: c.Src, What: "run again", Log: c.Log, User: c.User, Text: e.text, Extract: e.extract, Files: e.files, Session: e.session, tell: c.Tell})
+		f.Answer(ctx, Request[S]{Src: c.Src, What: "run again", Log: c.Log, User: c.User, Text: e.text, Extract: e.extract, Stdin: e.stdin, Files: e.files, Session: e.session, tell: c.Tell})
 	case ActionFull:
 		if _, err := f.p.Post(ctx, c.Src, Reply{Text: FullOutputIs, Full: e.full}); err != nil {
 			log.Error("sending the full output", "err", err)
@@ -208,9 +218,9 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 	}
 }
 
-// deleteArmed deletes the reply of token and forgets it; the message's
-// lock keeps it from racing an edit's re-run.
-func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token string, e armed[S]) {
+// deleteArmed deletes the reply of token, through remove when it is set,
+// and forgets it; the message's lock keeps it from racing an edit's re-run.
+func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token string, e armed[S], remove func(context.Context) error) error {
 	if e.key != "" {
 		t := f.keys.take(e.key, e.src)
 		defer t.release()
@@ -221,12 +231,18 @@ func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token strin
 			e.sent = rec.Files
 		}
 	}
-	f.btn.entries.Remove(token)
-	if err := f.p.Delete(ctx, Record[S]{Src: e.src, Reply: e.reply, Files: e.sent}); err != nil {
-		log.Warn("deleting a reply by its button", "reply", e.reply, "err", err)
-		return
+	var err error
+	if remove != nil {
+		err = remove(ctx)
+	} else {
+		err = f.p.Delete(ctx, Record[S]{Src: e.src, Reply: e.reply, Files: e.sent})
 	}
+	if err != nil {
+		return err
+	}
+	f.btn.entries.Remove(token)
 	log.Info("reply deleted by its button", "reply", e.reply)
+	return nil
 }
 
 // newButtons returns the buttons' memory, its tokens told apart from an

@@ -2,6 +2,7 @@ package answer
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -197,5 +198,53 @@ func TestAnOldButtonIsAnsweredToTheClicker(t *testing.T) {
 	}
 	if a, tok, ok := ParseButton(ButtonID(ActionFull, "ab.c")); !ok || a != ActionFull || tok != "ab.c" || strings.Contains(tok, ":") {
 		t.Fatal("round trip")
+	}
+}
+
+// TestRemoveThroughTheClick: a platform's Remove deletes the reply instead
+// of Platform.Delete; when it fails the clicker is told so, not left in
+// silence, and the button still works.
+func TestRemoveThroughTheClick(t *testing.T) {
+	f, p := newButtonFlow(t, &fakerunner.Runner{})
+	<-answer(f, request("m1", "u", "print(1)"))
+	id := p.button("r1", ActionDelete)
+	removed := 0
+	remove := func(fail bool) func(context.Context) error {
+		return func(context.Context) error {
+			if fail {
+				return errors.New("unknown webhook")
+			}
+			removed++
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		fail bool
+		told []string
+	}{{true, []string{NotDeleted}}, {false, nil}, {false, []string{TooOld}}} {
+		var told []string
+		f.Click(context.Background(), Click[msg]{ID: id, Src: "r1", User: "u", Remove: remove(tc.fail),
+			Tell: func(_ context.Context, text string) error { told = append(told, text); return nil }})
+		if !slices.Equal(told, tc.told) {
+			t.Fatalf("told %q, want %q", told, tc.told)
+		}
+	}
+	if removed != 1 || slices.ContainsFunc(p.Events(), func(e string) bool { return strings.HasPrefix(e, "delete") }) {
+		t.Fatalf("removed %d times; events %q", removed, p.Events())
+	}
+}
+
+// TestRunAgainKeepsTheStdin: a request's own stdin (a modal's field) goes
+// into its run and into a Run again's.
+func TestRunAgainKeepsTheStdin(t *testing.T) {
+	runner := &fakerunner.Runner{}
+	f, p := newButtonFlow(t, runner)
+	req := request("m1", "u", "print(input())")
+	req.Stdin = "hi"
+	<-answer(f, req)
+	click(f, "r1", p.button("r1", ActionAgain), "v", false)
+	jobs := runner.Jobs()
+	if len(jobs) != 2 || jobs[0].Request.Stdin != "hi" || jobs[1].Request.Stdin != "hi" {
+		t.Fatalf("jobs %+v", jobs)
 	}
 }
