@@ -297,8 +297,17 @@ func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
 // kill kills the run's init, which ends every process of the run, and
 // waits until they are dead.
 func (r forkedRun) kill() {
-	unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0)
+	r.signal()
 	unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
+}
+
+// signal kills the run's init, which ends every process of the run.
+func (r forkedRun) signal() { unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0) }
+
+// alone: python's zombie is all there is (its pid in the fork server's
+// PID namespace, as the count names it), or not even that.
+func (r forkedRun) alone(pids []string) bool {
+	return len(pids) == 0 || len(pids) == 1 && pids[0] == strconv.Itoa(r.python)
 }
 
 // parentOf is pid's parent, from its stat file.

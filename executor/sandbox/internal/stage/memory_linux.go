@@ -22,6 +22,9 @@ type counter struct {
 	// pidNS is the run's PID namespace (the readlink of /proc/PID/ns/pid);
 	// "": every process this process's /proc shows (a cold run's init's).
 	pidNS string
+	// seen are the processes of the run (its init aside) the last count
+	// found.
+	seen []string
 }
 
 // count is what the run holds, and whether every process could be read
@@ -53,6 +56,7 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 		}
 		pids = append(pids, name)
 	}
+	c.seen = pids
 	return countRun(held, pids, limit)
 }
 
