@@ -112,8 +112,8 @@ func (c Config) withDefaults() Config {
 //
 // An idle pooled sandbox costs about 16 MiB RSS (6–11 MiB PSS: the init's Go
 // runtime and a started python, shared pages counted once); a pre-forked
-// one about as much, after copying the pages it shared with the fork server,
-// which itself holds about 19 MiB PSS (its init and python); with a
+// one less, sharing the fork server's pages until it writes them; the fork
+// server itself holds about 19 MiB PSS (its init and python); with a
 // preload, the second, preloaded fork server holds about 71 MiB more PSS
 // with numpy and matplotlib (README.md, "Two fork servers"). Idle sandboxes
 // hold no user's quota, the scheduler counts only runs. Size the pool to

@@ -39,7 +39,7 @@ func (p *pool) fill(ctx context.Context) {
 	defer backoff.Stop()
 	<-backoff.C
 	for ctx.Err() == nil {
-		sb, err := p.e.start(ctx, p.plan, p.e.defaultLimits(), p.e.fork.prefork)
+		sb, err := p.e.start(ctx, p.plan, p.e.defaultLimits(), p.e.fork.spawn)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.e.log.Error("pool: start sandbox", "err", err)

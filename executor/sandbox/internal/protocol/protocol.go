@@ -257,8 +257,7 @@ type ForkRun struct {
 	Rlimits   []ForkRlimit  `json:"rlimits"`
 	Memory    int64         `json:"memory"` // bound of the whole run, accounted by its init
 	WorkBytes int64         `json:"work_bytes"`
-	Prefault  bool          `json:"prefault"` // a pre-forked run: copy the shared pages before "ready"
-	Slot      int           `json:"slot"`     // the snippet's uid slot, -1: none (the service is not root)
+	Slot      int           `json:"slot"` // the snippet's uid slot, -1: none (the service is not root)
 	Collect   CollectLimits `json:"collect"`
 }
 
