@@ -22,6 +22,10 @@ func (*forkServer) spawn(context.Context, limits, int64, int64) (*proc, error) {
 	return nil, errForkServerDown
 }
 
+func (*forkServer) prefork(context.Context, limits, int64, int64) (*proc, error) {
+	return nil, errForkServerDown
+}
+
 func (*forkServer) up() bool { return false }
 
 func (*forkServer) close() {}
