@@ -112,10 +112,12 @@ func (c Config) withDefaults() Config {
 //
 // An idle pooled sandbox costs about 16 MiB RSS (6–11 MiB PSS: the init's Go
 // runtime and a started python, shared pages counted once); a pre-forked
-// one about as much, after copying the pages it shared with the fork server,
-// which itself holds about 19 MiB PSS (its init and python); with a
+// one less, sharing the fork server's pages until it writes them; the fork
+// server itself holds about 19 MiB PSS (its init and python); with a
 // preload, the second, preloaded fork server holds about 71 MiB more PSS
-// with numpy and matplotlib (README.md, "Two fork servers"). Idle sandboxes
+// with numpy and matplotlib (README.md, "Two fork servers"), and its one
+// pre-forked child for plots about 12 MiB of its own, the pages a plot
+// writes, copied ahead (newPlotPool). Idle sandboxes
 // hold no user's quota, the scheduler counts only runs. Size the pool to
 // the concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes
 // bounds what the executor can take.
@@ -125,6 +127,7 @@ type Executor struct {
 	plan   *plan
 	report Report
 	pool   *pool
+	plots  *pool       // the preloaded fork server's, when there is one and a pool
 	fork   *forkServer // the plain one, the guard only; nil: runs start from scratch
 	// preloaded has cfg.Preload's modules imported: it forks the snippets
 	// that import them (Preload.uses) and sessions. nil without a preload,
@@ -157,6 +160,9 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	if cfg.Pool > 0 {
 		e.pool = newPool(e, cfg.Pool)
+		if e.preloaded != nil {
+			e.plots = newPlotPool(e)
+		}
 	}
 	return e, nil
 }
@@ -178,9 +184,14 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 	lim := e.limits(req)
 	fs := e.forkServer(e.cfg.Preload.uses(req.Code))
 	// The pool's sandboxes are forks of the plain fork server (or started
-	// from scratch): a snippet for the preloaded one is forked from it.
-	if e.pool != nil && lim == e.defaultLimits() && fs == e.fork {
-		if p := e.pool.take(); p != nil {
+	// from scratch); a snippet for the preloaded one takes the plots'
+	// pool's, else is forked from it on demand.
+	pooled := e.pool
+	if fs != e.fork {
+		pooled = e.plots
+	}
+	if pooled != nil && lim == e.defaultLimits() {
+		if p := pooled.take(); p != nil {
 			res, err := p.run(ctx, req)
 			if !errors.Is(err, errStale) {
 				return res, err
@@ -293,8 +304,10 @@ func (e *Executor) limits(req executor.Request) limits {
 
 // Close stops the pool, if any, and destroys its idle sandboxes.
 func (e *Executor) Close() error {
-	if e.pool != nil {
-		e.pool.close()
+	for _, p := range []*pool{e.pool, e.plots} {
+		if p != nil {
+			p.close()
+		}
 	}
 	for _, fs := range []*forkServer{e.fork, e.preloaded} {
 		if fs != nil {

@@ -94,7 +94,8 @@ def _runblock_forkserver(config):
     ctl = socket.socket(fileno=conf["control_fd"])
     # The runs' inits are children of this process: the kernel reaps them.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    _runblock_warm_plots()
+    _runblock_warm()
+    kit["ahead"] = _runblock_warm_plots()
     # Out of the collector's sight: a collection in a fork would write to
     # every object, and so copy the whole heap.
     gc.freeze()
@@ -124,28 +125,150 @@ def _runblock_forkserver(config):
                     pass
 
 
+# The standard modules snippets import most (LLM-written code and
+# HumanEval's programs: typing, math, random, collections...) and the ones
+# every failed run needs (traceback, linecache and tokenize, which print
+# its traceback): imported once here, each run finds them in sys.modules.
+# Imported fresh in a fork they cost a run more than its own work: typing
+# 10 ms, traceback 11 ms of bare python's start-up on the development
+# machine, and a failed print('hello') took 45 ms to a successful one's 10
+# in the sandbox. Random state is reseeded in every fork (_runblock_reseed).
+_RUNBLOCK_WARM = ("traceback", "linecache", "tokenize", "typing", "dataclasses", "collections", "itertools",
+                  "functools", "math", "random", "string", "copy", "heapq", "bisect", "datetime", "textwrap", "json")
+
+
+def _runblock_warm():
+    """Imports _RUNBLOCK_WARM, and does once what each run would
+    otherwise do first: compiles a snippet (the compiler's first use costs
+    about 1.5 ms) and formats a traceback from source held in linecache,
+    as _runblock_report does."""
+    import io
+    import sys
+
+    for name in _RUNBLOCK_WARM:
+        try:
+            __import__(name)
+        except Exception:
+            pass  # a run imports it itself, as it would have
+    try:
+        source = b"def f():\n    return 1 / 0\nf()\n"
+        code = compile(source, "<snippet>", "exec")
+        try:
+            exec(code, {"__name__": "__main__"})
+        except ZeroDivisionError as exc:
+            linecache = sys.modules["linecache"]
+            linecache.cache["<snippet>"] = (len(source), None, source.decode().splitlines(True), "<snippet>")
+            sys.modules["traceback"].print_exception(type(exc), exc, exc.__traceback__, file=io.StringIO())
+            linecache.clearcache()
+    except Exception:
+        pass  # each run then does this for itself
+
+
 def _runblock_warm_plots():
     """Where the preload imported matplotlib.pyplot, draws one small figure
     and throws it away, so that what a first figure builds (the font file
     loaded and its glyph caches, the Agg renderer's and the text layout's
     caches, the PNG writer) is built once here, for every run, and not
     again in each: a plot in a fork took 86 ms, 58 ms after this (p50 of
-    15, in one run on the 2-CPU development machine)."""
+    15, in one run on the 2-CPU development machine). Returns the pages a
+    figure drawn in a fork writes (_runblock_plot_pages), [] without
+    pyplot."""
     import sys
 
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
-        return
+        return []
+    if not _runblock_draw(plt):
+        return []
+    return _runblock_plot_pages(plt)
+
+
+def _runblock_draw(plt):
+    """Draws a small figure into a PNG and closes it; False if that failed
+    (a run then draws as it would have without the warm-up)."""
     import io
 
     try:
         plt.plot([0, 1, 2], [0, 1, 0])
         plt.title("runblock")
         plt.gcf().savefig(io.BytesIO(), format="png")
+        return True
     except Exception:
-        pass  # a run draws as it would have without this
+        return False
     finally:
         plt.close("all")
+
+
+def _runblock_plot_pages(plt):
+    """The pages a figure drawn in a fork of this process writes, as
+    [start, length] ranges: the pages a probe fork holds alone after it drew
+    one (/proc/self/pagemap: present and mapped exclusively) and did not
+    before. Each shared page a fork writes is copied at a fault of its own,
+    about 3,000 for a plot (the cause of a plot's being slower in a fork
+    than in the process that imported matplotlib); a pre-forked run of this
+    fork server copies these ranges at once before it waits
+    (_runblock_copy_ahead), off the snippet's time. [] where the probe
+    fails: runs then copy as they write."""
+    import json
+    import posix
+
+    r, w = posix.pipe()
+    pid = posix.fork()
+    if pid == 0:  # the probe; reaped by the kernel (SIGCHLD ignored)
+        try:
+            posix.close(r)
+            before = _runblock_own_pages()
+            _runblock_draw(plt)
+            pages = sorted(_runblock_own_pages() - before)
+            ranges = []
+            for page in pages:
+                if ranges and ranges[-1][0] + ranges[-1][1] == page:
+                    ranges[-1][1] += 4096
+                else:
+                    ranges.append([page, 4096])
+            view = memoryview(json.dumps(ranges).encode())
+            while view:
+                view = view[posix.write(w, view):]
+        finally:
+            posix._exit(0)
+    posix.close(w)
+    chunks = []
+    try:
+        while True:
+            chunk = posix.read(r, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return json.loads(b"".join(chunks) or b"[]")
+    except Exception:
+        return []
+    finally:
+        posix.close(r)
+
+
+def _runblock_own_pages():
+    """The addresses of the private writable pages this process holds
+    alone (pagemap bits 63, present, and 56, mapped exclusively)."""
+    import posix
+
+    pages = set()
+    with open("/proc/self/maps", "rb") as f:
+        maps = f.read()
+    fd = posix.open("/proc/self/pagemap", posix.O_RDONLY)
+    try:
+        for line in maps.splitlines():
+            fields = line.split()
+            if len(fields) < 2 or not (fields[1].startswith(b"rw") and fields[1].endswith(b"p")):
+                continue
+            lo, hi = (int(x, 16) for x in fields[0].split(b"-"))
+            entries = posix.pread(fd, (hi - lo) // 4096 * 8, lo // 4096 * 8)
+            for i in range(len(entries) // 8):
+                e = int.from_bytes(entries[i * 8:i * 8 + 8], "little")
+                if e >> 63 & 1 and e >> 56 & 1:
+                    pages.add(lo + i * 4096)
+    finally:
+        posix.close(fd)
+    return pages
 
 
 def _runblock_fork_failed(conf, fd, exc):
@@ -277,8 +400,8 @@ def _runblock_run_python(conf, run, fds, kit):
         posix._exit(1)
     try:
         _runblock_lock_run(conf, fds, uid, ruleset, run["rlimits"], kit)
-        if run["prefault"]:
-            _runblock_prefault(kit)
+        if run["ahead"]:
+            _runblock_copy_ahead(kit)
     except BaseException as exc:
         _runblock_fork_failed(conf, 2, exc)  # the run's stderr by now
         posix._exit(1)
@@ -328,18 +451,12 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
         kit["setrlimit"](rl["resource"], (rl["value"], rl["value"]))
 
 
-def _runblock_prefault(kit):
-    """Copies now every page this fork still shares with the fork server,
-    so that the snippet does not fault them in one by one: for a
-    pre-forked run, whose start is off the latency path and whose copy is
-    what a pre-started one holds anyway."""
+def _runblock_copy_ahead(kit):
+    """Copies now the pages a plot would write (kit["ahead"], see
+    _runblock_plot_pages), so that the snippet does not fault them in one
+    by one: for a pre-forked run, whose start is off the latency path."""
     import ctypes
 
     madvise = kit["libc"].madvise
-    with open("/proc/self/maps", "rb") as f:
-        maps = f.read()
-    for line in maps.splitlines():
-        fields = line.split()
-        if len(fields) >= 2 and fields[1].startswith(b"rw") and fields[1].endswith(b"p"):
-            lo, hi = (int(x, 16) for x in fields[0].split(b"-"))
-            madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 23)  # MADV_POPULATE_WRITE; best effort
+    for start, length in kit["ahead"]:
+        madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), 23)  # MADV_POPULATE_WRITE; best effort

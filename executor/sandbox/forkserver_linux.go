@@ -102,8 +102,7 @@ const forkServerUIDBase = 1 << 20
 // forkServerRestart bounds how fast a dying fork server is started again.
 const forkServerRestart = time.Second
 
-// forkServerAnswer is forkServer.answerTimeout: a fork takes milliseconds,
-// a pre-forked one copying its preloads' pages well under a second.
+// forkServerAnswer is forkServer.answerTimeout: a fork takes milliseconds.
 const forkServerAnswer = 10 * time.Second
 
 // startForkServer starts the fork server of pl, with preload imported, and
@@ -348,22 +347,26 @@ func (live *fsProc) stop() {
 var errForkServerDown = errors.New("the fork server is down")
 
 // spawn asks the fork server for a run with lim, and waits until its guard
-// is in place, like spawn.
+// is in place, as spawn does a sandbox from scratch. The run shares the
+// fork server's pages until it writes them: copying them all before
+// "ready" (MADV_POPULATE_WRITE, as pre-forked runs did) made a run's exit
+// free them all and took a pooled run's CPU from the runs beside it, for
+// no gain in an idle run's latency (HumanEval at c2 1.55 against 1.16 s,
+// pooled hello at c2 p50 18.7 against 6.8 ms, 2026-12-03).
 func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
 	return fs.fork(ctx, lim, keep, maxOutput, false)
 }
 
-// prefork is spawn for the pool: the run copies the pages it shares with
-// the fork server before it says "ready", not one by one as its snippet
-// touches them; unless the fork server preloaded modules, whose heap (about
-// 40 MiB with numpy and matplotlib) each run would copy whole while a plain
-// run writes to a few hundred of its pages (measured: idle pre-forked hello
-// about as slow either way, closed loop at c1 19.7 against 7.9 ms).
+// prefork is spawn for the plots' pool: the run copies ahead the pages a
+// plot writes in a fork, which the preloaded fork server found as it
+// warmed up (about 3,000, 12 MiB), before it says "ready"; a plot then
+// takes the time it takes in the process that imported matplotlib, not
+// that plus a fault for each of them.
 func (fs *forkServer) prefork(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
-	return fs.fork(ctx, lim, keep, maxOutput, fs.preload == "")
+	return fs.fork(ctx, lim, keep, maxOutput, true)
 }
 
-func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int64, prefault bool) (*proc, error) {
+func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int64, ahead bool) (*proc, error) {
 	live := fs.current()
 	if live == nil {
 		return nil, errForkServerDown
@@ -398,8 +401,8 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	for _, rl := range rlimits(lim) {
 		rls = append(rls, protocol.ForkRlimit{Resource: rl.resource, Value: rl.value})
 	}
-	msg, err := json.Marshal(protocol.ForkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory), Prefault: prefault,
-		Slot: slot, Collect: fs.plan.transfer()})
+	msg, err := json.Marshal(protocol.ForkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory),
+		Slot: slot, Collect: fs.plan.transfer(), Ahead: ahead})
 	if err == nil && len(msg) > protocol.ForkRequestMax {
 		err = fmt.Errorf("a run request of %d bytes, over the bound of %d", len(msg), protocol.ForkRequestMax)
 	}

@@ -120,6 +120,7 @@ func TestForkedRunsShareNothing(t *testing.T) {
 		name string
 		cfg  Config
 	}{
+		{"forked, random warm", Config{}},
 		{"forked", Config{Preload: Preload{Modules: []string{"random"}}}},
 		{"pre-forked", Config{Preload: Preload{Modules: []string{"random"}}, Pool: 1}},
 	}
@@ -148,8 +149,8 @@ func TestForkedRunsShareNothing(t *testing.T) {
 				}
 				// The pool's sandboxes are forks of the plain fork server,
 				// which preloads nothing: pre-fork one from the preloaded
-				// one, copying its pages before "ready" as the pool's do.
-				p, err := e.forkServer(true).fork(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes, true)
+				// one, ready before its snippet as the pool's are.
+				p, err := e.forkServer(true).spawn(context.Background(), e.limits(req), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -169,6 +170,27 @@ func TestForkedRunsShareNothing(t *testing.T) {
 				t.Errorf("numpy was not preloaded")
 			}
 		})
+	}
+}
+
+// TestForkServerIsWarm: a forked run finds the standard modules of
+// _RUNBLOCK_WARM imported, and a failed one still gets its own traceback,
+// with its source lines, though the fork server formatted one before.
+func TestForkServerIsWarm(t *testing.T) {
+	e := newForking(t, Config{})
+	res := runForked(t, e, executor.Request{Code: `import sys
+print(sorted(m for m in ("traceback", "typing", "dataclasses", "linecache") if m in sys.modules))`})
+	if want := "['dataclasses', 'linecache', 'traceback', 'typing']\n"; !res.Success || res.Stdout != want {
+		t.Errorf("stdout=%q, want %q (error=%q stderr=%s)", res.Stdout, want, res.Error, res.Stderr)
+	}
+	res = runForked(t, e, executor.Request{Code: "x = 1\ndef f():\n    return x / 0\nf()\n"})
+	for _, want := range []string{`File "<snippet>", line 4, in <module>`, "    return x / 0", "ZeroDivisionError: division by zero"} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
+		}
+	}
+	if strings.Contains(res.Stderr, "1 / 0") {
+		t.Errorf("the traceback shows the fork server's warm-up source:\n%s", res.Stderr)
 	}
 }
 

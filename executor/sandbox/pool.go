@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -15,18 +17,36 @@ const poolMaxAge = 5 * time.Minute
 // sandbox and offers it until a run takes it, then starts the next. A
 // sandbox runs one snippet and is destroyed; nothing passes between runs.
 type pool struct {
-	e      *Executor
-	plan   *plan // the executor's, with Config.Preload
+	log    *slog.Logger
+	start  func(context.Context) (*proc, error) // one sandbox with the executor's default limits
 	idle   chan *proc
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
+// newPool is the executor's pool: pre-forked children of the plain fork
+// server, or sandboxes started from scratch without one.
 func newPool(e *Executor, size int) *pool {
-	ctx, cancel := context.WithCancel(context.Background())
 	pl := *e.plan
 	pl.preload = e.cfg.Preload.fromScratch()
-	p := &pool{e: e, plan: &pl, idle: make(chan *proc), cancel: cancel}
+	return startPool(e.log, size, func(ctx context.Context) (*proc, error) {
+		return e.start(ctx, &pl, e.defaultLimits(), e.fork.spawn)
+	})
+}
+
+// newPlotPool is the preloaded fork server's pool (see prefork): one
+// pre-forked child, for the snippets that import a preload, which also
+// waits while the preloaded fork server is down (the plain one then takes
+// them).
+func newPlotPool(e *Executor) *pool {
+	return startPool(e.log, 1, func(ctx context.Context) (*proc, error) {
+		return e.preloaded.prefork(ctx, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+	})
+}
+
+func startPool(log *slog.Logger, size int, start func(context.Context) (*proc, error)) *pool {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pool{log: log, start: start, idle: make(chan *proc), cancel: cancel}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })
 	}
@@ -39,10 +59,10 @@ func (p *pool) fill(ctx context.Context) {
 	defer backoff.Stop()
 	<-backoff.C
 	for ctx.Err() == nil {
-		sb, err := p.e.start(ctx, p.plan, p.e.defaultLimits(), p.e.fork.prefork)
+		sb, err := p.start(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				p.e.log.Error("pool: start sandbox", "err", err)
+			if ctx.Err() == nil && !errors.Is(err, errForkServerDown) {
+				p.log.Error("pool: start sandbox", "err", err)
 			}
 			backoff.Reset(time.Second)
 			select {
@@ -55,7 +75,7 @@ func (p *pool) fill(ctx context.Context) {
 		select {
 		case p.idle <- sb:
 		case <-sb.waited:
-			p.e.log.Warn("pool: idle sandbox died; replacing it")
+			p.log.Warn("pool: idle sandbox died; replacing it")
 			sb.destroy()
 		case <-old.C:
 			sb.destroy()

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"context"
 	"log/slog"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,26 +57,27 @@ func TestPreloadUses(t *testing.T) {
 	}
 }
 
-// inPreloaded is a snippet that imports the preloaded random, and says
-// whether it was imported before the snippet's first line.
-const inPreloaded = "import sys\nprint('random' in sys.modules)\nimport random"
+// inPreloaded is a snippet that imports the preloaded fractions (which no
+// fork server warms), and says whether it was imported before the
+// snippet's first line.
+const inPreloaded = "import sys\nprint('fractions' in sys.modules)\nimport fractions"
 
 // TestForkServers: with a preload, two fork servers run, the plain one
 // forking plain snippets and the preloaded one snippets that import a
 // preload (and sessions); without one, only the plain one runs.
 func TestForkServers(t *testing.T) {
-	e := newForking(t, Config{Preload: Preload{Modules: []string{"random"}}})
+	e := newForking(t, Config{Preload: Preload{Modules: []string{"fractions"}}})
 	if e.fork == nil || e.preloaded == nil {
 		t.Fatalf("fork servers: plain %v, preloaded %v: want both (%s)", e.fork != nil, e.preloaded != nil, e.report.ForkServer.Detail)
 	}
-	if r := e.report.ForkServer; !r.Active || !strings.Contains(r.Detail, "two fork servers") || !strings.Contains(r.Detail, "preloaded: random") || len(r.Preloaded) != 1 {
+	if r := e.report.ForkServer; !r.Active || !strings.Contains(r.Detail, "two fork servers") || !strings.Contains(r.Detail, "preloaded: fractions") || len(r.Preloaded) != 1 {
 		t.Errorf("fork server report %+v", r)
 	}
-	if e.fork.preload != "" || e.preloaded.preload != "random" {
+	if e.fork.preload != "" || e.preloaded.preload != "fractions" {
 		t.Errorf("plain one preloads %q, preloaded one %q", e.fork.preload, e.preloaded.preload)
 	}
 	for code, want := range map[string]string{
-		"import sys\nprint('random' in sys.modules)": "False\n",
+		"import sys\nprint('fractions' in sys.modules)": "False\n",
 		inPreloaded: "True\n",
 	} {
 		if res := runVia(t, e, executor.Request{Code: code}); res.Stdout != want {
@@ -86,7 +89,7 @@ func TestForkServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	cell, err := s.Run(context.Background(), executor.Request{Code: "import sys\nprint('random' in sys.modules)"})
+	cell, err := s.Run(context.Background(), executor.Request{Code: "import sys\nprint('fractions' in sys.modules)"})
 	if err != nil || cell.Stdout != "True\n" {
 		t.Errorf("a session's cell: %+v %v: want it forked from the preloaded one", cell, err)
 	}
@@ -101,7 +104,7 @@ func TestForkServers(t *testing.T) {
 // the snippets that import a preload are forks of the plain one (slower,
 // not failing), and the executor says it is not ready; it comes back.
 func TestPreloadedForkServerDown(t *testing.T) {
-	e := newForking(t, Config{Preload: Preload{Modules: []string{"random"}}})
+	e := newForking(t, Config{Preload: Preload{Modules: []string{"fractions"}}})
 	if e.preloaded == nil {
 		t.Fatalf("no preloaded fork server: %s", e.report.ForkServer.Detail)
 	}
@@ -141,14 +144,14 @@ func TestPreloadedForkServerCannotStart(t *testing.T) {
 	e := newForking(t, Config{})
 	var logs syncbuf.Buffer
 	cfg := e.cfg
-	cfg.Preload = Preload{Modules: []string{"random", "bad\x00name"}}
+	cfg.Preload = Preload{Modules: []string{"fractions", "bad\x00name"}}
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	plain, preloaded, r := newForkServers(context.Background(), cfg, e.plan)
 	if plain == nil || preloaded != nil {
 		t.Fatalf("plain %v, preloaded %v: want the plain one only (%+v)", plain != nil, preloaded != nil, r)
 	}
 	t.Cleanup(plain.close)
-	if !r.Active || !strings.Contains(r.Detail, "one fork server, nothing preloaded: the one with random, bad") || !strings.Contains(r.Detail, "could not start") || len(r.Preloaded) != 0 {
+	if !r.Active || !strings.Contains(r.Detail, "one fork server, nothing preloaded: the one with fractions, bad") || !strings.Contains(r.Detail, "could not start") || len(r.Preloaded) != 0 {
 		t.Errorf("report %+v", r)
 	}
 	if !strings.Contains(logs.String(), "the preloaded fork server cannot start") {
@@ -157,5 +160,50 @@ func TestPreloadedForkServerCannotStart(t *testing.T) {
 	e2 := &Executor{cfg: cfg, log: cfg.Logger, plan: e.plan, fork: plain}
 	if res := runForked(t, e2, executor.Request{Code: inPreloaded}); res.Stdout != "False\n" {
 		t.Errorf("stdout %q, stderr %q: want a fork of the plain one", res.Stdout, res.Stderr)
+	}
+}
+
+// TestPlotPoolCopiesAhead: a plot taken by the plots' pool, a pre-forked
+// child of the preloaded fork server, finds the pages a plot writes
+// already copied: it faults a fraction of what the same plot faults in a
+// fork made on demand (counted by getrusage, not timed).
+func TestPlotPoolCopiesAhead(t *testing.T) {
+	const debian = "/usr/bin/python3"
+	if err := exec.Command(debian, "-c", "import numpy, matplotlib").Run(); err != nil {
+		t.Skipf("%s lacks numpy or matplotlib (apt-get install python3-matplotlib): %v", debian, err)
+	}
+	e, err := New(context.Background(), Config{Python: debian, Pool: 1, Preload: DefaultPreload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if e.preloaded == nil || e.plots == nil {
+		t.Fatalf("preloaded fork server %v, plots' pool %v: want both (%s)", e.preloaded != nil, e.plots != nil, e.report.ForkServer.Detail)
+	}
+	const plot = `import resource
+import numpy as np
+import matplotlib.pyplot as plt
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+x = np.linspace(0, 6.3, 100)
+plt.plot(x, np.sin(x))
+plt.title("sin")
+plt.savefig("sin.png")
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)`
+	faults := func(res executor.Result, err error) int {
+		t.Helper()
+		if err != nil || !res.Success {
+			t.Fatalf("%+v %v", res, err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+		if err != nil {
+			t.Fatalf("stdout %q: %v", res.Stdout, err)
+		}
+		return n
+	}
+	pooled := faults((<-e.plots.idle).run(context.Background(), executor.Request{Code: plot}))
+	onDemand := faults(runForked(t, e, executor.Request{Code: plot}), nil)
+	t.Logf("minor faults of a plot: %d pre-forked from the plots' pool, %d forked on demand", pooled, onDemand)
+	if pooled*2 > onDemand {
+		t.Errorf("a pooled plot faulted %d times, one forked on demand %d: want under half", pooled, onDemand)
 	}
 }

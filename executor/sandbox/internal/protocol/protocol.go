@@ -257,9 +257,12 @@ type ForkRun struct {
 	Rlimits   []ForkRlimit  `json:"rlimits"`
 	Memory    int64         `json:"memory"` // bound of the whole run, accounted by its init
 	WorkBytes int64         `json:"work_bytes"`
-	Prefault  bool          `json:"prefault"` // a pre-forked run: copy the shared pages before "ready"
-	Slot      int           `json:"slot"`     // the snippet's uid slot, -1: none (the service is not root)
+	Slot      int           `json:"slot"` // the snippet's uid slot, -1: none (the service is not root)
 	Collect   CollectLimits `json:"collect"`
+	// Ahead: a pre-forked run of the preloaded fork server, which copies
+	// the pages a plot writes (found by the fork server's warm-up) before
+	// "ready".
+	Ahead bool `json:"ahead"`
 }
 
 // Descriptors of a run request, as the service sends them (see the

@@ -254,6 +254,7 @@ func answerHello(back, python int, set *protocol.LandlockSet) error {
 // namespaces, which never reaps python: killing it ends the run).
 type forkedRun struct {
 	python, initfd int
+	inner          string // python's pid in the run's PID namespace
 }
 
 // superviseForked supervises the forked run of python (see
@@ -288,8 +289,12 @@ func superviseForked(python, lifeline int, limit int64, mem *counter, start func
 		return protocol.InitStatus{}, fmt.Errorf("the run's init: %w", err)
 	}
 	mem.proc = fmt.Sprintf("/proc/self/fd/%d", proc.Fd())
+	inner, err := innerPID(python)
+	if err != nil {
+		return protocol.InitStatus{}, err
+	}
 	w := watch{pidfd: pidfd, lifeline: lifeline, idle: -1, memory: mem, limit: limit}
-	return w.supervise(forkedRun{python: python, initfd: initfd}, start)
+	return w.supervise(forkedRun{python: python, initfd: initfd, inner: inner}, start)
 }
 
 // end reads how python ended once it did: a zombie until its init dies,
@@ -305,8 +310,32 @@ func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
 // kill kills the run's init, which ends every process of the run, and
 // waits until they are dead.
 func (r forkedRun) kill() {
-	unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0)
+	r.signal()
 	unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
+}
+
+// signal kills the run's init, which ends every process of the run.
+func (r forkedRun) signal() { unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0) }
+
+// alone: python's zombie is all there is (its pid in the run's PID
+// namespace, as the count names it), or not even that.
+func (r forkedRun) alone(pids []string) bool {
+	return len(pids) == 0 || len(pids) == 1 && pids[0] == r.inner
+}
+
+// innerPID is pid's pid in its own PID namespace: the last of the NSpid
+// line of its status.
+func innerPID(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", fmt.Errorf("read python's status: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+			return f[len(f)-1], nil
+		}
+	}
+	return "", errors.New("python's status has no NSpid line")
 }
 
 // parentOf is pid's parent, from its stat file.

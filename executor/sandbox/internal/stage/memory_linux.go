@@ -23,6 +23,9 @@ type counter struct {
 	// left their parents: a cold run's init's /proc, or a forked run's
 	// (see superviseForked). Its 1, the run's init, is not counted.
 	proc string
+	// seen are the processes of the run (its init aside) the last count
+	// found, by their pids in the run's PID namespace.
+	seen []string
 }
 
 // count is what the run holds, and whether every process could be read
@@ -43,9 +46,11 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	var procs []string
+	c.seen = c.seen[:0]
 	for _, name := range names {
 		if name != "1" && name[0] >= '1' && name[0] <= '9' {
 			procs = append(procs, c.proc+"/"+name)
+			c.seen = append(c.seen, name)
 		}
 	}
 	return countRun(held, procs, limit)

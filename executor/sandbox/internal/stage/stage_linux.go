@@ -163,6 +163,12 @@ func (r coldRun) end(bool) (unix.WaitStatus, bool, error) {
 // them.
 func (coldRun) kill() { unix.Kill(-1, unix.SIGKILL) }
 
+// alone is false: a cold run's init kills and reports as it always does
+// (its kill does not wait).
+func (coldRun) alone([]string) bool { return false }
+
+func (r coldRun) signal() { r.kill() }
+
 // finishRun ends an init whose python is done: kills whatever it left
 // running, so nothing changes the work dir while its files are read,
 // reaps, collects the files (none when collect.MaxFiles is 0) and reports;

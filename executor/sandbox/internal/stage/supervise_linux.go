@@ -25,8 +25,16 @@ type supervised interface {
 	// end reaps what the supervisor must reap, and gives python's wait
 	// status once python ended (exited: python's pidfd says it did).
 	end(exited bool) (ws unix.WaitStatus, ended bool, err error)
-	// kill ends every process of the run (but the supervisor).
+	// kill ends every process of the run (but the supervisor), and
+	// returns once they are dead.
 	kill()
+	// alone reports whether pids, the processes of the run (its init
+	// aside) a count found after python ended, are python alone: nothing
+	// of the run can then change its work dir or hold memory any more,
+	// and signal may end it without waiting for its teardown.
+	alone(pids []string) bool
+	// signal sends every process of the run its kill, and returns.
+	signal()
 }
 
 // errLifeline: the service closed a run's lifeline, to kill it.
@@ -88,7 +96,13 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			if w.limit > 0 {
 				used, _, _ = w.memory.count(w.limit) // before the kill: what the rest of the run still holds
 			}
-			r.kill()
+			if w.limit > 0 && r.alone(w.memory.seen) {
+				// The report goes out while the run's init and
+				// namespaces are torn down, not after.
+				r.signal()
+			} else {
+				r.kill()
+			}
 			setEnd(&st, ws)
 			if w.limit > 0 {
 				countEnd(&st, used, w.limit)
