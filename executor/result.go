@@ -35,6 +35,14 @@ type Request struct {
 	// Session, when set, makes the request a cell of a session (see
 	// Session); nil: the snippet runs alone, in a fresh sandbox.
 	Session *Session
+	// Colour says that the medium the result is shown in renders ANSI
+	// colour (a Discord reply). If Colour is true and the interpreter
+	// colours tracebacks (Python 3.13 and later), the traceback of an
+	// uncaught exception or a syntax error is written to Stderr with SGR
+	// escape sequences; Result.Error stays plain text. If Colour is false,
+	// the zero value, nothing is coloured. The snippet's own output is
+	// passed through as it is written either way.
+	Colour bool
 }
 
 // File is a file that goes into a run's work dir or comes back out of it.

@@ -244,6 +244,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		NoSessions: cfg.NoSessions,
 		End:        answer.EnderOf(cfg.End, runner),
 		Clock:      cfg.LiveClock,
+		Colour:     true, // Discord renders ANSI colour in an ansi block
 	}, platform{b})
 	return b
 }

@@ -346,6 +346,8 @@ func TestBadURL(t *testing.T) {
 	}
 }
 
+// TestForwardsArgsAndFiles: the request's fields reach the executor's
+// /v1/run, its colour included.
 func TestForwardsArgsAndFiles(t *testing.T) {
 	got := make(chan api.RunRequest, 1)
 	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
@@ -356,12 +358,12 @@ func TestForwardsArgsAndFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := r.Run(ctx, executor.Request{Code: "c", Stdin: "in", Args: []string{"a"}, MemoryBytes: 64 << 20, Timeout: 1500 * time.Millisecond,
-		Files: []executor.File{{Path: "d/x.bin", Content: []byte{0, 1}}}})
+		Files: []executor.File{{Path: "d/x.bin", Content: []byte{0, 1}}}, Colour: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := <-got
-	if req.Code != "c" || req.Stdin != "in" || len(req.Args) != 1 || req.Args[0] != "a" || req.Memory != 64<<20 || time.Duration(req.Timeout) != 1500*time.Millisecond {
+	if req.Code != "c" || req.Stdin != "in" || len(req.Args) != 1 || req.Args[0] != "a" || req.Memory != 64<<20 || time.Duration(req.Timeout) != 1500*time.Millisecond || !req.Colour {
 		t.Errorf("executor got %+v", req)
 	}
 	if len(req.Files) != 1 || req.Files[0].Path != "d/x.bin" || req.Files[0].Encoding != "base64" || req.Files[0].Content != "AAE=" {

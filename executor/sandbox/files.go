@@ -12,6 +12,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
 
 // finishFiles turns what the collector read into the run's files: input
@@ -77,11 +78,16 @@ func checkFiles(files []executor.File, maxFiles int, maxBytes int64) error {
 	return nil
 }
 
-// encodeRequest is what goes down the request pipe (see guard.py's
-// _runblock_unpack): a header, the code, the arguments, the input files.
+// encodeRequest is what goes down the request pipe (see protocol.go and
+// guard.py's _runblock_unpack): a header with the request's flags, the
+// code, the arguments, the input files.
 func encodeRequest(req executor.Request) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d %d %d\n%s", len(req.Code), len(req.Args), len(req.Files), req.Code)
+	flags := 0
+	if req.Colour {
+		flags |= protocol.RequestColour
+	}
+	fmt.Fprintf(&b, "%d %d %d %d\n%s", len(req.Code), len(req.Args), len(req.Files), flags, req.Code)
 	for _, a := range req.Args {
 		b.WriteString(strconv.Itoa(len(a)) + "\n" + a)
 	}

@@ -261,7 +261,7 @@ def _runblock_run():
     close(REQUEST)
     write(STATUS, STARTED)
     close(STATUS)
-    source, args = _runblock_unpack(b"".join(chunks), workdir)
+    source, args, colour = _runblock_unpack(b"".join(chunks), workdir)
     del chunks
     sys.argv = ["<snippet>"] + args
 
@@ -276,7 +276,7 @@ def _runblock_run():
     try:
         codes = _runblock_compile(source)
     except SyntaxError as exc:
-        _runblock_report(exc, None, source)
+        _runblock_report(exc, None, source, colour=colour)
         sys.exit(1)
     except MemoryError:
         sys.stderr.write("MemoryError\n")
@@ -297,7 +297,7 @@ def _runblock_run():
         save_open_figures(failed)
     if failed is not None:
         # Drop this runner's frame so the traceback starts in the snippet.
-        _runblock_report(failed, failed.__traceback__.tb_next, source)
+        _runblock_report(failed, failed.__traceback__.tb_next, source, colour=colour)
         status = 1
     _runblock_exit(status, main)
 
@@ -503,7 +503,7 @@ def _runblock_session(head, workdir, save_open_figures):
         cell, nonce, nrequest, nstdin = line()
         request, stdin = take(int(nrequest)), take(int(nstdin))
         filename = "<cell %d>" % int(cell)
-        source, args = _runblock_unpack(request, workdir)
+        source, args, colour = _runblock_unpack(request, workdir)
         del request
         sys.argv = [filename] + args
         sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
@@ -530,7 +530,7 @@ def _runblock_session(head, workdir, save_open_figures):
         if status is not None:
             _runblock_exit(status, main, lambda: end(nonce, EXITED))
         if failed is not None:
-            _runblock_report(failed, tb, source, filename)
+            _runblock_report(failed, tb, source, filename, colour)
             failed = tb = None
             end(nonce, RAISED)
         else:
@@ -713,16 +713,19 @@ _runblock_future_flags = _runblock_future_flags()
 
 
 def _runblock_unpack(data, workdir):
-    # The request is "<code bytes> <args> <files>\n" then the code, each
-    # argument as "<bytes>\n<arg>", each file as "<path bytes> <bytes>\n<path><content>".
+    # The request is "<code bytes> <args> <files> <flags>\n" then the code,
+    # each argument as "<bytes>\n<arg>", each file as "<path bytes> <bytes>\n<path><content>".
     # The service has checked the paths (relative, clean, no "..").
+    # Returns the code, the arguments and whether the reply renders colour.
     import posix
+
+    COLOUR = 1  # protocol: RequestColour
 
     def header(pos):
         end = data.index(b"\n", pos)
         return [int(x) for x in data[pos:end].split()], end + 1
 
-    (ncode, nargs, nfiles), pos = header(0)
+    (ncode, nargs, nfiles, flags), pos = header(0)
     source = data[pos:pos + ncode]
     pos += ncode
     args = []
@@ -750,10 +753,13 @@ def _runblock_unpack(data, workdir):
         finally:
             posix.close(fd)
         pos += n
-    return source, args
+    return source, args, bool(flags & COLOUR)
 
 
-def _runblock_report(exc, tb, source, filename="<snippet>"):
+def _runblock_report(exc, tb, source, filename="<snippet>", colour=False):
+    """Prints the snippet's traceback, in colour when the reply renders it
+    and the interpreter colours tracebacks (3.13 on: -I keeps
+    PYTHON_COLORS out, and stderr is no terminal, so it is asked)."""
     import linecache
     import sys
     import traceback
@@ -779,8 +785,9 @@ def _runblock_report(exc, tb, source, filename="<snippet>"):
 
     lines = source.decode("utf-8", "replace").splitlines(True)
     linecache.cache[filename] = (len(source), None, lines, filename)
+    kwargs = {"colorize": True} if colour and sys.version_info >= (3, 13) else {}
     try:
-        traceback.print_exception(type(exc), exc, tb)
+        traceback.print_exception(type(exc), exc, tb, **kwargs)
     except MemoryError:
         sys.stderr.write(type(exc).__name__ + "\n")
     sys.stderr.flush()

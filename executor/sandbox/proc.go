@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -510,10 +511,15 @@ func (p *proc) report() (protocol.InitStatus, error) {
 	return st, nil
 }
 
-// errorLine is the last line of the traceback, or "Execution failed".
+// sgr matches an SGR escape sequence (a colour, a reset), as a coloured
+// traceback has (Request.Colour).
+var sgr = regexp.MustCompile(`\x1b\[[0-9;:]*m`)
+
+// errorLine is the last line of the traceback, without its colours, or
+// "Execution failed".
 func errorLine(stderr string) string {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+	if last := strings.TrimSpace(sgr.ReplaceAllString(lines[len(lines)-1], "")); last != "" {
 		return last
 	}
 	return "Execution failed"

@@ -28,6 +28,7 @@ func pythonProtocol() (lines map[string]string, confKeys []string) {
 		"GuardArgSite":  strconv.Itoa(protocol.GuardArgSite),
 		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady+"\n"),
 		"StatusStarted": "b" + strconv.Quote(protocol.StatusStarted+"\n"),
+		"RequestColour": strconv.Itoa(protocol.RequestColour),
 	}
 	// Sessions: the start, the end marker, the outcomes and the reasons a
 	// file does not come back.

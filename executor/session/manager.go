@@ -683,7 +683,7 @@ func stateOf(cells []executor.Request) [32]byte {
 
 // nextState is the state after c given the state before it: a hash of
 // what makes the cell's effect (its code, stdin, arguments and input
-// files; not its limits).
+// files; not its limits nor its Colour).
 func nextState(prev [32]byte, c executor.Request) [32]byte {
 	h := sha256.New()
 	h.Write(prev[:])

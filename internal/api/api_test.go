@@ -159,18 +159,20 @@ func TestNativeRequestReachesRunner(t *testing.T) {
 		body    string
 		timeout time.Duration
 		memory  int64
+		colour  bool
 	}{
-		{`{"code":"print('hi')","stdin":"x"}`, 0, 0},
-		{`{"code":"print('hi')","stdin":"x","timeout":1.5,"memory":67108864}`, 1500 * time.Millisecond, 64 << 20},
-		{`{"code":"print('hi')","stdin":"x","timeout":"500ms"}`, 500 * time.Millisecond, 0},
-		{`{"code":"print('hi')","stdin":"x","timeout":60,"memory":1000000000000}`, 2 * time.Second, 128 << 20},
+		{`{"code":"print('hi')","stdin":"x"}`, 0, 0, false},
+		{`{"code":"print('hi')","stdin":"x","timeout":1.5,"memory":67108864}`, 1500 * time.Millisecond, 64 << 20, false},
+		{`{"code":"print('hi')","stdin":"x","timeout":"500ms"}`, 500 * time.Millisecond, 0, false},
+		{`{"code":"print('hi')","stdin":"x","timeout":60,"memory":1000000000000}`, 2 * time.Second, 128 << 20, false},
+		{`{"code":"print('hi')","stdin":"x","colour":true}`, 0, 0, true},
 	} {
 		resp := post(t, s.url+"/v1/run", tc.body)
 		if resp.status != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", tc.body, resp.status, resp.body)
 		}
 		req := <-got
-		if req.Code != "print('hi')" || req.Stdin != "x" || req.Timeout != tc.timeout || req.MemoryBytes != tc.memory {
+		if req.Code != "print('hi')" || req.Stdin != "x" || req.Timeout != tc.timeout || req.MemoryBytes != tc.memory || req.Colour != tc.colour {
 			t.Errorf("%s: runner got %+v", tc.body, req)
 		}
 		m := resp.json(t)

@@ -37,6 +37,10 @@ type RunRequest struct {
 	// it out: the executor keeps its own record. An empty list (not
 	// absent) says the session has no earlier cells.
 	Replay []RunRequest `json:"replay,omitzero"`
+	// Colour says the client renders ANSI colour (executor.Request.Colour):
+	// an executor whose python is 3.13 or later writes the traceback of an
+	// uncaught exception with SGR escape sequences. Absent or false: plain.
+	Colour bool `json:"colour,omitempty"`
 }
 
 // sessionKey is the session manager's key of a client's session id.
@@ -201,7 +205,9 @@ func (h *Handler) nativeRequest(body RunRequest, field string) (executor.Request
 	}); err != nil {
 		return executor.Request{}, err
 	}
-	return p.request(h.lim)
+	req, err := p.request(h.lim)
+	req.Colour = body.Colour
+	return req, err
 }
 
 // endSession is DELETE /v1/sessions/{id}: it ends the client's session id.

@@ -180,6 +180,9 @@ type Config struct {
 	End Ender
 	// Clock times the live output (live.go); nil: the real clock.
 	Clock Clock
+	// Colour: the platform renders ANSI colour (Discord), so the runs and
+	// cells ask for coloured tracebacks (executor.Request.Colour).
+	Colour bool
 }
 
 // clockSkew widens "posted before this process started" for a local clock

@@ -21,7 +21,7 @@ func (f *Flow[S]) Run(ctx context.Context, log *slog.Logger, turn *turns.Turn, u
 	in, skipped := f.fetch(ctx, log, files)
 	res, err := turn.Submit(ctx, f.cfg.Runner, executor.Job{
 		User:     user,
-		Request:  executor.Request{Code: ex.Code, Stdin: ex.Stdin, Files: in},
+		Request:  executor.Request{Code: ex.Code, Stdin: ex.Stdin, Files: in, Colour: f.cfg.Colour},
 		Progress: progress,
 	})
 	if err != nil {

@@ -458,7 +458,7 @@ func (c *cellRun[S]) run(ctx context.Context, log *slog.Logger, turn *turns.Turn
 // note after its header.
 func (f *Flow[S]) runCell(ctx context.Context, log *slog.Logger, turn *turns.Turn, s *session[S], i int, rec cell[S], progress func(executor.Progress), note string) Reply {
 	req := rec.request()
-	req.Session = &executor.Session{ID: s.id, Replay: f.nb.replay(s, i)}
+	req.Session, req.Colour = &executor.Session{ID: s.id, Replay: f.nb.replay(s, i)}, f.cfg.Colour
 	res, err := turn.Submit(ctx, f.cfg.Runner, executor.Job{User: rec.user, Request: req, Progress: progress})
 	rec.ok = err == nil && res.Success && (res.Session == nil || !res.Session.Ended)
 	f.nb.put(s, i, rec)

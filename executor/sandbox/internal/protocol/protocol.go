@@ -26,6 +26,11 @@
 //	                                or how python ended and its files); at
 //	                                most ReportMaxBytes; python never holds it
 //
+// The request (the service's encodeRequest, guard.py's _runblock_unpack)
+// is a header line "<code bytes> <args> <files> <flags>", then the code,
+// each argument as "<bytes>\n<arg>" and each input file as "<path bytes>
+// <bytes>\n<path><content>"; flags is a sum of the Request flags below.
+//
 // Python gets descriptors 0 to 4 (stdin, stdout, stderr, FDRequest,
 // FDStatus) and the guard closes FDRequest and FDStatus before the snippet
 // runs; every descriptor from FDInitStatus on is closed in python (the
@@ -98,6 +103,14 @@ const (
 	StatusStarted = "started" // the request is in: the snippet runs
 	// StatusMax bounds what the service reads of the status pipe.
 	StatusMax = 64 << 10
+)
+
+// Request flags, in the request's header.
+const (
+	// RequestColour: the reply renders ANSI colour (executor.Request.Colour):
+	// the guard asks a python that colours tracebacks (3.13 on) to colour
+	// the snippet's.
+	RequestColour = 1
 )
 
 // Python's argv after `python <policy.PythonFlags> -c <loader>`: the
