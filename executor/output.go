@@ -13,9 +13,11 @@ type OutputFunc func(stdout, stderr string)
 type outputKey struct{}
 
 // WithOutput returns ctx carrying fn, which a Runner that can show live
-// output (the sandbox's runs and the cells of its live sessions) calls while the run of a Request
-// under ctx lasts; it stops before Run returns. Runners that cannot (a
-// remote executor, a session's cells) ignore it.
+// output (the sandbox's runs and the cells of its live sessions) calls
+// while the run of a Request under ctx lasts; it stops before Run
+// returns. The remote runner hands it what the executor streams. Runners
+// that cannot show live output ignore it. A nil fn hides a run from the
+// fn ctx carried.
 func WithOutput(ctx context.Context, fn OutputFunc) context.Context {
 	return context.WithValue(ctx, outputKey{}, fn)
 }

@@ -11,22 +11,31 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
 
 // startExecutor serves a real sandbox through the execute API on
-// 127.0.0.1, as `runblock executor` does, with the given concurrency.
-func startExecutor(b *testing.B, concurrency int) string {
-	b.Helper()
+// 127.0.0.1, as `runblock executor` does, with the given concurrency and,
+// when sessions is set, the sessions of /v1/run.
+func startExecutor(tb testing.TB, concurrency int, sessions bool) string {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ex, err := sandbox.New(ctx, sandbox.Config{Pool: concurrency, AllowUnisolated: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
+	}
+	ac := api.Config{Timeout: 5 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1 << 20}
+	var runner executor.Runner = ex
+	var m *session.Manager
+	if sessions {
+		m = session.New(ex, ex, session.Options{SessionBytes: sandbox.DefaultMemoryBytes})
+		runner, ac.Sessions = m, m
 	}
 	sc := executor.Config{Concurrency: concurrency, MaxPerUser: 1000}
-	sched := executor.NewScheduler(ex, sc)
+	sched := executor.NewScheduler(runner, sc)
 	svc := api.NewService(api.ServiceConfig{
 		Addr:      "127.0.0.1:0",
 		Runner:    ex,
@@ -35,14 +44,17 @@ func startExecutor(b *testing.B, concurrency int) string {
 			st := sched.Stats()
 			return httpserver.Load{Capacity: concurrency, Running: st.Running, Queued: st.Queued, QueueSize: 100}
 		},
-		API: api.Config{Timeout: 5 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1 << 20},
+		API: ac,
 	})
 	if err := svc.Open(ctx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() {
+	tb.Cleanup(func() {
 		_ = sched.Close(context.Background())
 		_ = svc.Close(context.Background())
+		if m != nil {
+			_ = m.Close(context.Background())
+		}
 		_ = ex.Close()
 	})
 	return "http://" + svc.Addr()
@@ -58,7 +70,7 @@ func BenchmarkScaleOut(b *testing.B) {
 	const concurrency, perSlot = 2, 3
 	var urls []string
 	for n := 1; n <= 3; n++ {
-		urls = append(urls, startExecutor(b, concurrency))
+		urls = append(urls, startExecutor(b, concurrency, false))
 		b.Run(fmt.Sprintf("executors=%d", n), func(b *testing.B) {
 			r, err := remote.New(context.Background(), remote.Config{URLs: urls})
 			if err != nil {

@@ -14,6 +14,13 @@
 // and keeps its place. Otherwise the run fails with
 // executor.ErrUnavailable: "executor unavailable, try again".
 //
+// A run whose context carries an output hook (executor.WithOutput, the
+// bots' live output) asks the executor to stream its output (Accept:
+// application/x-ndjson, see internal/api) and hands the output so far to
+// the hook as it comes; an executor that answers plain JSON serves it
+// without. Once some output was shown the run is not retried elsewhere,
+// which would show it twice: a lost executor then fails it.
+//
 // The cells of a session go to one executor, chosen by rendezvous hashing
 // of the session's id over the healthy executors, which keeps the
 // session's live process; with each cell goes the session's replay list
@@ -22,6 +29,7 @@
 package remote
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -33,6 +41,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -540,6 +549,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 	if err != nil {
 		return executor.Result{}, &executor.Error{Code: executor.ErrInternal, Message: "encoding the run", Err: err}
 	}
+	live := executor.OutputOf(ctx)
 	tried := map[string]bool{}
 	deaths := 0
 	var full *executor.Error
@@ -553,18 +563,25 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			return executor.Result{}, r.unavailable(last)
 		}
 		tried[e.base] = true
-		res, out, err := r.attempt(ctx, e.base, body)
+		res, out, streamed, err := r.attempt(ctx, e.base, body, live)
 		if ctx.Err() != nil {
 			// The caller gave up: no word on the executor.
 			r.done(e, false)
 			return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
 		}
 		r.done(e, out == skipped && !isBusy(err) || out == died)
-		switch out {
-		case ran:
+		switch {
+		case out == ran:
 			return res, nil
-		case refused:
+		case out == refused:
 			return executor.Result{}, err
+		case streamed:
+			// Part of its output is shown: another executor's run would
+			// show it again.
+			r.log.Warn("executor failed mid-run after streaming output", "url", e.base, "err", err)
+			return executor.Result{}, &executor.Error{Code: executor.ErrUnavailable, Message: "the executor was lost mid-run, after part of the output: try again", RetryAfter: r.cfg.Refresh, Err: err}
+		}
+		switch out {
 		case skipped:
 			if isBusy(err) {
 				errors.As(err, &full)
@@ -599,31 +616,100 @@ func (r *Runner) unavailable(err error) *executor.Error {
 
 func isBusy(err error) bool { return executor.ErrorCode(err) == executor.ErrBusy }
 
-// attempt posts one run to one executor.
-func (r *Runner) attempt(ctx context.Context, base string, body []byte) (executor.Result, outcome, error) {
+// attempt posts one run to one executor. With live set it asks for the
+// run's output as it comes (an older executor answers without) and hands
+// it to live; streamed: some was.
+func (r *Runner) attempt(ctx context.Context, base string, body []byte, live executor.OutputFunc) (res executor.Result, out outcome, streamed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.AttemptTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/run", bytes.NewReader(body))
 	if err != nil {
-		return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: "building the request", Err: err}
+		return executor.Result{}, refused, false, &executor.Error{Code: executor.ErrInternal, Message: "building the request", Err: err}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
+	if live != nil {
+		hreq.Header.Set("Accept", api.NDJSON+", application/json;q=0.5")
+	}
 	if r.cfg.Token != "" {
 		hreq.Header.Set("Authorization", "Bearer "+r.cfg.Token)
 	}
 	resp, err := r.client.Do(hreq)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return executor.Result{}, skipped, fmt.Errorf("%s: %w", base, err)
+			return executor.Result{}, skipped, false, fmt.Errorf("%s: %w", base, err)
 		}
-		return executor.Result{}, died, fmt.Errorf("%s: %w", base, err)
+		return executor.Result{}, died, false, fmt.Errorf("%s: %w", base, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return executor.Result{}, died, fmt.Errorf("%s: reading the answer: %w", base, err)
+	status, b := resp.StatusCode, []byte(nil)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); status == http.StatusOK && mt == api.NDJSON {
+		status, b, streamed, err = readStream(resp.Body, live)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	}
-	if resp.StatusCode == http.StatusOK {
+	if err != nil {
+		return executor.Result{}, died, streamed, fmt.Errorf("%s: reading the answer: %w", base, err)
+	}
+	res, out, err = r.answer(base, status, resp.Header, b)
+	return res, out, streamed, err
+}
+
+// maxAnswer caps what an executor's answer, or a stream's output and its
+// last line, may hold.
+const maxAnswer = 64 << 20
+
+// errStreamCut is a stream that ended before its last line.
+var errStreamCut = errors.New("the stream ended before the result")
+
+// readStream reads a streamed answer (see api.OutputEvent), handing the
+// output so far to live at each event, and returns its last line and the
+// status it stands for.
+func readStream(body io.Reader, live executor.OutputFunc) (status int, last []byte, streamed bool, err error) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxAnswer)
+	var stdout, stderr strings.Builder
+	for sc.Scan() {
+		var kind struct {
+			Event string `json:"event"`
+			Code  string `json:"code"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &kind); err != nil {
+			return 0, nil, streamed, fmt.Errorf("a line of the stream is not JSON: %w", err)
+		}
+		switch kind.Event {
+		case "":
+			if kind.Code != "" {
+				return api.ErrorStatus(kind.Code), sc.Bytes(), streamed, nil
+			}
+			return http.StatusOK, sc.Bytes(), streamed, nil
+		case api.OutputEventName:
+			var ev api.OutputEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				return 0, nil, streamed, fmt.Errorf("an output event is not valid: %w", err)
+			}
+			if stdout.Len()+stderr.Len()+len(ev.Stdout)+len(ev.Stderr) > maxAnswer {
+				return 0, nil, streamed, fmt.Errorf("the stream's output is over %d bytes", maxAnswer)
+			}
+			if ev.Stdout == "" && ev.Stderr == "" {
+				continue
+			}
+			stdout.WriteString(ev.Stdout)
+			stderr.WriteString(ev.Stderr)
+			if live != nil {
+				live(stdout.String(), stderr.String())
+				streamed = true
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, nil, streamed, err
+	}
+	return 0, nil, streamed, errStreamCut
+}
+
+// answer reads an executor's answer: its status, headers and body.
+func (r *Runner) answer(base string, status int, header http.Header, b []byte) (executor.Result, outcome, error) {
+	if status == http.StatusOK {
 		var rr api.RunResponse
 		if err := json.Unmarshal(b, &rr); err != nil {
 			return executor.Result{}, died, fmt.Errorf("%s: the answer is not a result: %w", base, err)
@@ -637,12 +723,12 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte) (executo
 	_ = json.Unmarshal(b, &er)
 	msg := er.Error
 	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+		msg = http.StatusText(status)
 	}
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusTooManyRequests:
 		e := executor.Errorf(executor.ErrBusy, "every executor is busy")
-		if s, err := time.ParseDuration(resp.Header.Get("Retry-After") + "s"); err == nil {
+		if s, err := time.ParseDuration(header.Get("Retry-After") + "s"); err == nil {
 			e.RetryAfter = s
 		}
 		return executor.Result{}, skipped, e
@@ -656,13 +742,13 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte) (executo
 			// failed there. Another executor would only fail it again
 			// (the same snippet), so no retry, and no word on the
 			// executor's health.
-			r.log.Warn("executor failed the run", "url", base, "status", resp.StatusCode, "err", msg)
-			return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", resp.StatusCode, msg)}
+			r.log.Warn("executor failed the run", "url", base, "status", status, "err", msg)
+			return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", status, msg)}
 		}
 		// No answer of the executor's own (a proxy's, or one cut short):
 		// the executor went away, worth the one retry.
-		return executor.Result{}, died, fmt.Errorf("%s: %d %s", base, resp.StatusCode, msg)
+		return executor.Result{}, died, fmt.Errorf("%s: %d %s", base, status, msg)
 	}
-	r.log.Error("executor refused the run", "url", base, "status", resp.StatusCode, "err", msg)
-	return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", resp.StatusCode, msg)}
+	r.log.Error("executor refused the run", "url", base, "status", status, "err", msg)
+	return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("executor answered %d: %s", status, msg)}
 }

@@ -475,6 +475,8 @@ func (m *Manager) start(ctx context.Context, s *session) (executor.LiveSession, 
 func (m *Manager) replay(ctx context.Context, live executor.LiveSession, cells []executor.Request) (bool, error) {
 	budget, cancel := context.WithTimeout(ctx, m.cfg.ReplayBudget)
 	defer cancel()
+	// A replayed cell's output is not the cell's: no live view shows it.
+	budget = executor.WithOutput(budget, nil)
 	began := m.now()
 	for _, c := range cells {
 		left := m.cfg.ReplayBudget - m.now().Sub(began)

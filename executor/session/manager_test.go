@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeLive is a live session that runs a tiny language: "fail" raises,
+// fakeLive is a live session that runs a tiny language (each cell shows
+// its code as its output so far to a live view): "fail" raises,
 // "kill" ends the process (as a timeout does), "exit" ends it
 // successfully, "state" prints every cell the process ran before it,
 // "slow" takes 20 s of the fake clock, and anything else succeeds and
@@ -56,6 +58,9 @@ func (l *fakeLive) Run(ctx context.Context, req executor.Request) (executor.Resu
 	defer l.mu.Unlock()
 	if !l.alive {
 		return executor.Result{}, errors.New("run on a dead session")
+	}
+	if out := executor.OutputOf(ctx); out != nil {
+		out(req.Code, "")
 	}
 	res := executor.Result{Success: true, Stdout: req.Code}
 	switch req.Code {
@@ -354,6 +359,29 @@ func TestCallersReplayIsUsedWhenTheProcessDoesNotHoldIt(t *testing.T) {
 	wantInfo(t, res, executor.SessionInfo{ID: "t", Cell: 1})
 	if res.Stdout != "" {
 		t.Errorf("state %q after an empty record", res.Stdout)
+	}
+}
+
+// TestReplayedCellsShowNoLiveOutput: the cells replayed before a cell are
+// not the cell's: a live view of it (executor.WithOutput) sees only the
+// cell's own output.
+func TestReplayedCellsShowNoLiveOutput(t *testing.T) {
+	f := newFixture(t, Config{})
+	var mu sync.Mutex
+	var seen []string
+	ctx := executor.WithOutput(context.Background(), func(stdout, _ string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, stdout)
+	})
+	res, err := f.m.Run(ctx, request("t", "mine", "a", "b"))
+	if err != nil || res.Session == nil || res.Session.Restored != 2 {
+		t.Fatalf("cell: %+v, %v; want it after a replay of 2", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(seen, []string{"mine"}) {
+		t.Errorf("the live view saw %q, want the cell's own output only", seen)
 	}
 }
 

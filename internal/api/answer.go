@@ -16,8 +16,9 @@ import (
 // AnswerGrace, AnswerRate and AnswerBytes).
 type answer struct {
 	http.ResponseWriter
-	h *Handler
-	r *http.Request
+	h      *Handler
+	r      *http.Request
+	stream *stream // the run's output as it comes, when the client asked (stream.go)
 }
 
 // Unwrap is the server's own writer, for http.ResponseController.
@@ -29,6 +30,9 @@ func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 // is written within that deadline. Past it the connection is closed and
 // the answer freed, whether the client read it or not.
 func (a *answer) write(status int, v any) {
+	if a.stream != nil && a.stream.broken {
+		return
+	}
 	var est int64
 	if s, ok := v.(sized); ok {
 		est = s.answerSize()
@@ -43,14 +47,28 @@ func (a *answer) write(status int, v any) {
 	n := max(int64(len(b)), est)
 	a.h.answers.add(n - est)
 	defer a.h.answers.give(n)
-	if err := http.NewResponseController(a.ResponseWriter).SetWriteDeadline(a.deadline(n)); err != nil {
-		a.h.log.Debug("setting the answer's write deadline", "err", err)
+	a.setWriteDeadline(n)
+	switch {
+	case a.stream != nil && (a.stream.header || status == http.StatusOK):
+		// A stream's last line: a result, or a failure once it started.
+		if !a.stream.header {
+			a.stream.writeHeader()
+		}
+	default:
+		a.Header().Set("Content-Type", "application/json")
+		a.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		a.WriteHeader(status)
 	}
-	a.Header().Set("Content-Type", "application/json")
-	a.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	a.WriteHeader(status)
 	if _, err := a.Write(b); err != nil {
 		a.h.log.Debug("the client did not take its answer", "path", a.r.URL.Path, "bytes", n, "err", err)
+	}
+}
+
+// setWriteDeadline gives the writes that follow until the deadline of n
+// bytes.
+func (a *answer) setWriteDeadline(n int64) {
+	if err := http.NewResponseController(a.ResponseWriter).SetWriteDeadline(a.deadline(n)); err != nil {
+		a.h.log.Debug("setting the answer's write deadline", "err", err)
 	}
 }
 

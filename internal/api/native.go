@@ -122,21 +122,33 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// errorCodes are ErrorResponse's codes by HTTP status; any other status
+// is "internal".
+var errorCodes = map[int]string{
+	http.StatusBadRequest:            "bad_request",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusNotFound:              "not_found",
+	http.StatusRequestEntityTooLarge: string(executor.ErrTooLarge),
+	http.StatusTooManyRequests:       string(executor.ErrBusy),
+	http.StatusServiceUnavailable:    string(executor.ErrUnavailable),
+}
+
+// ErrorStatus is the HTTP status an ErrorResponse's code stands for: what
+// a stream's last line, which came after a 200, would have been answered
+// with.
+func ErrorStatus(code string) int {
+	for status, c := range errorCodes {
+		if c == code {
+			return status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
 func nativeErrors(w *answer, status int, message string) {
-	code := "internal"
-	switch status {
-	case http.StatusBadRequest:
-		code = "bad_request"
-	case http.StatusUnauthorized:
-		code = "unauthorized"
-	case http.StatusNotFound:
-		code = "not_found"
-	case http.StatusRequestEntityTooLarge:
-		code = string(executor.ErrTooLarge)
-	case http.StatusTooManyRequests:
-		code = string(executor.ErrBusy)
-	case http.StatusServiceUnavailable:
-		code = string(executor.ErrUnavailable)
+	code, ok := errorCodes[status]
+	if !ok {
+		code = "internal"
 	}
 	writeJSON(w, status, ErrorResponse{Error: message, Code: code})
 }
@@ -175,7 +187,10 @@ func (h *Handler) native(w *answer, r *http.Request, client string) error {
 			}
 		}
 	}
-	res, err := h.cfg.Scheduler.Submit(r.Context(), executor.Job{User: client, Request: req})
+	job := executor.Job{User: client, Request: req}
+	ctx, stop := w.streamRun(r.Context(), &job)
+	res, err := h.cfg.Scheduler.Submit(ctx, job)
+	stop()
 	if err != nil {
 		return err
 	}
