@@ -231,6 +231,10 @@ func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token strin
 			e.sent = rec.Files
 		}
 	}
+	// Forgotten before the delete, so that a click arriving once the
+	// reply is gone finds its buttons too old; given back if the delete
+	// fails, so that the clicker can try again.
+	f.btn.entries.Remove(token)
 	var err error
 	if remove != nil {
 		err = remove(ctx)
@@ -238,9 +242,9 @@ func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token strin
 		err = f.p.Delete(ctx, Record[S]{Src: e.src, Reply: e.reply, Files: e.sent})
 	}
 	if err != nil {
+		f.btn.entries.Put(token, e)
 		return err
 	}
-	f.btn.entries.Remove(token)
 	log.Info("reply deleted by its button", "reply", e.reply)
 	return nil
 }
