@@ -147,7 +147,7 @@ func TestStreamErrorsBeforeTheRunKeepTheirStatus(t *testing.T) {
 		code             string
 	}{
 		{"not json", `{"code":`, auth, http.StatusBadRequest, "bad_request"},
-		{"unknown field", `{"code":"1","colour":true}`, auth, http.StatusBadRequest, "bad_request"},
+		{"unknown field", `{"code":"1","colours":true}`, auth, http.StatusBadRequest, "bad_request"},
 		{"negative memory", `{"code":"1","memory":-1}`, auth, http.StatusBadRequest, "bad_request"},
 		{"wrong token", `{"code":"1"}`, "Bearer nope", http.StatusUnauthorized, "unauthorized"},
 		{"too large", `{"code":"` + strings.Repeat("x", 2<<10) + `"}`, auth, http.StatusRequestEntityTooLarge, "too_large"},
