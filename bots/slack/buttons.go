@@ -8,8 +8,13 @@ import (
 	"github.com/runblock/runblock/bots/internal/answer"
 )
 
-// buttonsBlockID names the actions block of a reply's buttons.
-const buttonsBlockID = "runblock"
+// The block_id of the actions block of a reply's buttons: buttonsBlockID
+// on a message the bot posted, urlButtonsBlockID on one posted through a
+// response_url, which only a click's response_url can delete.
+const (
+	buttonsBlockID    = "runblock"
+	urlButtonsBlockID = "runblock.url"
+)
 
 // buttonsOption shows a reply's buttons (answer.Button) as a Block Kit
 // actions block in an attachment below its text, which stays the message's
@@ -19,10 +24,12 @@ func buttonsOption(buttons []answer.Button) slack.MsgOption {
 	if len(buttons) == 0 {
 		return slack.MsgOptionAttachments([]slack.Attachment{}...)
 	}
-	return slack.MsgOptionAttachments(buttonsAttachment(buttons))
+	return slack.MsgOptionAttachments(buttonsAttachment(buttonsBlockID, buttons))
 }
 
-func buttonsAttachment(buttons []answer.Button) slack.Attachment {
+// buttonsAttachment is the attachment of a reply's buttons, in the actions
+// block blockID.
+func buttonsAttachment(blockID string, buttons []answer.Button) slack.Attachment {
 	elems := make([]slack.BlockElement, len(buttons))
 	for i, b := range buttons {
 		btn := slack.NewButtonBlockElement(b.ID, string(b.Action), slack.NewTextBlockObject(slack.PlainTextType, b.Label, false, false))
@@ -31,7 +38,7 @@ func buttonsAttachment(buttons []answer.Button) slack.Attachment {
 		}
 		elems[i] = btn
 	}
-	return slack.Attachment{Fallback: "Buttons: run again, delete", Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewActionBlock(buttonsBlockID, elems...)}}}
+	return slack.Attachment{Fallback: "Buttons: run again, delete", Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewActionBlock(blockID, elems...)}}}
 }
 
 // onButtons carries out the clicks on a reply's buttons (block_actions);
@@ -49,6 +56,12 @@ func (b *Bot) onButtons(ws *workspace, team string, cb slack.InteractionCallback
 		}
 		src := source{ws: ws, what: "button", team: team, user: cb.User.ID, channel: cb.Channel.ID, thread: thread, triggered: true, responseURL: cb.ResponseURL}
 		user, id := cb.User.ID, a.ActionID
+		var remove func(context.Context) error
+		if a.BlockID == urlButtonsBlockID {
+			// A reply posted through a response_url: the bot cannot
+			// delete it, the click's response_url can.
+			remove = func(ctx context.Context) error { return deleteResponseURL(ctx, src.responseURL) }
+		}
 		b.spawn("button", func(ctx context.Context) {
 			b.flow.Click(ctx, answer.Click[source]{
 				ID: id, Src: src, User: src.userKey(),
@@ -56,7 +69,8 @@ func (b *Bot) onButtons(ws *workspace, team string, cb slack.InteractionCallback
 				Tell: func(ctx context.Context, text string) error {
 					return postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, text)
 				},
-				Log: b.log.With("channel", src.channel, "user", user),
+				Remove: remove,
+				Log:    b.log.With("channel", src.channel, "user", user),
 			})
 		})
 	}

@@ -48,7 +48,7 @@ func buttonIDs(t *testing.T, m fakeslack.Message) map[answer.Action]string {
 // click clicks the button id on the reply r as user and returns the id of
 // the click's response_url.
 func (h *harness) click(r fakeslack.Message, user, id string) string {
-	url := h.fake.ResponseURL()
+	url := h.fake.ClickURL(r)
 	h.fake.SendInteractive(h.fake.BlockActions(r, user, id, url))
 	return url[strings.LastIndex(url, "/")+1:]
 }
@@ -158,7 +158,7 @@ func TestButtonsTooOld(t *testing.T) {
 }
 
 func TestButtonsGolden(t *testing.T) {
-	got, err := json.MarshalIndent(buttonsAttachment([]answer.Button{
+	got, err := json.MarshalIndent(buttonsAttachment(buttonsBlockID, []answer.Button{
 		{Action: answer.ActionAgain, Label: "Run again", ID: answer.ButtonID(answer.ActionAgain, "t.1")},
 		{Action: answer.ActionDelete, Label: "Delete", ID: answer.ButtonID(answer.ActionDelete, "t.1")},
 		{Action: answer.ActionFull, Label: "Full output", ID: answer.ButtonID(answer.ActionFull, "t.1")},
@@ -212,5 +212,93 @@ func TestCommandAnswersHaveButtons(t *testing.T) {
 		"message": map[string]any{"type": "message", "user": "U0LLM", "bot_id": "B0LLM", "text": m.Text, "ts": m.TS}})
 	if ids := buttonIDs(t, h.reply(m, "ran print(7)")); ids[answer.ActionAgain] == "" || ids[answer.ActionDelete] == "" {
 		t.Fatalf("shortcut answer's buttons %v", ids)
+	}
+}
+
+// runNotIn runs code with /run as user in channel, a channel the bot is not
+// a member of, and returns the answer posted through the command's
+// response_url, which holds want.
+func (h *harness) runNotIn(channel, user, code, want string) fakeslack.Message {
+	h.t.Helper()
+	h.fake.Script("chat.postMessage", fakeslack.Response{Error: "not_in_channel"})
+	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": code, "user_id": user, "channel_id": channel, "response_url": h.fake.ResponseURLIn(channel)})
+	r, err := h.fake.WaitMessage(h.ctx, channel, func(m fakeslack.Message) bool {
+		return m.BotID == fakeslack.BotID && strings.Contains(m.Text, want)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// TestResponseURLReplyDelete: /run in a channel the bot is not a member of
+// is answered through the command's response_url with the buttons of every
+// reply; Delete is the author's alone and removes the answer through the
+// click's response_url, since the bot can neither see nor delete it.
+func TestResponseURLReplyDelete(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, echo, true)
+	ch, author, stranger := h.channel(), h.user(), h.user()
+	r := h.runNotIn(ch, author, "print(5)", "ran print(5)")
+	ids := buttonIDs(t, r)
+	if _, ok := ids[answer.ActionFull]; ok || ids[answer.ActionDelete] == "" || ids[answer.ActionAgain] == "" {
+		t.Fatalf("buttons %v: want Run again and Delete, no Full output on a reply that was not cut", ids)
+	}
+	h.told(h.click(r, stranger, ids[answer.ActionDelete]), answer.OnlyAuthor)
+	if _, ok := h.fake.Get(ch, r.TS); !ok {
+		t.Fatal("a stranger deleted the answer")
+	}
+	id := h.click(r, author, ids[answer.ActionDelete])
+	if err := h.fake.WaitGone(h.ctx, ch, r.TS); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := h.fake.WaitPosted(h.ctx, id); err != nil || p.Body["delete_original"] != true {
+		t.Fatalf("the click's response_url got %+v (%v), want delete_original", p.Body, err)
+	}
+	if n := len(h.fake.Calls("chat.delete")); n != 0 {
+		t.Fatalf("%d chat.delete calls for an answer the bot cannot delete", n)
+	}
+	h.told(h.click(r, author, ids[answer.ActionDelete]), answer.TooOld)
+}
+
+// TestResponseURLReplyRunAgainAndFullOutput: Run again on an answer posted
+// through a response_url, the bot still not in the channel, answers
+// through the click's response_url, a job of the clicker with the buttons
+// again; Full output comes to the clicker alone, as text.
+func TestResponseURLReplyRunAgainAndFullOutput(t *testing.T) {
+	t.Parallel()
+	runner := &fakerunner.Runner{Func: tenLines}
+	cfg := Config{}
+	cfg.Render.MaxLines = 3
+	h := start(t, cfg, runner, true)
+	ch, author, clicker := h.channel(), h.user(), h.user()
+	r := h.runNotIn(ch, author, "print('\\n'.join(map(str, range(10))))", "line")
+	ids := buttonIDs(t, r)
+	if len(ids) != 3 {
+		t.Fatalf("buttons %v: a cut answer has Run again, Delete and Full output", ids)
+	}
+	h.fake.Script("chat.postMessage", fakeslack.Response{Error: "not_in_channel"})
+	h.click(r, clicker, ids[answer.ActionAgain])
+	again, err := h.fake.WaitMessage(h.ctx, ch, func(x fakeslack.Message) bool {
+		return x.BotID == fakeslack.BotID && x.TS != r.TS && strings.Contains(x.Text, "line")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(buttonIDs(t, again)) != 3 {
+		t.Fatalf("the new answer's buttons: %q", again.Attachments)
+	}
+	jobs := runner.Jobs()
+	if len(jobs) != 2 || jobs[1].User != "slack:"+fakeslack.TeamID+":"+clicker {
+		t.Fatalf("%d jobs, want the author's then the clicker's", len(jobs))
+	}
+	h.fake.Script("chat.postMessage", fakeslack.Response{Error: "not_in_channel"})
+	p, err := h.fake.WaitPosted(h.ctx, h.click(r, clicker, ids[answer.ActionFull]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := p.Body["text"].(string)
+	if p.Body["response_type"] != "ephemeral" || !strings.HasPrefix(text, answer.FullOutputIs+"\n") || strings.Count(text, "line") != 10 {
+		t.Fatalf("full output %+v: want the ten lines to the clicker alone", p.Body)
 	}
 }

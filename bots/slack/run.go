@@ -149,11 +149,26 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	}
 	t := tag{reaction: r.Reaction} // the files go below
 	ts, err := b.reply(ctx, src, ts, r.Text, t, buttonsOption(r.Buttons))
+	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post && r.Reaction == "" && r.Full != "" {
+		// Full output of a reply in a channel the bot is not a member of:
+		// no file there; the text, to the clicker alone.
+		log.Info("sending the full output through the response_url", "err", err)
+		return answer.Sent{}, postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, fullText(r.Text, r.Full))
+	}
 	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post && r.Reaction != "" {
-		// /run in a channel the bot is not a member of: the response_url
-		// still reaches it (without a thread for the full output).
+		// /run (or a Run again) in a channel the bot is not a member of:
+		// the response_url still reaches it (without a thread for the full
+		// output), with the reply's buttons, which a click deletes through
+		// its own response_url (onButtons).
 		log.Info("posting the reply through the response_url", "err", err)
-		return answer.Sent{}, postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, r.Text)
+		var atts []slack.Attachment
+		if len(r.Buttons) > 0 {
+			atts = append(atts, buttonsAttachment(urlButtonsBlockID, r.Buttons))
+		}
+		if err := postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, r.Text, atts...); err != nil {
+			return answer.Sent{}, err
+		}
+		return answer.Sent{ID: viaResponseURL}, nil
 	}
 	if err != nil {
 		return answer.Sent{}, err
@@ -331,18 +346,48 @@ func msgOptions(text string) []slack.MsgOption {
 	}
 }
 
+// fullText is the message of a Full output sent as text: the line text,
+// then full as a run's output, as much as Slack takes.
+func fullText(text, full string) string {
+	view := formatting.Render(formatting.Slack, executor.Result{Success: true, Stdout: full},
+		formatting.RenderOptions{MaxLines: formatting.SlackMaxText, MaxChars: formatting.SlackMaxText, Header: text})
+	// Header, status line (the run's, not this one's), output.
+	head, rest, _ := strings.Cut(view.Text, "\n")
+	_, output, _ := strings.Cut(rest, "\n")
+	return head + "\n" + output
+}
+
+// viaResponseURL is the id of a reply posted through a response_url, which
+// has no ts the bot could edit or delete.
+const viaResponseURL = "response_url"
+
 // postResponseURL posts text to a response_url with the options of
 // msgOptions, which slack-go's response_url path leaves out: nothing is
-// parsed or linked (so nothing pings), nothing unfurls.
-func postResponseURL(ctx context.Context, url, responseType, text string) error {
-	body, err := json.Marshal(map[string]any{
+// parsed or linked (so nothing pings), nothing unfurls; atts go below it
+// (a reply's buttons).
+func postResponseURL(ctx context.Context, url, responseType, text string, atts ...slack.Attachment) error {
+	body := map[string]any{
 		"text": text, "response_type": responseType, "replace_original": false,
 		"parse": "none", "link_names": false, "unfurl_links": false, "unfurl_media": false,
-	})
+	}
+	if len(atts) > 0 {
+		body["attachments"] = atts
+	}
+	return sendResponseURL(ctx, url, body)
+}
+
+// deleteResponseURL deletes the message a click's response_url belongs to:
+// Slack's way for a message posted through a response_url.
+func deleteResponseURL(ctx context.Context, url string) error {
+	return sendResponseURL(ctx, url, map[string]any{"delete_original": true})
+}
+
+func sendResponseURL(ctx context.Context, url string, body map[string]any) error {
+	j, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(j))
 	if err != nil {
 		return err
 	}

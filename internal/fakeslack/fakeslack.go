@@ -77,6 +77,7 @@ type Server struct {
 	shared    int64                 // files shared so far, for their order
 	userFiles map[string]UserFile   // files users attached, by id
 	posted    []Posted              // response_url posts
+	bound     map[string]Message    // response_urls by id: where they post, what they delete
 	nextTS    int64
 	nextID    int64
 	closed    bool
@@ -124,6 +125,7 @@ func New(opts Options) *Server {
 		codes:     make(map[string]grant),
 		refresh:   make(map[string]grant),
 		admins:    make(map[string]bool),
+		bound:     make(map[string]Message),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
@@ -482,7 +484,8 @@ func (s *Server) WaitFile(ctx context.Context, channel, threadTS string) (File, 
 
 // BlockActions is the interactive payload of a click on the button
 // actionID of the bot's message m by user, as Slack sends it, with a
-// response_url (ResponseURL) for the app's ephemeral answer.
+// response_url (ClickURL or ResponseURL) for the app's answers, and the
+// block_id of the block of m's attachments that holds the button.
 func (s *Server) BlockActions(m Message, user, actionID, responseURL string) map[string]any {
 	msg := map[string]any{"type": "message", "ts": m.TS, "user": m.User, "bot_id": m.BotID, "text": m.Text}
 	container := map[string]any{"type": "message", "message_ts": m.TS, "channel_id": m.Channel, "is_ephemeral": false}
@@ -495,20 +498,72 @@ func (s *Server) BlockActions(m Message, user, actionID, responseURL string) map
 		"team": map[string]any{"id": TeamID}, "user": map[string]any{"id": user, "team_id": TeamID},
 		"channel": map[string]any{"id": m.Channel}, "container": container, "message": msg,
 		"response_url": responseURL,
-		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "runblock",
+		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": blockOf(m, actionID),
 			"text": map[string]any{"type": "plain_text", "text": "button"}, "action_ts": s.NewID("")}},
 	}
 }
 
-// Posted is a message posted to a slash command's response_url.
+// blockOf returns the block_id of the block of m's attachments that holds
+// the element actionID; "" when none does.
+func blockOf(m Message, actionID string) string {
+	var atts []struct {
+		Blocks []struct {
+			BlockID  string `json:"block_id"`
+			Elements []struct {
+				ActionID string `json:"action_id"`
+			} `json:"elements"`
+		} `json:"blocks"`
+	}
+	if json.Unmarshal([]byte(m.Attachments), &atts) != nil {
+		return ""
+	}
+	for _, a := range atts {
+		for _, b := range a.Blocks {
+			for _, e := range b.Elements {
+				if e.ActionID == actionID {
+					return b.BlockID
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Posted is a message posted to a response_url.
 type Posted struct {
 	ID   string
 	Body map[string]any
+	// Attachments are the post's "attachments" as JSON (its Block Kit
+	// buttons among them), "" when it has none.
+	Attachments string
 }
 
-// ResponseURL returns a fresh response_url for a slash command or shortcut.
+// ResponseURL returns a fresh response_url for a slash command or shortcut
+// that posts nowhere: its posts are only recorded (Posted).
 func (s *Server) ResponseURL() string {
 	return s.URL() + "/response/" + s.NewID("R")
+}
+
+// ResponseURLIn returns a fresh response_url of a slash command run in
+// channel: an "in_channel" post to it becomes a message of the app there,
+// as Slack shows it, whether or not the bot is a member.
+func (s *Server) ResponseURLIn(channel string) string {
+	return s.boundURL(Message{Channel: channel})
+}
+
+// ClickURL returns a fresh response_url of a click on the app's message m:
+// {"delete_original": true} deletes m, and an "in_channel" post becomes a
+// new message of the app in m's channel.
+func (s *Server) ClickURL(m Message) string {
+	return s.boundURL(Message{Channel: m.Channel, TS: m.TS})
+}
+
+func (s *Server) boundURL(m Message) string {
+	id := s.NewID("R")
+	s.mu.Lock()
+	s.bound[id] = m
+	s.mu.Unlock()
+	return s.URL() + "/response/" + id
 }
 
 // WaitPosted waits for a post to the response_url with id.
@@ -532,10 +587,32 @@ func (s *Server) serveResponseURL(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	p := Posted{ID: r.PathValue("id"), Body: body}
+	if a, ok := body["attachments"]; ok {
+		j, err := json.Marshal(a)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		p.Attachments = string(j)
+	}
 	s.mu.Lock()
-	s.posted = append(s.posted, Posted{ID: r.PathValue("id"), Body: body})
+	defer s.mu.Unlock()
+	s.posted = append(s.posted, p)
 	s.notifyLocked()
-	s.mu.Unlock()
+	b, ok := s.bound[p.ID]
+	switch {
+	case ok && b.TS != "" && body["delete_original"] == true:
+		m := s.findLocked(b.Channel, b.TS)
+		if m == nil {
+			http.Error(w, "message_not_found", http.StatusNotFound)
+			return
+		}
+		s.channels[b.Channel] = slices.DeleteFunc(s.channels[b.Channel], func(x *Message) bool { return x == m })
+	case ok && body["response_type"] == "in_channel" && body["replace_original"] != true:
+		text, _ := body["text"].(string)
+		s.putLocked(&Message{Channel: b.Channel, TS: s.newTSLocked(), User: BotUserID, BotID: BotID, Text: text, Attachments: p.Attachments})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprint(w, `{"ok":true}`)
 }

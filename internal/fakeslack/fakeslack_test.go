@@ -297,3 +297,48 @@ func TestOAuth(t *testing.T) {
 		t.Fatalf("a token of an uninstalled workspace: %v", err)
 	}
 }
+
+// TestResponseURLs: an in_channel post to a slash command's response_url
+// becomes a message of the app in its channel, with its attachments; a
+// click's response_url deletes the message clicked on with
+// delete_original; a plain response_url only records.
+func TestResponseURLs(t *testing.T) {
+	s, _, ctx := setup(t, fakeslack.Options{})
+	btn := slack.NewButtonBlockElement("act", "v", slack.NewTextBlockObject(slack.PlainTextType, "Go", false, false))
+	att := slack.Attachment{Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewActionBlock("blk", btn)}}}
+	if err := slack.PostWebhookContext(ctx, s.ResponseURLIn("C1"), &slack.WebhookMessage{Text: "answer", ResponseType: slack.ResponseTypeInChannel, Attachments: []slack.Attachment{att}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.WaitMessage(ctx, "C1", func(m fakeslack.Message) bool { return m.Text == "answer" })
+	if err != nil || m.BotID != fakeslack.BotID || !strings.Contains(m.Attachments, `"action_id":"act"`) {
+		t.Fatalf("message %+v, %v: want the app's, with its button", m, err)
+	}
+	click := s.BlockActions(m, "U1", "act", s.ClickURL(m))
+	if a := click["actions"].([]any)[0].(map[string]any); a["block_id"] != "blk" {
+		t.Fatalf("click %+v: want the button's block_id", a)
+	}
+	url := click["response_url"].(string)
+	if err := slack.PostWebhookContext(ctx, url, &slack.WebhookMessage{Text: "only you", ResponseType: slack.ResponseTypeEphemeral}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Get("C1", m.TS); !ok {
+		t.Fatal("an ephemeral answer deleted the message")
+	}
+	if err := slack.PostWebhookContext(ctx, url, &slack.WebhookMessage{DeleteOriginal: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Get("C1", m.TS); ok {
+		t.Fatal("delete_original left the message")
+	}
+	if err := slack.PostWebhookContext(ctx, url, &slack.WebhookMessage{DeleteOriginal: true}); err == nil {
+		t.Fatal("a message deleted twice")
+	}
+	plain := s.ResponseURL()
+	if err := slack.PostWebhookContext(ctx, plain, &slack.WebhookMessage{Text: "nowhere", ResponseType: slack.ResponseTypeInChannel}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.WaitPosted(ctx, plain[strings.LastIndex(plain, "/")+1:])
+	if err != nil || p.Body["text"] != "nowhere" || p.Attachments != "" {
+		t.Fatalf("posted %+v, %v", p, err)
+	}
+}
