@@ -563,7 +563,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			return executor.Result{}, r.unavailable(last)
 		}
 		tried[e.base] = true
-		res, out, streamed, err := r.attempt(ctx, e.base, body, live)
+		res, out, err := r.attempt(ctx, e.base, body, live)
 		if ctx.Err() != nil {
 			// The caller gave up: no word on the executor.
 			r.done(e, false)
@@ -575,11 +575,6 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			return res, nil
 		case out == refused:
 			return executor.Result{}, err
-		case streamed:
-			// Part of its output is shown: another executor's run would
-			// show it again.
-			r.log.Warn("executor failed mid-run after streaming output", "url", e.base, "err", err)
-			return executor.Result{}, &executor.Error{Code: executor.ErrUnavailable, Message: "the executor was lost mid-run, after part of the output: try again", RetryAfter: r.cfg.Refresh, Err: err}
 		}
 		switch out {
 		case skipped:
@@ -618,13 +613,15 @@ func isBusy(err error) bool { return executor.ErrorCode(err) == executor.ErrBusy
 
 // attempt posts one run to one executor. With live set it asks for the
 // run's output as it comes (an older executor answers without) and hands
-// it to live; streamed: some was.
-func (r *Runner) attempt(ctx context.Context, base string, body []byte, live executor.OutputFunc) (res executor.Result, out outcome, streamed bool, err error) {
+// it to live, the output so far of this attempt: a run retried on another
+// executor after a death mid-run shows that one's from its start, and its
+// result replaces it as any run's does.
+func (r *Runner) attempt(ctx context.Context, base string, body []byte, live executor.OutputFunc) (res executor.Result, out outcome, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.AttemptTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/run", bytes.NewReader(body))
 	if err != nil {
-		return executor.Result{}, refused, false, &executor.Error{Code: executor.ErrInternal, Message: "building the request", Err: err}
+		return executor.Result{}, refused, &executor.Error{Code: executor.ErrInternal, Message: "building the request", Err: err}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	if live != nil {
@@ -636,22 +633,21 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte, live exe
 	resp, err := r.client.Do(hreq)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return executor.Result{}, skipped, false, fmt.Errorf("%s: %w", base, err)
+			return executor.Result{}, skipped, fmt.Errorf("%s: %w", base, err)
 		}
-		return executor.Result{}, died, false, fmt.Errorf("%s: %w", base, err)
+		return executor.Result{}, died, fmt.Errorf("%s: %w", base, err)
 	}
 	defer resp.Body.Close()
 	status, b := resp.StatusCode, []byte(nil)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); status == http.StatusOK && mt == api.NDJSON {
-		status, b, streamed, err = readStream(resp.Body, live)
+		status, b, err = readStream(resp.Body, live)
 	} else {
 		b, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	}
 	if err != nil {
-		return executor.Result{}, died, streamed, fmt.Errorf("%s: reading the answer: %w", base, err)
+		return executor.Result{}, died, fmt.Errorf("%s: reading the answer: %w", base, err)
 	}
-	res, out, err = r.answer(base, status, resp.Header, b)
-	return res, out, streamed, err
+	return r.answer(base, status, resp.Header, b)
 }
 
 // maxAnswer caps what an executor's answer, or a stream's output and its
@@ -664,7 +660,7 @@ var errStreamCut = errors.New("the stream ended before the result")
 // readStream reads a streamed answer (see api.OutputEvent), handing the
 // output so far to live at each event, and returns its last line and the
 // status it stands for.
-func readStream(body io.Reader, live executor.OutputFunc) (status int, last []byte, streamed bool, err error) {
+func readStream(body io.Reader, live executor.OutputFunc) (status int, last []byte, err error) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxAnswer)
 	var stdout, stderr strings.Builder
@@ -674,21 +670,21 @@ func readStream(body io.Reader, live executor.OutputFunc) (status int, last []by
 			Code  string `json:"code"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &kind); err != nil {
-			return 0, nil, streamed, fmt.Errorf("a line of the stream is not JSON: %w", err)
+			return 0, nil, fmt.Errorf("a line of the stream is not JSON: %w", err)
 		}
 		switch kind.Event {
 		case "":
 			if kind.Code != "" {
-				return api.ErrorStatus(kind.Code), sc.Bytes(), streamed, nil
+				return api.ErrorStatus(kind.Code), sc.Bytes(), nil
 			}
-			return http.StatusOK, sc.Bytes(), streamed, nil
+			return http.StatusOK, sc.Bytes(), nil
 		case api.OutputEventName:
 			var ev api.OutputEvent
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				return 0, nil, streamed, fmt.Errorf("an output event is not valid: %w", err)
+				return 0, nil, fmt.Errorf("an output event is not valid: %w", err)
 			}
 			if stdout.Len()+stderr.Len()+len(ev.Stdout)+len(ev.Stderr) > maxAnswer {
-				return 0, nil, streamed, fmt.Errorf("the stream's output is over %d bytes", maxAnswer)
+				return 0, nil, fmt.Errorf("the stream's output is over %d bytes", maxAnswer)
 			}
 			if ev.Stdout == "" && ev.Stderr == "" {
 				continue
@@ -697,14 +693,13 @@ func readStream(body io.Reader, live executor.OutputFunc) (status int, last []by
 			stderr.WriteString(ev.Stderr)
 			if live != nil {
 				live(stdout.String(), stderr.String())
-				streamed = true
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, nil, streamed, err
+		return 0, nil, err
 	}
-	return 0, nil, streamed, errStreamCut
+	return 0, nil, errStreamCut
 }
 
 // answer reads an executor's answer: its status, headers and body.

@@ -200,10 +200,11 @@ func TestStreamClientErrorBeforeTheStart(t *testing.T) {
 	}
 }
 
-// TestStreamCut: an executor whose stream ends (or stalls) after output
-// fails the run with a clear error, without trying another executor,
-// which would show the output again; one whose stream ends before any
-// output costs the one retry, as a death mid-run does.
+// TestStreamCut: an executor whose stream ends (or stalls) mid-run, with
+// or without output shown, costs the one retry, as any death mid-run
+// does: the run is answered by another executor, whose output so far the
+// hook then gets from its start (the result replaces it, as it replaces
+// any live view). Runs in flight on an executor that dies are not lost.
 func TestStreamCut(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -236,17 +237,11 @@ func TestStreamCut(t *testing.T) {
 			ok.set(true, 9) // the busiest by its report: picked second
 			r := open(t, remote.Config{URLs: []string{cut.srv.URL, ok.srv.URL}, AttemptTimeout: 2 * time.Second})
 			res, err := h.run(r, executor.Request{Code: "x"})
-			if !tc.output {
-				if err != nil || res.Stdout != "ok:x" || ok.runs.Load() != 1 {
-					t.Fatalf("run: %+v, %v; want the retry on ok", res, err)
-				}
-				return
+			if err != nil || res.Stdout != "ok:x" || ok.runs.Load() != 1 {
+				t.Fatalf("run: %+v, %v; want the retry on ok", res, err)
 			}
-			if executor.ErrorCode(err) != executor.ErrUnavailable || !strings.Contains(err.Error(), "lost mid-run") {
-				t.Fatalf("run: %+v, %v; want a lost executor", res, err)
-			}
-			if calls := h.got(); len(calls) != 1 || calls[0][0] != "half" || ok.runs.Load() != 0 {
-				t.Errorf("hook %q, %d runs elsewhere: want the output once and no retry", calls, ok.runs.Load())
+			if calls := h.got(); tc.output && (len(calls) != 1 || calls[0][0] != "half") {
+				t.Errorf("hook %q: want the first executor's output once", calls)
 			}
 		})
 	}
