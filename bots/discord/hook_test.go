@@ -12,7 +12,6 @@ import (
 	"github.com/runblock/runblock/bots/discord"
 	rb "github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
-	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
@@ -224,24 +223,8 @@ func TestSlashRunAnswerButtonsTooOld(t *testing.T) {
 // twice.
 func TestSlashRunLiveOutput(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	outputs, written, end := make(chan string), make(chan struct{}), make(chan struct{})
-	runner := &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
-		all := ""
-		for {
-			select {
-			case all = <-outputs:
-				if out := executor.OutputOf(ctx); out != nil {
-					out(all, "")
-				}
-				written <- struct{}{}
-			case <-end:
-				return executor.Result{Success: true, Stdout: all, Duration: 4 * time.Second}, nil
-			case <-ctx.Done():
-				return executor.Result{}, ctx.Err()
-			}
-		}
-	}}
+	clock := fakerunner.NewClock()
+	runner, outputs, written, end := fakerunner.Scripted(4 * time.Second)
 	e := start(t, runner, func(c *discord.Config) { c.LiveClock = clock })
 	in := e.slash(codeOption("print('step one')"))
 	e.acked(in, discordgo.InteractionResponseDeferredChannelMessageWithSource, false)

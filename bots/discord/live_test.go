@@ -1,9 +1,7 @@
 package discord_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,49 +9,8 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
-	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
-
-// stepClock is an answer.Clock the test moves on.
-type stepClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters map[chan time.Time]time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) At(t time.Time) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if !t.After(c.now) {
-		ch <- c.now
-		return ch
-	}
-	if c.waiters == nil {
-		c.waiters = make(map[chan time.Time]time.Time)
-	}
-	c.waiters[ch] = t
-	return ch
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	for ch, at := range c.waiters {
-		if !at.After(c.now) {
-			ch <- c.now
-			delete(c.waiters, ch)
-		}
-	}
-}
 
 // TestLiveOutputEditsTheReplyThroughARateLimit: a run still going after
 // the grace posts its output so far, its next output is edited into that
@@ -61,22 +18,8 @@ func (c *stepClock) Advance(d time.Duration) {
 // replaces it in the same message: one reply, no output twice.
 func TestLiveOutputEditsTheReplyThroughARateLimit(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	outputs, written, end := make(chan string), make(chan struct{}), make(chan struct{})
-	runner := &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
-		all := ""
-		for {
-			select {
-			case all = <-outputs:
-				if out := executor.OutputOf(ctx); out != nil {
-					out(all, "")
-				}
-				written <- struct{}{}
-			case <-end:
-				return executor.Result{Success: true, Stdout: all, Duration: 4 * time.Second}, nil
-			}
-		}
-	}}
+	clock := fakerunner.NewClock()
+	runner, outputs, written, end := fakerunner.Scripted(4 * time.Second)
 	e := start(t, runner, func(c *discord.Config) { c.LiveClock, c.NoSessions = clock, true })
 	path := "/channels/" + e.channel + "/messages"
 	m := e.say("!run " + block)

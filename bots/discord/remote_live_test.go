@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/runblock/runblock/bots/discord"
+	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
@@ -82,7 +83,7 @@ func (r *seenRunner) Submit(ctx context.Context, job executor.Job) (executor.Res
 // replaces it in the same message.
 func TestLiveOutputThroughARemoteExecutor(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
+	clock := fakerunner.NewClock()
 	runner := &seenRunner{Runner: remoteScheduler(t), want: "step one", seen: make(chan struct{})}
 	e := start(t, runner, func(c *discord.Config) { c.LiveClock, c.NoSessions = clock, true })
 	m := e.say("!run ```python\nimport time\nprint('step one', flush=True)\ntime.sleep(3)\nprint('step two')\n```")

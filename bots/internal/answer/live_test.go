@@ -3,7 +3,6 @@ package answer
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,55 +10,6 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
-
-// fakeClock is a Clock the test moves on: At fires once Advance has
-// reached its time.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []fakeWaiter
-}
-
-type fakeWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) At(t time.Time) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if !t.After(c.now) {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, fakeWaiter{at: t, ch: ch})
-	return ch
-}
-
-// Advance moves the clock on by d and fires the waits it passed.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = kept
-}
 
 // liveText is the live view of a run of code with stdout so far, d in.
 func liveText(code, stdout string, d time.Duration) string {
@@ -73,37 +23,13 @@ func resultText(code, stdout string, d time.Duration) string {
 		executor.Result{Success: true, Stdout: stdout, Duration: d}, formatting.RenderOptions{}).Text
 }
 
-// scripted is a runner whose run reports its output so far through the
-// context's OutputFunc when the test sends it on outputs, and ends when
-// the test closes end, with all it wrote.
-func scripted() (r *fakerunner.Runner, outputs chan string, written chan struct{}, end chan struct{}) {
-	outputs, written, end = make(chan string), make(chan struct{}), make(chan struct{})
-	r = &fakerunner.Runner{Func: func(ctx context.Context, job executor.Job) (executor.Result, error) {
-		out := executor.OutputOf(ctx)
-		all := ""
-		for {
-			select {
-			case s := <-outputs:
-				all = s
-				if out != nil {
-					out(all, "")
-				}
-				written <- struct{}{}
-			case <-end:
-				return executor.Result{Success: true, Stdout: all, Duration: 5 * time.Second}, nil
-			}
-		}
-	}}
-	return r, outputs, written, end
-}
-
 // TestLiveOutputShownThenReplacedInTheSameReply: a run still going after
 // the grace shows its output so far in a reply, edited as it grows at most
 // once a second with the latest output only, and the result replaces it in
 // that reply: one post, no output shown twice.
 func TestLiveOutputShownThenReplacedInTheSameReply(t *testing.T) {
-	clock := newFakeClock()
-	runner, outputs, written, end := scripted()
+	clock := fakerunner.NewClock()
+	runner, outputs, written, end := fakerunner.Scripted(5 * time.Second)
 	f, p := newFlow(t, runner, func(c *Config) { c.Clock = clock })
 	const code = "loop()"
 	done := answer(f, request("m1", "u", code))
@@ -151,8 +77,8 @@ func TestLiveOutputFastRunPostsOnce(t *testing.T) {
 		{"writes nothing", 10 * time.Second, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFakeClock()
-			runner, outputs, written, end := scripted()
+			clock := fakerunner.NewClock()
+			runner, outputs, written, end := fakerunner.Scripted(5 * time.Second)
 			f, p := newFlow(t, runner, func(c *Config) { c.Clock = clock })
 			done := answer(f, request("m1", "u", "run()"))
 			if tt.output != "" {
@@ -171,7 +97,7 @@ func TestLiveOutputFastRunPostsOnce(t *testing.T) {
 // the queue shows its output in that reply, and its result replaces it
 // there.
 func TestLiveOutputTakesOverTheQueuedReply(t *testing.T) {
-	clock := newFakeClock()
+	clock := fakerunner.NewClock()
 	outputs, written, end, release := make(chan string), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	runner := fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		job.Progress(executor.Progress{State: executor.StateQueued, Ahead: 1})
