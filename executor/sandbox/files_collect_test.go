@@ -26,15 +26,16 @@ func filesByPath(res executor.Result) map[string][]byte {
 
 // TestOpenFilesClosedAtExit: what the snippet wrote through files it left
 // open comes back whole, wherever it held them (builtins, a module, a
-// cycle), ending well or with an exception: buffered data flushed, a gzip
-// and a zip file closed with their trailers.
+// cycle), of the io module's classes or its own, ending well or with an
+// exception: buffered data flushed, a gzip and a zip file closed with their
+// trailers.
 func TestOpenFilesClosedAtExit(t *testing.T) {
 	bothPaths(t, testOpenFilesClosedAtExit)
 }
 
 func testOpenFilesClosedAtExit(t *testing.T, path Config) {
 	e := newHardened(t, path)
-	const code = `import builtins, gzip, os, sys, zipfile
+	const code = `import builtins, gzip, io, os, sys, zipfile
 builtins.held = open("on_builtins.txt", "w")
 held.write("builtins")
 sys.held = open("on_sys.bin", "wb", buffering=1 << 16)
@@ -46,6 +47,9 @@ os.held = gzip.open("data.gz", "wt")
 os.held.write("gzipped")
 builtins.z = zipfile.ZipFile("a.zip", "w")
 builtins.z.writestr("in.txt", "zipped")
+class Log(io.TextIOWrapper): pass
+builtins.log = Log(open("subclass.txt", "wb"))
+log.write("subclass")
 print("wrote")
 `
 	// A daemon thread blocked reading holds its file's lock: closing that
@@ -60,7 +64,7 @@ print("wrote")
 				t.Fatalf("stdout=%q timeout=%v stderr=%s", res.Stdout, res.Timeout, res.Stderr)
 			}
 			got := filesByPath(res)
-			for name, want := range map[string]string{"on_builtins.txt": "builtins", "on_sys.bin": "sys", "in_cycle.txt": "cycle"} {
+			for name, want := range map[string]string{"on_builtins.txt": "builtins", "on_sys.bin": "sys", "in_cycle.txt": "cycle", "subclass.txt": "subclass"} {
 				if string(got[name]) != want {
 					t.Errorf("%s: %q, want %q", name, got[name], want)
 				}
