@@ -116,8 +116,8 @@ func (c Config) withDefaults() Config {
 // server itself holds about 19 MiB PSS (its init and python); with a
 // preload, the second, preloaded fork server holds about 71 MiB more PSS
 // with numpy and matplotlib (README.md, "Two fork servers"), and its one
-// pre-forked child for plots about 12 MiB of its own, the pages a plot
-// writes, copied ahead (newPlotPool). Idle sandboxes
+// pre-forked child for plots about 15 MiB of its own, what drawing a
+// figure ahead of the snippet wrote (newPlotPool). Idle sandboxes
 // hold no user's quota, the scheduler counts only runs. Size the pool to
 // the concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes
 // bounds what the executor can take.

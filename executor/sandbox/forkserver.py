@@ -95,7 +95,7 @@ def _runblock_forkserver(config):
     # The runs' inits are children of this process: the kernel reaps them.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     _runblock_warm()
-    kit["ahead"] = _runblock_warm_plots()
+    kit["pyplot"] = _runblock_warm_plots()
     # Out of the collector's sight: a collection in a fork would write to
     # every object, and so copy the whole heap.
     gc.freeze()
@@ -170,28 +170,27 @@ def _runblock_warm_plots():
     loaded and its glyph caches, the Agg renderer's and the text layout's
     caches, the PNG writer) is built once here, for every run, and not
     again in each: a plot in a fork took 86 ms, 58 ms after this (p50 of
-    15, in one run on the 2-CPU development machine). Returns the pages a
-    figure drawn in a fork writes (_runblock_plot_pages), [] without
-    pyplot."""
+    15, in one run on the 2-CPU development machine). Returns pyplot for
+    the plots' rehearsal (_runblock_rehearse), None without it or where a
+    figure could not be drawn."""
     import sys
 
     plt = sys.modules.get("matplotlib.pyplot")
-    if plt is None:
-        return []
-    if not _runblock_draw(plt):
-        return []
-    return _runblock_plot_pages(plt)
+    if plt is None or not _runblock_draw(plt):
+        return None
+    return plt
 
 
 def _runblock_draw(plt):
-    """Draws a small figure into a PNG and closes it; False if that failed
-    (a run then draws as it would have without the warm-up)."""
+    """Draws a small figure into a PNG as a run's figures are saved
+    (_runblock_save_figure) and closes it; False if that failed (a run then
+    draws as it would have without it)."""
     import io
 
     try:
         plt.plot([0, 1, 2], [0, 1, 0])
         plt.title("runblock")
-        plt.gcf().savefig(io.BytesIO(), format="png")
+        _runblock_save_figure(plt.gcf(), io.BytesIO(), "runblock")
         return True
     except Exception:
         return False
@@ -199,76 +198,21 @@ def _runblock_draw(plt):
         plt.close("all")
 
 
-def _runblock_plot_pages(plt):
-    """The pages a figure drawn in a fork of this process writes, as
-    [start, length] ranges: the pages a probe fork holds alone after it drew
-    one (/proc/self/pagemap: present and mapped exclusively) and did not
-    before. Each shared page a fork writes is copied at a fault of its own,
-    about 3,000 for a plot (the cause of a plot's being slower in a fork
-    than in the process that imported matplotlib); a pre-forked run of this
-    fork server copies these ranges at once before it waits
-    (_runblock_copy_ahead), off the snippet's time. [] where the probe
-    fails: runs then copy as they write."""
-    import json
-    import posix
+def _runblock_rehearse(plt):
+    """A pre-forked run of the preloaded fork server (the plots' pool)
+    draws a figure before it says "ready", off the snippet's time, so that
+    the snippet's figure is drawn as a second figure in a process is, not
+    as the first in a fork. A fork shares the fork server's heap, and the
+    first figure drawn in it copies each shared page it writes (reference
+    counts, caches, the renderer's state) at a fault of its own, about
+    3,000 for the bench's sine plot, where the rehearsed one faults about
+    130; it grows the heap the figure needs, and loads the font again
+    (matplotlib empties its font cache in every fork). Its garbage is
+    collected now, not in the snippet."""
+    import gc
 
-    r, w = posix.pipe()
-    pid = posix.fork()
-    if pid == 0:  # the probe; reaped by the kernel (SIGCHLD ignored)
-        try:
-            posix.close(r)
-            before = _runblock_own_pages()
-            _runblock_draw(plt)
-            pages = sorted(_runblock_own_pages() - before)
-            ranges = []
-            for page in pages:
-                if ranges and ranges[-1][0] + ranges[-1][1] == page:
-                    ranges[-1][1] += 4096
-                else:
-                    ranges.append([page, 4096])
-            view = memoryview(json.dumps(ranges).encode())
-            while view:
-                view = view[posix.write(w, view):]
-        finally:
-            posix._exit(0)
-    posix.close(w)
-    chunks = []
-    try:
-        while True:
-            chunk = posix.read(r, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return json.loads(b"".join(chunks) or b"[]")
-    except Exception:
-        return []
-    finally:
-        posix.close(r)
-
-
-def _runblock_own_pages():
-    """The addresses of the private writable pages this process holds
-    alone (pagemap bits 63, present, and 56, mapped exclusively)."""
-    import posix
-
-    pages = set()
-    with open("/proc/self/maps", "rb") as f:
-        maps = f.read()
-    fd = posix.open("/proc/self/pagemap", posix.O_RDONLY)
-    try:
-        for line in maps.splitlines():
-            fields = line.split()
-            if len(fields) < 2 or not (fields[1].startswith(b"rw") and fields[1].endswith(b"p")):
-                continue
-            lo, hi = (int(x, 16) for x in fields[0].split(b"-"))
-            entries = posix.pread(fd, (hi - lo) // 4096 * 8, lo // 4096 * 8)
-            for i in range(len(entries) // 8):
-                e = int.from_bytes(entries[i * 8:i * 8 + 8], "little")
-                if e >> 63 & 1 and e >> 56 & 1:
-                    pages.add(lo + i * 4096)
-    finally:
-        posix.close(fd)
-    return pages
+    _runblock_draw(plt)
+    gc.collect()
 
 
 def _runblock_fork_failed(conf, fd, exc):
@@ -400,8 +344,8 @@ def _runblock_run_python(conf, run, fds, kit):
         posix._exit(1)
     try:
         _runblock_lock_run(conf, fds, uid, ruleset, run["rlimits"], kit)
-        if run["ahead"]:
-            _runblock_copy_ahead(kit)
+        if run["rehearse"] and kit["pyplot"] is not None:
+            _runblock_rehearse(kit["pyplot"])
     except BaseException as exc:
         _runblock_fork_failed(conf, 2, exc)  # the run's stderr by now
         posix._exit(1)
@@ -449,14 +393,3 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
     # Soft = hard, as the sandbox uid, which cannot raise them again.
     for rl in rlimits:
         kit["setrlimit"](rl["resource"], (rl["value"], rl["value"]))
-
-
-def _runblock_copy_ahead(kit):
-    """Copies now the pages a plot would write (kit["ahead"], see
-    _runblock_plot_pages), so that the snippet does not fault them in one
-    by one: for a pre-forked run, whose start is off the latency path."""
-    import ctypes
-
-    madvise = kit["libc"].madvise
-    for start, length in kit["ahead"]:
-        madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), 23)  # MADV_POPULATE_WRITE; best effort

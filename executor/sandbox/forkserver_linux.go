@@ -357,16 +357,16 @@ func (fs *forkServer) spawn(ctx context.Context, lim limits, keep, maxOutput int
 	return fs.fork(ctx, lim, keep, maxOutput, false)
 }
 
-// prefork is spawn for the plots' pool: the run copies ahead the pages a
-// plot writes in a fork, which the preloaded fork server found as it
-// warmed up (about 3,000, 12 MiB), before it says "ready"; a plot then
-// takes the time it takes in the process that imported matplotlib, not
-// that plus a fault for each of them.
+// prefork is spawn for the plots' pool: the run draws a figure before it
+// says "ready" (_runblock_rehearse in forkserver.py), so the snippet's
+// figure is a second figure drawn in that process: the pages a figure
+// writes are copied and the font is loaded, not at about 3,000 faults of
+// the snippet's time.
 func (fs *forkServer) prefork(ctx context.Context, lim limits, keep, maxOutput int64) (*proc, error) {
 	return fs.fork(ctx, lim, keep, maxOutput, true)
 }
 
-func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int64, ahead bool) (*proc, error) {
+func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int64, rehearse bool) (*proc, error) {
 	live := fs.current()
 	if live == nil {
 		return nil, errForkServerDown
@@ -402,7 +402,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 		rls = append(rls, protocol.ForkRlimit{Resource: rl.resource, Value: rl.value})
 	}
 	msg, err := json.Marshal(protocol.ForkRun{Rlimits: rls, Memory: lim.Memory, WorkBytes: min(policy.WorkBytes, lim.Memory),
-		Slot: slot, Collect: fs.plan.transfer(), Ahead: ahead})
+		Slot: slot, Collect: fs.plan.transfer(), Rehearse: rehearse})
 	if err == nil && len(msg) > protocol.ForkRequestMax {
 		err = fmt.Errorf("a run request of %d bytes, over the bound of %d", len(msg), protocol.ForkRequestMax)
 	}

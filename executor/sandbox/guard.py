@@ -127,7 +127,7 @@ def _runblock_run():
                 shown["n"] += 1
                 name = f"{workdir}/figure-{shown['n']}.png"
             try:
-                fig.savefig(name, format="png", metadata={"Description": describe_figure(fig)})
+                _runblock_save_figure(fig, name, describe_figure(fig))
             except Exception as exc:
                 sys.stderr.write(f"runblock: could not save figure {num}: {exc}\n")
             plt.close(fig)
@@ -348,6 +348,16 @@ def _runblock_exit(status, main, last=None):
     if last is not None:
         last()
     posix._exit(status & 0xFF)
+
+
+def _runblock_save_figure(fig, target, description):
+    """Saves a matplotlib figure as the PNG a reply attaches, its
+    description (alt text in chat) in the PNG's Description. zlib's
+    fastest level: Pillow's default level took about 15 ms of a plot's
+    time (the encode alone, 640x480 in RGBA, on the 2-CPU development
+    machine) and level 1 about 8, for a file about a fifth larger (29 KiB
+    against 24 for the bench's sine plot)."""
+    fig.savefig(target, format="png", metadata={"Description": description}, pil_kwargs={"compress_level": 1})
 
 
 def _runblock_close_files(gc, sys):

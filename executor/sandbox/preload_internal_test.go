@@ -4,9 +4,10 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os/exec"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,11 +164,12 @@ func TestPreloadedForkServerCannotStart(t *testing.T) {
 	}
 }
 
-// TestPlotPoolCopiesAhead: a plot taken by the plots' pool, a pre-forked
-// child of the preloaded fork server, finds the pages a plot writes
-// already copied: it faults a fraction of what the same plot faults in a
-// fork made on demand (counted by getrusage, not timed).
-func TestPlotPoolCopiesAhead(t *testing.T) {
+// TestPlotPoolRehearses: a plot taken by the plots' pool, a pre-forked
+// child of the preloaded fork server that drew a figure before it said
+// "ready", faults a small part of what the same plot faults in a fork made
+// on demand (counted by getrusage, not timed), and sees nothing of that
+// figure: no figure open, its own numbered 1, no file but its own.
+func TestPlotPoolRehearses(t *testing.T) {
 	const debian = "/usr/bin/python3"
 	if err := exec.Command(debian, "-c", "import numpy, matplotlib").Run(); err != nil {
 		t.Skipf("%s lacks numpy or matplotlib (apt-get install python3-matplotlib): %v", debian, err)
@@ -180,30 +182,41 @@ func TestPlotPoolCopiesAhead(t *testing.T) {
 	if e.preloaded == nil || e.plots == nil {
 		t.Fatalf("preloaded fork server %v, plots' pool %v: want both (%s)", e.preloaded != nil, e.plots != nil, e.report.ForkServer.Detail)
 	}
-	const plot = `import resource
+	const plot = `import os, resource
 import numpy as np
 import matplotlib.pyplot as plt
+print(plt.get_fignums(), sorted(os.listdir(".")))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 x = np.linspace(0, 6.3, 100)
 plt.plot(x, np.sin(x))
 plt.title("sin")
 plt.savefig("sin.png")
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)`
-	faults := func(res executor.Result, err error) int {
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before, plt.gcf().number)`
+	// A plot's minor faults, and what it found before it drew.
+	faults := func(res executor.Result, err error) (int, string) {
 		t.Helper()
 		if err != nil || !res.Success {
 			t.Fatalf("%+v %v", res, err)
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
-		if err != nil {
-			t.Fatalf("stdout %q: %v", res.Stdout, err)
+		var files []string
+		for _, f := range res.Files {
+			files = append(files, f.Path)
 		}
-		return n
+		slices.Sort(files)
+		before, after, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n")
+		var n int
+		if _, err := fmt.Sscan(after, &n); err != nil || !strings.HasPrefix(before, "[] ") || !strings.HasSuffix(after, " 1") || fmt.Sprint(files) != "[figure-1.png sin.png]" {
+			t.Fatalf("stdout %q, files %v: want no figure open before, figure 1, its two PNGs", res.Stdout, files)
+		}
+		return n, before
 	}
-	pooled := faults((<-e.plots.idle).run(context.Background(), executor.Request{Code: plot}))
-	onDemand := faults(runForked(t, e, executor.Request{Code: plot}), nil)
+	pooled, found := faults((<-e.plots.idle).run(context.Background(), executor.Request{Code: plot}))
+	onDemand, want := faults(runForked(t, e, executor.Request{Code: plot}), nil)
 	t.Logf("minor faults of a plot: %d pre-forked from the plots' pool, %d forked on demand", pooled, onDemand)
-	if pooled*2 > onDemand {
-		t.Errorf("a pooled plot faulted %d times, one forked on demand %d: want under half", pooled, onDemand)
+	if found != want {
+		t.Errorf("the pooled plot found %s, one forked on demand %s", found, want)
+	}
+	if pooled*5 > onDemand {
+		t.Errorf("a pooled plot faulted %d times, one forked on demand %d: want under a fifth", pooled, onDemand)
 	}
 }

@@ -150,7 +150,7 @@ var Sections = []Section{
 			Doc:   "1 = allow running with the guard prelude only when no kernel isolation works. Unsafe, and logged as such.",
 			field: func(c *Config) any { return &c.Executor.AllowUnisolated }},
 		{Name: "RUNBLOCK_POOL", Kind: whole, DefaultDoc: "`RUNBLOCK_CONCURRENCY`, at most " + strconv.Itoa(MaxPool), Max: MaxPool,
-			Doc:   "Pre-started sandboxes kept warm (each holds about 16 MiB), and one more for plots with a preload (about 12 MiB of its own); 0 turns the pool off.",
+			Doc:   "Pre-started sandboxes kept warm (each holds about 16 MiB), and one more for plots with a preload (about 15 MiB of its own); 0 turns the pool off.",
 			field: func(c *Config) any { return &c.Executor.Pool }},
 		{Name: "RUNBLOCK_PRELOAD", Kind: preload, Default: "auto",
 			Doc:   "Modules imported once before the runs, such as numpy,matplotlib.pyplot: by the fork server (every run is a fork with them loaded), or by each pre-started sandbox without it. auto = numpy,matplotlib.pyplot in the fork server where the interpreter has both; off = none.",

@@ -272,10 +272,9 @@ type ForkRun struct {
 	WorkBytes int64         `json:"work_bytes"`
 	Slot      int           `json:"slot"` // the snippet's uid slot, -1: none (the service is not root)
 	Collect   CollectLimits `json:"collect"`
-	// Ahead: a pre-forked run of the preloaded fork server, which copies
-	// the pages a plot writes (found by the fork server's warm-up) before
-	// "ready".
-	Ahead bool `json:"ahead"`
+	// Rehearse: a pre-forked run of the preloaded fork server, which
+	// draws a figure before "ready" (the plots' pool).
+	Rehearse bool `json:"rehearse"`
 }
 
 // Descriptors of a run request, as the service sends them (see the
