@@ -27,3 +27,22 @@ func TestHeaderComesFirstWithinTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStatusIsTheOutputAlone: RenderOptions.NoStatus leaves out the
+// status line and nothing else: under the header, or first without one,
+// comes the output as the reply shows it.
+func TestNoStatusIsTheOutputAlone(t *testing.T) {
+	res := executor.Result{Success: true, Stdout: "one\ntwo\n"}
+	for _, p := range []Platform{Discord, Slack, Console} {
+		for _, header := range []string{"", "The whole output:"} {
+			with := Render(p, res, RenderOptions{Header: header}).Text
+			without := Render(p, res, RenderOptions{Header: header, NoStatus: true}).Text
+			status := Render(p, res, RenderOptions{}).Text
+			status, _, _ = strings.Cut(status, "\n")
+			want := strings.Replace(with, status+"\n", "", 1)
+			if without != want || strings.Contains(without, status) || !strings.HasPrefix(without, header) {
+				t.Errorf("%v, header %q: %q, want %q", p, header, without, want)
+			}
+		}
+	}
+}

@@ -51,6 +51,9 @@ type RenderOptions struct {
 	// output): "Running · 3 s", its Result.Duration so far, in place of a
 	// result's status line.
 	Running bool
+	// NoStatus leaves the status line out: the output alone, under Header
+	// (a run's whole output sent apart from its reply, which has one).
+	NoStatus bool
 }
 
 func (o RenderOptions) withDefaults() RenderOptions {
@@ -105,7 +108,7 @@ func Render(p Platform, res executor.Result, opts RenderOptions) Reply {
 // says which statements printed something other than the transcript shows.
 func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptions) Reply {
 	opts = opts.withDefaults()
-	r := result{p: p, res: res, header: opts.Header, running: opts.Running, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
+	r := result{p: p, res: res, header: opts.Header, running: opts.Running, noStatus: opts.NoStatus, files: FilesNote(p, opts.Skipped, res.FilesOmitted)}
 	if ext.Transcript != nil {
 		var c TranscriptCheck
 		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
@@ -156,17 +159,20 @@ type result struct {
 	files              string // the FilesNote, or ""
 	header             string // RenderOptions.Header
 	running            bool   // RenderOptions.Running
+	noStatus           bool   // RenderOptions.NoStatus
 }
 
 // render renders the reply with the given budget for the output shown, and
 // reports whether any output was left out.
 func (r result) render(maxLines, maxChars int) (string, bool) {
 	var b strings.Builder
-	if r.header != "" {
-		b.WriteString(escapeControls(r.header))
-		b.WriteByte('\n')
+	b.WriteString(escapeControls(r.header))
+	if !r.noStatus {
+		if r.header != "" {
+			b.WriteByte('\n')
+		}
+		b.WriteString(r.status())
 	}
-	b.WriteString(r.status())
 
 	failed := r.res.Outcome() != "ok"
 	outLines, errLines := share(maxLines, len(r.stdout), len(r.stderr), failed)
@@ -210,7 +216,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 	if r.files != "" {
 		r.line(&b, r.files)
 	}
-	return b.String(), out.cut() || errs.cut()
+	return strings.TrimPrefix(b.String(), "\n"), out.cut() || errs.cut()
 }
 
 // share splits a budget between stdout and stderr: half each, the failing

@@ -349,12 +349,8 @@ func msgOptions(text string) []slack.MsgOption {
 // fullText is the message of a Full output sent as text: the line text,
 // then full as a run's output, as much as Slack takes.
 func fullText(text, full string) string {
-	view := formatting.Render(formatting.Slack, executor.Result{Success: true, Stdout: full},
-		formatting.RenderOptions{MaxLines: formatting.SlackMaxText, MaxChars: formatting.SlackMaxText, Header: text})
-	// Header, status line (the run's, not this one's), output.
-	head, rest, _ := strings.Cut(view.Text, "\n")
-	_, output, _ := strings.Cut(rest, "\n")
-	return head + "\n" + output
+	return formatting.Render(formatting.Slack, executor.Result{Success: true, Stdout: full},
+		formatting.RenderOptions{MaxLines: formatting.SlackMaxText, MaxChars: formatting.SlackMaxText, Header: text, NoStatus: true}).Text
 }
 
 // viaResponseURL is the id of a reply posted through a response_url, which
