@@ -171,10 +171,10 @@ func TestMeasureSmoke(t *testing.T) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 
-	if len(r.Targets) != 10 {
-		t.Fatalf("%d targets, want 10", len(r.Targets))
+	if len(r.Targets) != 11 {
+		t.Fatalf("%d targets, want 11", len(r.Targets))
 	}
-	for _, i := range []int{2, 6, 7} { // the original; the plot; the preload off
+	for _, i := range []int{2, 7, 8} { // the original; the plot; the preload off
 		if s := r.Targets[i].Status; s != statusNA {
 			t.Errorf("target %q without its figures = %s, want n/a", r.Targets[i].Name, s)
 		}

@@ -182,6 +182,7 @@ func TestEvaluate(t *testing.T) {
 		flood
 		idleVsBare
 		speedVsBare
+		forkSpeedVsBare
 		plot
 		preloadCost
 		pss
@@ -216,17 +217,18 @@ func TestEvaluate(t *testing.T) {
 			for i := range r.Rows {
 				r.Rows[i].HumanEval = nil
 			}
-		}, map[int]string{poolVsOrig: N, speedVsBare: N}},
+		}, map[int]string{poolVsOrig: N, speedVsBare: N, forkSpeedVsBare: N}},
 		{"pre-forked hello over 0.4x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 2.7, 2.7 }, map[int]string{idleVsBare: X}},
 		{"pre-forked hello at 0.4x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 2.6, 2.6 }, nil},
-		{"fork under 1.2x bare", func(r *Report) { r.row(rowFork).HumanEval[1].WallS = 0.7 }, map[int]string{speedVsBare: X}},
+		{"fork under 1.2x bare", func(r *Report) { r.row(rowFork).HumanEval[1].WallS = 0.7 }, map[int]string{forkSpeedVsBare: X}},
+		{"prefork under 1.2x bare", func(r *Report) { r.row(rowPrefork).HumanEval[1].WallS, r.row(rowPreforkOff).HumanEval[1].WallS = 0.7, 0.7 }, map[int]string{speedVsBare: X}},
 		{"prefork fast but one failing", func(r *Report) { r.row(rowPrefork).HumanEval[1].Passed = 163 }, map[int]string{speedVsBare: X}},
-		{"no fork row", func(r *Report) { without(r, rowFork) }, map[int]string{speedVsBare: N}},
-		{"no bare row", func(r *Report) { without(r, rowBare) }, map[int]string{idleVsBare: N, speedVsBare: N}},
-		{"a missing fork row makes it n/a beside a slow one", func(r *Report) {
+		{"no fork row", func(r *Report) { without(r, rowFork) }, map[int]string{forkSpeedVsBare: N}},
+		{"no bare row", func(r *Report) { without(r, rowBare) }, map[int]string{idleVsBare: N, speedVsBare: N, forkSpeedVsBare: N}},
+		{"a missing prefork row beside a slow fork row", func(r *Report) {
 			r.row(rowFork).HumanEval[1].WallS = 2
 			without(r, rowPrefork)
-		}, map[int]string{idleVsBare: N, speedVsBare: N, preloadCost: N}},
+		}, map[int]string{idleVsBare: N, speedVsBare: N, forkSpeedVsBare: X, preloadCost: N}},
 		{"plot over 70 ms", func(r *Report) { r.plotRow(plotPrefork).P50MS = 71 }, map[int]string{plot: X}},
 		{"plot fast but one failing", func(r *Report) { r.plotRow(plotPrefork).OK = 9 }, map[int]string{plot: X}},
 		{"the other plot rows do not decide", func(r *Report) { r.plotRow(plotCold).P50MS, r.plotRow(plotFork).P50MS = 2000, 200 }, nil},
@@ -276,7 +278,7 @@ func TestEvaluateFallback(t *testing.T) {
 	r.row(rowPrefork).Idle.P50MS = 4.5
 	r.compare()
 	r.evaluate()
-	for _, i := range []int{4, 5, 6, 8, 9} { // the targets on the fork rows
+	for _, i := range []int{4, 5, 6, 7, 9, 10} { // the targets on the fork rows
 		if target := r.Targets[i]; !strings.Contains(target.Detail, "(no fork server: the fallback)") {
 			t.Errorf("target %q: detail %q does not say the fallback was measured", target.Name, target.Detail)
 		}
@@ -380,7 +382,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 10 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
+	if len(back.Targets) != 11 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }
