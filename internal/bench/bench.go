@@ -556,6 +556,7 @@ func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
 		for _, c := range ready {
 			b.loops(ctx, c)
 		}
+		b.humanEvalRounds(ctx, ready)
 	}
 	for _, c := range cs {
 		b.report.Rows = append(b.report.Rows, c.row)
@@ -614,7 +615,7 @@ func (b *benchmark) idle(ctx context.Context, cs []*contender) error {
 	return nil
 }
 
-// loops measures c's closed loops: hello and HumanEval at each concurrency.
+// loops measures c's closed loops of hello at each concurrency.
 func (b *benchmark) loops(ctx context.Context, c *contender) {
 	b.log.Info("bench: measuring", "row", c.row.Name)
 	for _, conc := range b.conc {
@@ -625,16 +626,45 @@ func (b *benchmark) loops(ctx context.Context, c *contender) {
 		}
 		c.row.Hello = append(c.row.Hello, s)
 	}
+}
+
+// humanEvalRounds is how many times each row runs HumanEval at each
+// concurrency; its figure is its fastest round.
+const humanEvalRounds = 2
+
+// humanEvalRounds measures HumanEval at each concurrency on the rows of
+// cs that measured hello, in rounds, the rows in turn in each round, and
+// keeps each row's fastest round: the speed ratios compare rows measured
+// side by side, not half a minute apart on a machine whose speed drifts
+// (rows one after another, bare python's HumanEval at c2 took 0.94 s in
+// one run and 1.23 s in the next, 2026-12-03), as the original's best of
+// 2 does.
+func (b *benchmark) humanEvalRounds(ctx context.Context, cs []*contender) {
 	if len(b.programs) == 0 {
 		return
 	}
 	for _, conc := range b.conc {
-		s, err := b.phase(ctx, c.row.Label, c.run, b.humanEval(conc))
-		if err != nil {
-			c.row.Error = err.Error()
-			return
+		best := make([]*Stats, len(cs))
+		for range humanEvalRounds {
+			for i, c := range cs {
+				if c.row.Error != "" {
+					continue
+				}
+				s, err := b.phase(ctx, c.row.Label, c.run, b.humanEval(conc))
+				if err != nil {
+					c.row.Error = err.Error()
+					continue
+				}
+				if best[i] == nil || s.WallS < best[i].WallS {
+					best[i] = &s
+				}
+			}
 		}
-		c.row.HumanEval = append(c.row.HumanEval, s)
+		for i, c := range cs {
+			if best[i] != nil && c.row.Error == "" {
+				c.row.HumanEval = append(c.row.HumanEval, *best[i])
+			}
+		}
 	}
 }
 

@@ -543,7 +543,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.HumanEvalPrograms == 0 {
 		b.WriteString("HumanEval: not measured (data set not found)\n")
 	} else {
-		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs)", r.HumanEvalPrograms), "load", "wall s", "runs/s", "passed", "speed vs orig", "speed vs bare", "speed vs cold"}}
+		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs; rows in turn, best of %d)", r.HumanEvalPrograms, humanEvalRounds), "load", "wall s", "runs/s", "passed", "speed vs orig", "speed vs bare", "speed vs cold"}}
 		for _, c := range r.Concurrency {
 			if r.Original != nil {
 				if s := at(r.Original.HumanEval, c); s != nil {
