@@ -556,7 +556,7 @@ func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
 		for _, c := range ready {
 			b.loops(ctx, c)
 		}
-		b.humanEvalRounds(ctx, ready)
+		b.humanEvalInTurn(ctx, ready)
 	}
 	for _, c := range cs {
 		b.report.Rows = append(b.report.Rows, c.row)
@@ -632,19 +632,20 @@ func (b *benchmark) loops(ctx context.Context, c *contender) {
 // concurrency; its figure is its fastest round.
 const humanEvalRounds = 2
 
-// humanEvalRounds measures HumanEval at each concurrency on the rows of
-// cs that measured hello, in rounds, the rows in turn in each round, and
+// humanEvalInTurn measures HumanEval at each concurrency on the rows of cs
+// that measured hello, in rounds, the rows in turn in each round, and
 // keeps each row's fastest round: the speed ratios compare rows measured
 // side by side, not half a minute apart on a machine whose speed drifts
 // (rows one after another, bare python's HumanEval at c2 took 0.94 s in
 // one run and 1.23 s in the next, 2026-12-03), as the original's best of
-// 2 does.
-func (b *benchmark) humanEvalRounds(ctx context.Context, cs []*contender) {
+// 2 does. A program that failed in any round counts as failed.
+func (b *benchmark) humanEvalInTurn(ctx context.Context, cs []*contender) {
 	if len(b.programs) == 0 {
 		return
 	}
 	for _, conc := range b.conc {
 		best := make([]*Stats, len(cs))
+		passed := make([]int, len(cs))
 		for range humanEvalRounds {
 			for i, c := range cs {
 				if c.row.Error != "" {
@@ -655,6 +656,10 @@ func (b *benchmark) humanEvalRounds(ctx context.Context, cs []*contender) {
 					c.row.Error = err.Error()
 					continue
 				}
+				if best[i] == nil {
+					passed[i] = s.Passed
+				}
+				passed[i] = min(passed[i], s.Passed)
 				if best[i] == nil || s.WallS < best[i].WallS {
 					best[i] = &s
 				}
@@ -662,7 +667,9 @@ func (b *benchmark) humanEvalRounds(ctx context.Context, cs []*contender) {
 		}
 		for i, c := range cs {
 			if best[i] != nil && c.row.Error == "" {
-				c.row.HumanEval = append(c.row.HumanEval, *best[i])
+				s := *best[i]
+				s.Passed = passed[i]
+				c.row.HumanEval = append(c.row.HumanEval, s)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,5 +294,51 @@ func TestPreloadOffRow(t *testing.T) {
 				t.Errorf("fork preload-off memory row config %+v, want the fork one without a preload", last.cfg)
 			}
 		})
+	}
+}
+
+// TestHumanEvalInTurn: HumanEval runs each concurrency in rounds, the rows
+// in turn in each round (not one row's rounds back to back), and a program
+// that failed in any round counts as failed, whichever round was fastest.
+func TestHumanEvalInTurn(t *testing.T) {
+	b := newBenchmark(Options{Concurrency: 2})
+	b.report = &Report{}
+	b.programs = []string{"p0", "p1", "p2"}
+	var (
+		mu    sync.Mutex
+		order []string
+		calls = map[string]int{}
+	)
+	row := func(name string, failsIn int) *contender {
+		return &contender{row: Row{Name: name, Label: name}, run: func(_ context.Context, code string) (outcome, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[name]++
+			round := (calls[name]-1)/len(b.programs)%humanEvalRounds + 1
+			if len(order) == 0 || order[len(order)-1] != name {
+				order = append(order, name)
+			}
+			return outcome{ok: !(code == "p1" && round == failsIn)}, nil
+		}}
+	}
+	cs := []*contender{row("a", 2), row("b", 0)}
+	b.humanEvalInTurn(context.Background(), cs)
+	// Each concurrency: a, b, then a, b again.
+	if want := []string{"a", "b", "a", "b", "a", "b", "a", "b"}; !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	for _, c := range cs {
+		if len(c.row.HumanEval) != 2 {
+			t.Fatalf("row %s: %d figures, want one per concurrency", c.row.Name, len(c.row.HumanEval))
+		}
+		want := 3
+		if c.row.Name == "a" {
+			want = 2 // p1 failed in its second round
+		}
+		for _, s := range c.row.HumanEval {
+			if s.Passed != want || s.Runs != 3 {
+				t.Errorf("row %s at c%d: %d of %d passed, want %d of 3", c.row.Name, s.Concurrency, s.Passed, s.Runs, want)
+			}
+		}
 	}
 }
