@@ -221,7 +221,9 @@ func TestEvaluate(t *testing.T) {
 		{"pre-forked hello over 0.4x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 2.7, 2.7 }, map[int]string{idleVsBare: X}},
 		{"pre-forked hello at 0.4x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 2.6, 2.6 }, nil},
 		{"fork under 1.2x bare", func(r *Report) { r.row(rowFork).HumanEval[1].WallS = 0.7 }, map[int]string{forkSpeedVsBare: X}},
-		{"prefork under 1.2x bare", func(r *Report) { r.row(rowPrefork).HumanEval[1].WallS, r.row(rowPreforkOff).HumanEval[1].WallS = 0.7, 0.7 }, map[int]string{speedVsBare: X}},
+		{"prefork under 1.2x bare", func(r *Report) {
+			r.row(rowPrefork).HumanEval[1].WallS, r.row(rowPreforkOff).HumanEval[1].WallS = 0.7, 0.7
+		}, map[int]string{speedVsBare: X}},
 		{"prefork fast but one failing", func(r *Report) { r.row(rowPrefork).HumanEval[1].Passed = 163 }, map[int]string{speedVsBare: X}},
 		{"no fork row", func(r *Report) { without(r, rowFork) }, map[int]string{forkSpeedVsBare: N}},
 		{"no bare row", func(r *Report) { without(r, rowBare) }, map[int]string{idleVsBare: N, speedVsBare: N, forkSpeedVsBare: N}},
