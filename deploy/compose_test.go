@@ -141,6 +141,41 @@ func TestComposeRunblock(t *testing.T) {
 	}
 }
 
+// TestComposeStoreSurvives: the services that keep the store (runblock,
+// and the scaled profile's bot) have the image's working directory, where
+// the default sqlite:runblock.db goes, on a named volume: installations
+// outlive the container (`docker compose up --build` replaces it), also on
+// the bot's read-only root. A named volume starts as a copy of the image's
+// directory, so it is the runblock user's to write.
+func TestComposeStoreSurvives(t *testing.T) {
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var workdir string
+	for line := range strings.Lines(string(dockerfile)) {
+		if dir, ok := strings.CutPrefix(strings.TrimSpace(line), "WORKDIR "); ok {
+			workdir = strings.TrimSpace(dir)
+		}
+	}
+	p, err := loadCompose(t, nil, "", "scaled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"runblock", "bot"} {
+		s := service(t, p, name)
+		i := slices.IndexFunc(s.Volumes, func(v types.ServiceVolumeConfig) bool { return v.Target == workdir })
+		if i < 0 {
+			t.Errorf("%s: no volume at the working directory %s: %+v", name, workdir, s.Volumes)
+			continue
+		}
+		v := s.Volumes[i]
+		if _, declared := p.Volumes[v.Source]; v.Type != types.VolumeTypeVolume || !declared || v.ReadOnly {
+			t.Errorf("%s: %+v, want a named volume of the project, writable", name, v)
+		}
+	}
+}
+
 // TestComposeExecutorCapabilities: the executor gets exactly the
 // capabilities the sandbox needs (executor/sandbox/capabilities.go):
 // SETUID and SETGID alone start no isolation tier.
