@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,30 +13,9 @@ import (
 	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/sandbox/sandboxtest"
 	"github.com/runblock/runblock/executor/session"
 )
-
-// python313 is the path of a Python 3.13 interpreter, which colours
-// tracebacks when asked: python3.13 on PATH, or, when that is a pyenv
-// shim of a version pyenv has not selected, the interpreter pyenv names
-// for it. It skips the test where there is none.
-func python313(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("python3.13")
-	if err != nil {
-		t.Skip("no python3.13 on PATH: coloured tracebacks need Python 3.13 or later")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, cmd := range [][]string{{path, "-c", "import sys; print(sys.executable)"}, {"pyenv", "whence", "--path", "python3.13"}} {
-		out, err := exec.CommandContext(ctx, cmd[0], cmd[1:]...).Output()
-		if first, _, _ := strings.Cut(string(out), "\n"); err == nil && first != "" {
-			return first
-		}
-	}
-	t.Skipf("python3.13 on PATH (%s) does not run, nor does pyenv name one", path)
-	return ""
-}
 
 // colourRunner is a scheduler in front of the session manager in front of
 // a real sandbox whose python is 3.13.
@@ -46,7 +24,7 @@ func colourRunner(t *testing.T) (*executor.Scheduler, *session.Manager) {
 	if testing.Short() {
 		t.Skip("runs real Python behind the fake Discord; skipped with -short")
 	}
-	py := python313(t)
+	py := sandboxtest.Python313(t)
 	e2eTurns <- struct{}{}
 	t.Cleanup(func() { <-e2eTurns })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,37 +1,14 @@
 package sandbox_test
 
 import (
-	"context"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/sandbox/sandboxtest"
 )
-
-// python313 is the path of a Python 3.13 interpreter: python3.13 on PATH,
-// or, when that is a pyenv shim of a version pyenv has not selected, the
-// interpreter pyenv names for it. It skips the test where there is none.
-func python313(t testing.TB) string {
-	t.Helper()
-	path, err := exec.LookPath("python3.13")
-	if err != nil {
-		t.Skip("no python3.13 on PATH: coloured tracebacks need Python 3.13 or later")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, cmd := range [][]string{{path, "-c", "import sys; print(sys.executable)"}, {"pyenv", "whence", "--path", "python3.13"}} {
-		out, err := exec.CommandContext(ctx, cmd[0], cmd[1:]...).Output()
-		if first, _, _ := strings.Cut(string(out), "\n"); err == nil && first != "" {
-			return first
-		}
-	}
-	t.Skipf("python3.13 on PATH (%s) does not run, nor does pyenv name one", path)
-	return ""
-}
 
 // colourCases are snippets that fail, with the last line of their
 // traceback (Result.Error) and what their stderr shows of it in colour,
@@ -67,7 +44,7 @@ func checkColour(t *testing.T, res executor.Result, errLine, coloured string, co
 // and a run that does not ask gets none, from a fork of the fork server
 // and from a cold start; its Error is plain text either way.
 func TestColouredTraceback(t *testing.T) {
-	py := python313(t)
+	py := sandboxtest.Python313(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		e := newExecutor(t, sandbox.Config{DisableForkServer: cold, Python: py})
 		if v := e.Isolation().Python; !strings.Contains(v, "3.13") {
@@ -93,7 +70,7 @@ func TestColouredTraceback(t *testing.T) {
 // asks for colour on its own: a coloured cell, a plain one, then a
 // coloured syntax error, in one live python.
 func TestColouredTracebackSession(t *testing.T) {
-	py := python313(t)
+	py := sandboxtest.Python313(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		e := newExecutor(t, sandbox.Config{DisableForkServer: cold, Python: py})
 		s := startSession(t, e)
