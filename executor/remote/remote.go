@@ -18,8 +18,9 @@
 // bots' live output) asks the executor to stream its output (Accept:
 // application/x-ndjson, see internal/api) and hands the output so far to
 // the hook as it comes; an executor that answers plain JSON serves it
-// without. Once some output was shown the run is not retried elsewhere,
-// which would show it twice: a lost executor then fails it.
+// without. A run whose executor dies mid-run is retried as any run is,
+// streamed output or not: the hook then gets the new attempt's output
+// from its start, and the result replaces what it showed.
 //
 // The cells of a session go to one executor, chosen by rendezvous hashing
 // of the session's id over the healthy executors, which keeps the
@@ -570,13 +571,11 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: ctx.Err()}
 		}
 		r.done(e, out == skipped && !isBusy(err) || out == died)
-		switch {
-		case out == ran:
-			return res, nil
-		case out == refused:
-			return executor.Result{}, err
-		}
 		switch out {
+		case ran:
+			return res, nil
+		case refused:
+			return executor.Result{}, err
 		case skipped:
 			if isBusy(err) {
 				errors.As(err, &full)
@@ -616,7 +615,7 @@ func isBusy(err error) bool { return executor.ErrorCode(err) == executor.ErrBusy
 // it to live, the output so far of this attempt: a run retried on another
 // executor after a death mid-run shows that one's from its start, and its
 // result replaces it as any run's does.
-func (r *Runner) attempt(ctx context.Context, base string, body []byte, live executor.OutputFunc) (res executor.Result, out outcome, err error) {
+func (r *Runner) attempt(ctx context.Context, base string, body []byte, live executor.OutputFunc) (executor.Result, outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.AttemptTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/run", bytes.NewReader(body))

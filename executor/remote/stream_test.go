@@ -50,11 +50,19 @@ func (h *hook) run(r *remote.Runner, req executor.Request) (executor.Result, err
 	return res, err
 }
 
-// runPlain runs req through r without a hook.
-func runPlain(r *remote.Runner, req executor.Request) (executor.Result, error) {
+// checkSameAsPlain runs req through r again, without a hook, and fails
+// unless res, the streamed run's result, is the same (see differ).
+func (h *hook) checkSameAsPlain(r *remote.Runner, req executor.Request, res executor.Result) {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.Run(ctx, req)
+	plain, err := r.Run(ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if d := differ(res, plain); d != nil {
+		h.t.Errorf("the streamed result differs from the plain one in %v", d)
+	}
 }
 
 func (h *hook) got() [][2]string {
@@ -114,13 +122,7 @@ func TestStreamShowsOutputBeforeTheResult(t *testing.T) {
 		t.Fatalf("the hook got %q while the run went on, want its output", calls)
 	}
 	h.checkPrefixes(res)
-	plain, err := runPlain(r, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := differ(res, plain); d != nil {
-		t.Errorf("the streamed result differs from the plain one in %v", d)
-	}
+	h.checkSameAsPlain(r, req, res)
 }
 
 // TestStreamedResultIsTheSame: streamed or not, a run's result is the same,
@@ -140,13 +142,7 @@ func TestStreamedResultIsTheSame(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.checkPrefixes(res)
-			plain, err := runPlain(r, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := differ(res, plain); d != nil {
-				t.Errorf("the streamed result differs from the plain one in %v", d)
-			}
+			h.checkSameAsPlain(r, req, res)
 		})
 	}
 }
