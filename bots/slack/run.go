@@ -149,26 +149,29 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	}
 	t := tag{reaction: r.Reaction} // the files go below
 	ts, err := b.reply(ctx, src, ts, r.Text, t, buttonsOption(r.Buttons))
-	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post && r.Reaction == "" && r.Full != "" {
-		// Full output of a reply in a channel the bot is not a member of:
-		// no file there; the text, to the clicker alone.
-		log.Info("sending the full output through the response_url", "err", err)
-		return answer.Sent{}, postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, fullText(r.Text, r.Full))
-	}
-	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post && r.Reaction != "" {
-		// /run (or a Run again) in a channel the bot is not a member of:
-		// the response_url still reaches it (without a thread for the full
-		// output), with the reply's buttons, which a click deletes through
-		// its own response_url (onButtons).
-		log.Info("posting the reply through the response_url", "err", err)
-		var atts []slack.Attachment
-		if len(r.Buttons) > 0 {
-			atts = append(atts, buttonsAttachment(urlButtonsBlockID, r.Buttons))
+	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post {
+		// A channel the bot is not a member of: the response_url still
+		// reaches it.
+		switch {
+		case r.Reaction == "" && r.Full != "":
+			// Full output of a reply there: no file; the text, to the
+			// clicker alone.
+			log.Info("sending the full output through the response_url", "err", err)
+			return answer.Sent{}, postResponseURL(ctx, src.responseURL, slack.ResponseTypeEphemeral, fullText(r.Text, r.Full))
+		case r.Reaction != "":
+			// /run (or a Run again) there: without a thread for the full
+			// output, with the reply's buttons, which a click deletes
+			// through its own response_url (onButtons).
+			log.Info("posting the reply through the response_url", "err", err)
+			var atts []slack.Attachment
+			if len(r.Buttons) > 0 {
+				atts = append(atts, buttonsAttachment(urlButtonsBlockID, r.Buttons))
+			}
+			if err := postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, r.Text, atts...); err != nil {
+				return answer.Sent{}, err
+			}
+			return answer.Sent{ID: viaResponseURL}, nil
 		}
-		if err := postResponseURL(ctx, src.responseURL, slack.ResponseTypeInChannel, r.Text, atts...); err != nil {
-			return answer.Sent{}, err
-		}
-		return answer.Sent{ID: viaResponseURL}, nil
 	}
 	if err != nil {
 		return answer.Sent{}, err
