@@ -104,10 +104,9 @@ func (b *Bot) onAnswerButton(ctx context.Context, i *discordgo.Interaction, id s
 		return
 	}
 	defer b.hookDone(ctx, h)
-	log := b.log.With("channel", i.ChannelID, "user", interactionUser(i))
-	user := userKey(i.GuildID, interactionUser(i))
+	src, log := b.hookSource(i, h)
 	b.flow.Click(ctx, answer.Click[source]{
-		ID: id, Src: source{channelID: i.ChannelID, guildID: i.GuildID, user: user, explicit: true, hook: h}, User: user,
+		ID: id, Src: src, User: src.user,
 		Admin: admin(i),
 		Tell:  func(ctx context.Context, text string) error { return b.hookTell(ctx, h, text) },
 		Remove: func(ctx context.Context) error {

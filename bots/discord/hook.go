@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sync"
 
@@ -30,6 +31,14 @@ type hook struct {
 	mu       sync.Mutex
 	original string // the @original message's id, once filled
 	deleted  bool   // the deferred response was deleted
+}
+
+// hookSource is the source of an answer through h to its interaction i,
+// asked by i's user, and the log of that interaction.
+func (b *Bot) hookSource(i *discordgo.Interaction, h *hook) (source, *slog.Logger) {
+	user := interactionUser(i)
+	return source{channelID: i.ChannelID, guildID: i.GuildID, user: userKey(i.GuildID, user), explicit: true, hook: h},
+		b.log.With("channel", i.ChannelID, "user", user)
 }
 
 // deferHook acknowledges h's interaction.

@@ -139,11 +139,10 @@ func (b *Bot) runInteraction(ctx context.Context, s *discordgo.Session, i *disco
 		return
 	}
 	defer b.hookDone(ctx, h)
-	user := userKey(i.GuildID, interactionUser(i))
+	src, log := b.hookSource(i, h)
 	b.flow.Answer(ctx, answer.Request[source]{
-		Src:  source{channelID: i.ChannelID, guildID: i.GuildID, user: user, explicit: true, hook: h},
-		What: "interaction", Log: b.log.With("channel", i.ChannelID, "user", interactionUser(i)),
-		User: user, Text: text, Extract: opts, Stdin: stdin, Files: attachments(atts),
+		Src: src, What: "interaction", Log: log,
+		User: src.user, Text: text, Extract: opts, Stdin: stdin, Files: attachments(atts),
 	})
 }
 
