@@ -20,7 +20,7 @@ import (
 // sandbox's own /proc): their /proc/PID directories, and their pids in
 // the namespace (the last of NSpid).
 func scanNamespace(pidNS string) (procs, inner []string) {
-	for _, dir := range processes(func(dir string) bool {
+	for _, dir := range processes("/proc", func(dir string) bool {
 		ns, err := os.Readlink(dir + "/ns/pid")
 		return err == nil && ns == pidNS
 	}) {

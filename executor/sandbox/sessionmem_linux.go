@@ -38,7 +38,7 @@ func (s *session) memory() (int64, bool) {
 		if !ok || cold.cmd.Process == nil {
 			return 0, false
 		}
-		procs := processes(func(dir string) bool { return processGroup(dir) == cold.cmd.Process.Pid })
+		procs := processes("/proc", func(dir string) bool { return processGroup(dir) == cold.cmd.Process.Pid })
 		if len(procs) == 0 {
 			return 0, false
 		}
@@ -81,18 +81,7 @@ func (s *session) processes() (root string, procs []string) {
 		}
 	}
 	root = s.init + "/root"
-	d, err := os.Open(root + "/proc")
-	if err != nil {
-		return "", nil
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, name := range names {
-		if name[0] >= '1' && name[0] <= '9' {
-			procs = append(procs, root+"/proc/"+name)
-		}
-	}
-	return root, procs
+	return root, processes(root+"/proc", nil)
 }
 
 // sessionInit is the init of the PID namespace of a process whose standard
@@ -101,7 +90,7 @@ func (s *session) processes() (root string, procs []string) {
 // lists all of /proc, once per session: before the session's first cell
 // only the sandbox's own processes hold its stdout.
 func sessionInit(link string) (init, pidNS string) {
-	for _, dir := range processes(func(dir string) bool {
+	for _, dir := range processes("/proc", func(dir string) bool {
 		l, err := os.Readlink(dir + "/fd/1")
 		return err == nil && l == link
 	}) {
@@ -120,9 +109,10 @@ func sessionInit(link string) (init, pidNS string) {
 	return "", ""
 }
 
-// processes are the /proc/PID directories of /proc that match.
-func processes(match func(dir string) bool) []string {
-	d, err := os.Open("/proc")
+// processes are the PID directories of the proc mount at proc that
+// match; all of them when match is nil; none when proc cannot be read.
+func processes(proc string, match func(dir string) bool) []string {
+	d, err := os.Open(proc)
 	if err != nil {
 		return nil
 	}
@@ -130,8 +120,8 @@ func processes(match func(dir string) bool) []string {
 	d.Close()
 	var procs []string
 	for _, name := range names {
-		if name[0] >= '1' && name[0] <= '9' && match("/proc/"+name) {
-			procs = append(procs, "/proc/"+name)
+		if dir := proc + "/" + name; name[0] >= '1' && name[0] <= '9' && (match == nil || match(dir)) {
+			procs = append(procs, dir)
 		}
 	}
 	return procs
