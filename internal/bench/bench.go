@@ -656,10 +656,9 @@ func (b *benchmark) humanEvalInTurn(ctx context.Context, cs []*contender) {
 					c.row.Error = err.Error()
 					continue
 				}
-				if best[i] == nil {
+				if best[i] == nil || s.Passed < passed[i] {
 					passed[i] = s.Passed
 				}
-				passed[i] = min(passed[i], s.Passed)
 				if best[i] == nil || s.WallS < best[i].WallS {
 					best[i] = &s
 				}
