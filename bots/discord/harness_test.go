@@ -179,11 +179,18 @@ func (e *env) replyTo(channel, id string) fakediscord.Request {
 	return r
 }
 
-// isProgress reports whether content shows a run's place in the queue.
+// isProgress reports whether content shows a run's place in the queue, or
+// its output so far (the live view of a run past the live output's grace,
+// a session's cell under its header): not yet its answer.
 func isProgress(content string) bool {
+	first, rest, _ := strings.Cut(content, "\n")
+	second, _, _ := strings.Cut(rest, "\n")
 	return content == formatting.RenderProgress(formatting.Discord, executor.Progress{State: executor.StateRunning}) ||
-		strings.HasPrefix(content, "_Queued, ")
+		strings.HasPrefix(content, "_Queued, ") || strings.HasPrefix(first, liveStatus) || strings.HasPrefix(second, liveStatus)
 }
+
+// liveStatus begins the status line of a live view ("**Running** · 3 s").
+var liveStatus, _, _ = strings.Cut(formatting.Render(formatting.Discord, executor.Result{}, formatting.RenderOptions{Running: true}).Text, "· ")
 
 // answer narrows match to requests that carry an answer, not a queue
 // position.
@@ -241,5 +248,25 @@ func assertAllSentWithoutMentions(t *testing.T, token string) {
 	}
 	if n == 0 {
 		t.Fatal("no message sent")
+	}
+}
+
+// TestIsProgressKnowsTheLiveView: the harness waits past a run's live view
+// (its output so far, under a session cell's header too) for its answer,
+// as it does past its place in the queue: e2e tests read the live view of
+// a run that outlasted the live output's grace on a loaded machine
+// ("**Running** · 7 s" where the cell's answer was expected).
+func TestIsProgressKnowsTheLiveView(t *testing.T) {
+	t.Parallel()
+	live := formatting.Render(formatting.Discord, executor.Result{Stdout: "9\n", Duration: 7 * time.Second}, formatting.RenderOptions{Running: true}).Text
+	cell := formatting.Render(formatting.Discord, executor.Result{Stdout: "9\n", Duration: 7 * time.Second}, formatting.RenderOptions{Running: true, Header: "[3]"}).Text
+	done := formatting.Render(formatting.Discord, executor.Result{Success: true, Stdout: "9\n"}, formatting.RenderOptions{Header: "[3]"}).Text
+	for _, tc := range []struct {
+		content string
+		want    bool
+	}{{live, true}, {cell, true}, {done, false}} {
+		if got := isProgress(tc.content); got != tc.want {
+			t.Errorf("isProgress(%q) = %v, want %v", tc.content, got, tc.want)
+		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakeslack"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
@@ -151,21 +153,46 @@ func (h *harness) mention(channel, user, text string) fakeslack.Message {
 	return m
 }
 
-// reply waits for the bot's reply in m's thread whose text contains want.
+// reply waits for the bot's answer in m's thread whose text contains want
+// (not a live view of it, which the answer replaces).
 func (h *harness) reply(m fakeslack.Message, want string) fakeslack.Message {
+	h.t.Helper()
+	return h.botReply(m, want, false)
+}
+
+// liveReply waits for the bot's live view in m's thread whose text
+// contains want.
+func (h *harness) liveReply(m fakeslack.Message, want string) fakeslack.Message {
+	h.t.Helper()
+	return h.botReply(m, want, true)
+}
+
+func (h *harness) botReply(m fakeslack.Message, want string, live bool) fakeslack.Message {
 	h.t.Helper()
 	thread := m.ThreadTS
 	if thread == "" {
 		thread = m.TS
 	}
 	r, err := h.fake.WaitMessage(h.ctx, m.Channel, func(x fakeslack.Message) bool {
-		return x.BotID == fakeslack.BotID && x.ThreadTS == thread && strings.Contains(x.Text, want)
+		return x.BotID == fakeslack.BotID && x.ThreadTS == thread && strings.Contains(x.Text, want) && isLive(x.Text) == live
 	})
 	if err != nil {
-		h.t.Fatalf("no reply containing %q in thread %s: %v; replies: %+v", want, thread, err, h.fake.BotReplies(m.Channel, thread))
+		h.t.Fatalf("no reply containing %q in thread %s (live view: %v): %v; replies: %+v", want, thread, live, err, h.fake.BotReplies(m.Channel, thread))
 	}
 	return r
 }
+
+// isLive reports whether text is the live view of a run past the live
+// output's grace (its output so far, "*Running* · 3 s", under a session
+// cell's header), which the answer replaces: not yet the answer.
+func isLive(text string) bool {
+	first, rest, _ := strings.Cut(text, "\n")
+	second, _, _ := strings.Cut(rest, "\n")
+	return strings.HasPrefix(first, liveStatus) || strings.HasPrefix(second, liveStatus)
+}
+
+// liveStatus begins the status line of a live view.
+var liveStatus, _, _ = strings.Cut(formatting.Render(formatting.Slack, executor.Result{}, formatting.RenderOptions{Running: true}).Text, "· ")
 
 // reaction waits for reaction name on m.
 func (h *harness) reaction(m fakeslack.Message, name string) {
@@ -236,4 +263,22 @@ func (h *harness) bury(m fakeslack.Message) {
 		"hidden": true, "ts": m.TS, "thread_ts": m.TS, "reply_count": 1}
 	h.fake.SendEvent(map[string]any{"type": "message", "subtype": "message_changed", "hidden": true, "channel": m.Channel,
 		"channel_type": "channel", "message": msg, "previous_message": prev, "ts": m.TS, "event_ts": m.TS})
+}
+
+// TestIsLive: the harness tells a run's live view (its output so far, under
+// a session cell's header too) from its answer, so that reply waits for
+// the answer and liveReply for the view.
+func TestIsLive(t *testing.T) {
+	t.Parallel()
+	live := formatting.Render(formatting.Slack, executor.Result{Stdout: "9\n", Duration: 7 * time.Second}, formatting.RenderOptions{Running: true}).Text
+	cell := formatting.Render(formatting.Slack, executor.Result{Stdout: "9\n", Duration: 7 * time.Second}, formatting.RenderOptions{Running: true, Header: "[3]"}).Text
+	done := formatting.Render(formatting.Slack, executor.Result{Success: true, Stdout: "9\n"}, formatting.RenderOptions{Header: "[3]"}).Text
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{{live, true}, {cell, true}, {done, false}} {
+		if got := isLive(tc.text); got != tc.want {
+			t.Errorf("isLive(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
 }

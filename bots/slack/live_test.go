@@ -21,7 +21,7 @@ func TestLiveOutputUpdatesTheReply(t *testing.T) {
 	outputs <- "step one\n"
 	<-written
 	clk.Advance(2 * time.Second)
-	live := h.reply(m, "*Running* · 2 s")
+	live := h.liveReply(m, "*Running* · 2 s")
 	if !strings.Contains(live.Text, "step one") {
 		t.Fatalf("live reply %q", live.Text)
 	}
