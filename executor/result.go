@@ -43,6 +43,11 @@ type Request struct {
 	// the zero value, nothing is coloured. The snippet's own output is
 	// passed through as it is written either way.
 	Colour bool
+	// Script runs the snippet as a script (python file.py): nothing but
+	// what it writes is shown. If Script is false, the zero value, it runs
+	// as a notebook cell: the value of its last expression and what it
+	// passes to display() come back in Result.Results.
+	Script bool
 }
 
 // File is a file that goes into a run's work dir or comes back out of it.
@@ -101,6 +106,27 @@ type Result struct {
 	FilesOmitted []OmittedFile `json:"files_omitted,omitempty"`
 	// Session is where the cell ran, for a Request with a Session.
 	Session *SessionInfo `json:"session,omitempty"`
+	// Results are the rich outputs of the run, in the order they were
+	// shown: each object passed to display(), then the value of the last
+	// expression (Display.Value) when it is not None. Empty for a run in
+	// script mode (Request.Script).
+	Results []Display `json:"results,omitempty"`
+}
+
+// Display is one rich output, as Jupyter shows it: a display_data (an
+// object passed to display()) or an execute_result (the value of a cell's
+// last expression).
+type Display struct {
+	// Data is the object's representations by MIME type, a Jupyter MIME
+	// bundle: "text/plain" always; binary types ("image/png") base64 as in
+	// nbformat; JSON types ("application/json",
+	// "application/vnd.dataresource+json") as their JSON text.
+	Data map[string]string `json:"data"`
+	// Value marks the last expression's value (execute_result).
+	Value bool `json:"value,omitempty"`
+	// At is how many bytes of Stdout the snippet had written when it was
+	// shown, to place it among the printed output.
+	At int64 `json:"stdout_offset"`
 }
 
 // Outcome is a short label for metrics and logs: ok, error, timeout, memory,
