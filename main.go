@@ -26,10 +26,10 @@ func main() {
 	defer stop()
 	// After the first signal, a second one kills the process at once.
 	context.AfterFunc(ctx, stop)
-	env, err := config.LoadEnv(os.Environ(), ".env")
+	env, dotenv, err := config.LoadEnv(os.Environ(), ".env")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "runblock: %v\n", err)
 		os.Exit(2)
 	}
-	os.Exit(cli.Run(ctx, version, os.Args[1:], env, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.Run(ctx, version, os.Args[1:], env, dotenv, os.Stdin, os.Stdout, os.Stderr))
 }

@@ -86,8 +86,9 @@ func (c *invocation) noArguments(command string, args []string) bool {
 
 // Run is the whole program behind main's signal handling and environment
 // loading: it runs the command args name (serve when none) of the build
-// version and returns the exit status.
-func Run(ctx context.Context, version string, args []string, env config.Env, stdin io.Reader, stdout, stderr io.Writer) int {
+// version with the settings of env (those of dotenv came from its file)
+// and returns the exit status.
+func Run(ctx context.Context, version string, args []string, env config.Env, dotenv config.Dotenv, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
@@ -108,7 +109,7 @@ func Run(ctx context.Context, version string, args []string, env config.Env, std
 		err = findPython(cfg.Executor.Python)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "runblock: %v\n", err)
+		fmt.Fprintf(stderr, "runblock: %v\n", dotenv.Explain(err))
 		return 2
 	}
 	if name == "serve" && !cfg.SlackEnabled() && !cfg.DiscordEnabled() && classify(stdin) == inputTerminal && !cfg.LogLevelSet {

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 
 // run is Run for a dev build.
 func run(ctx context.Context, args []string, env config.Env, stdin io.Reader, stdout, stderr io.Writer) int {
-	return Run(ctx, "dev", args, env, stdin, stdout, stderr)
+	return Run(ctx, "dev", args, env, nil, stdin, stdout, stderr)
 }
 
 const fence = "```"

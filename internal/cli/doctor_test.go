@@ -117,7 +117,7 @@ func doctorWithoutLandlock() int {
 		fmt.Fprintf(os.Stderr, "loading the seccomp filter: %v\n", err)
 		return 3
 	}
-	return Run(context.Background(), "dev", []string{"doctor"}, config.Env{}, nil, os.Stdout, os.Stderr)
+	return Run(context.Background(), "dev", []string{"doctor"}, config.Env{}, nil, nil, os.Stdout, os.Stderr)
 }
 
 // TestDoctorSaysWhyATierFailed: on a machine where the full tier does not

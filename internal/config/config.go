@@ -65,11 +65,13 @@ type Config struct {
 // Env is a set of environment variables by name.
 type Env map[string]string
 
-// Error is a bad setting. Its message is one line naming the variable
-// and the fix; it never holds the value of a secret.
+// Error is a bad setting. Its message is one line naming the variable,
+// the dotenv file it came from if it did, and the fix; it never holds the
+// value of a secret.
 type Error struct {
 	Var     string
 	Value   string // "" for secrets
+	File    string // the dotenv file that set Var; "" for the environment
 	Problem string
 	Fix     string
 }
@@ -79,33 +81,56 @@ func (e *Error) Error() string {
 	if e.Value != "" {
 		s += "=" + strconv.Quote(e.Value)
 	}
+	if e.File != "" {
+		s += " (set in " + e.File + ")"
+	}
 	return s + ": " + e.Problem + "; " + e.Fix
 }
 
+// Dotenv is the variables LoadEnv took from a dotenv file (those the
+// environment did not set), each with the file's path.
+type Dotenv map[string]string
+
+// Explain marks a bad setting whose value came from a dotenv file with
+// the file, so that its reader knows where to fix it.
+func (d Dotenv) Explain(err error) error {
+	var e *Error
+	if errors.As(err, &e) && d[e.Var] != "" {
+		e.File = d[e.Var]
+	}
+	return err
+}
+
 // LoadEnv returns the process environment environ ("KEY=value" entries) over
-// the variables of the dotenv file at path: a real environment variable wins
-// over the file. A missing file is not an error. A malformed file is
-// reported by line number, never by its content, which may hold tokens.
-func LoadEnv(environ []string, path string) (Env, error) {
-	env := Env{}
+// the variables of the dotenv file at path, and the variables taken from
+// the file: a real environment variable wins over the file. A missing file
+// is not an error. A malformed file (godotenv refuses it, or it reads a
+// line such as "=oops" as a variable without a name) is reported by line
+// number, never by its content, which may hold tokens.
+func LoadEnv(environ []string, path string) (Env, Dotenv, error) {
+	env, dotenv := Env{}, Dotenv{}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	default:
 		file, err := godotenv.UnmarshalBytes(b)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %s; each line must be KEY=value (values are not shown: they may hold tokens)", path, dotenvProblem(b))
+		if _, unnamed := file[""]; err != nil || unnamed {
+			return nil, nil, fmt.Errorf("reading %s: %s; each line must be KEY=value (values are not shown: they may hold tokens)", path, dotenvProblem(b))
 		}
 		maps.Copy(env, file)
+		for k := range file {
+			dotenv[k] = path
+		}
 	}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
+			delete(dotenv, k)
 		}
 	}
-	return env, nil
+	return env, dotenv, nil
 }
 
 // dotenvLine is a line godotenv reads as a setting: KEY=value, KEY: value,

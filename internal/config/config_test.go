@@ -299,7 +299,7 @@ func TestLoadEnvRealEnvironmentWins(t *testing.T) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env, err := LoadEnv([]string{"RUNBLOCK_TIMEOUT=2s", "NOEQUALS"}, path)
+	env, dotenv, err := LoadEnv([]string{"RUNBLOCK_TIMEOUT=2s", "NOEQUALS"}, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,10 +307,45 @@ func TestLoadEnvRealEnvironmentWins(t *testing.T) {
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("got %v, want %v", env, want)
 	}
+	if wantFile := (Dotenv{"RUNBLOCK_QUEUE": path, "LOG_FORMAT": path}); !reflect.DeepEqual(dotenv, wantFile) {
+		t.Errorf("from the file: got %v, want %v", dotenv, wantFile)
+	}
 
-	env, err = LoadEnv([]string{"A=1"}, filepath.Join(dir, "missing.env"))
-	if err != nil || !reflect.DeepEqual(env, Env{"A": "1"}) {
-		t.Errorf("missing .env: got %v, %v", env, err)
+	env, dotenv, err = LoadEnv([]string{"A=1"}, filepath.Join(dir, "missing.env"))
+	if err != nil || !reflect.DeepEqual(env, Env{"A": "1"}) || len(dotenv) != 0 {
+		t.Errorf("missing .env: got %v, %v, %v", env, dotenv, err)
+	}
+}
+
+// TestBadValueFromDotenvSaysSo: a bad setting read from the dotenv file
+// names the file; the same value from the environment does not.
+func TestBadValueFromDotenvSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".env")
+	if err := os.WriteFile(path, []byte("RUNBLOCK_TIMEOUT=soon\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		environ []string
+		want    bool
+	}{
+		{"from the file", nil, true},
+		{"from the environment", []string{"RUNBLOCK_TIMEOUT=later"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env, dotenv, err := LoadEnv(tt.environ, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(env, All)
+			var ce *Error
+			if !errors.As(dotenv.Explain(err), &ce) {
+				t.Fatalf("Parse = %v, want a *Error", err)
+			}
+			if got := strings.Contains(ce.Error(), "(set in "+path+")"); got != tt.want {
+				t.Errorf("error %q names the file: %v, want %v", ce, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -380,6 +415,7 @@ func TestLoadEnvMalformedFileHidesValues(t *testing.T) {
 	}{
 		{"space instead of =", "LOG_LEVEL=debug\nSLACK_BOT_TOKEN " + testBotToken + "\n", "line 2 is not a setting"},
 		{"unterminated quote", "# tokens\nSLACK_BOT_TOKEN=\"" + testBotToken + "\nSLACK_APP_TOKEN=" + testAppToken + "\n", "quote opened on line 2"},
+		{"no name", "LOG_LEVEL=debug\n\n=" + testBotToken + "\n", "line 3 is not a setting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,7 +423,7 @@ func TestLoadEnvMalformedFileHidesValues(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadEnv(nil, path)
+			_, _, err := LoadEnv(nil, path)
 			if err == nil {
 				t.Fatal("LoadEnv accepted a malformed file")
 			}
