@@ -291,7 +291,8 @@ func (c Config) DiscordEnabled() bool { return c.Discord.Token != "" }
 // valueOf is the value of s in c.
 func valueOf(c *Config, s *Setting) any { return reflect.ValueOf(s.field(c)).Elem().Interface() }
 
-// Secrets returns the values of the secret settings in c, for redaction.
+// Secrets returns the values of the secret settings in c, or the
+// credentials in them, for redaction.
 func (c Config) Secrets() []string {
 	var out []string
 	for i := range Sections {
@@ -302,7 +303,11 @@ func (c Config) Secrets() []string {
 			}
 			switch v := valueOf(&c, s).(type) {
 			case string:
-				if v != "" {
+				switch {
+				case v == "":
+				case s.Kind.credentials != nil:
+					out = append(out, s.Kind.credentials(v)...)
+				default:
 					out = append(out, v)
 				}
 			case []string:
@@ -315,7 +320,7 @@ func (c Config) Secrets() []string {
 
 // LogValue is the start-up summary of c: every setting the command read,
 // keyed by its name in lower case without the RUNBLOCK_ prefix; a secret
-// shows only whether it is set.
+// shows only whether it is set, or itself without its credentials.
 func (c Config) LogValue() slog.Value {
 	var attrs []slog.Attr
 	for i := range Sections {
@@ -327,7 +332,7 @@ func (c Config) LogValue() slog.Value {
 			s := &sec.Settings[j]
 			v := valueOf(&c, s)
 			switch {
-			case s.Secret:
+			case s.Secret && s.Kind.credentials == nil:
 				v = secretState(v)
 			case s.Kind.show != nil:
 				v = s.Kind.show(v)

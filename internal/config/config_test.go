@@ -653,3 +653,33 @@ func distributed(over Env) Env {
 	}
 	return env
 }
+
+// TestLogShowsStoreWithoutPassword: the store's location is in the log,
+// a SQLite path whole and a PostgreSQL URL without its password.
+func TestLogShowsStoreWithoutPassword(t *testing.T) {
+	tests := []struct {
+		store, want, hidden string
+	}{
+		{"sqlite:/var/lib/runblock/runblock.db", "sqlite:/var/lib/runblock/runblock.db", ""},
+		{"postgres://runblock:SECRETPW@db:5432/runblock", "postgres://runblock:xxxxx@db:5432/runblock", "SECRETPW"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			cfg, err := Parse(Env{"RUNBLOCK_STORE": tt.store}, All)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			log := NewLogger(&buf, cfg)
+			log.Info("starting runblock", "config", cfg)
+			log.Info("store open", "store", tt.want)
+			out := buf.String()
+			if strings.Count(out, tt.want) != 2 {
+				t.Errorf("log does not show %s in the summary and the store line:\n%s", tt.want, out)
+			}
+			if tt.hidden != "" && strings.Contains(out, tt.hidden) {
+				t.Errorf("log shows the password:\n%s", out)
+			}
+		})
+	}
+}

@@ -22,11 +22,14 @@ import (
 // Kind is how a setting's value is read: parse turns the text into the
 // type of the setting's field (reporting a bad value through the parser),
 // values says what it takes, for .env.example and the README, and show, if
-// set, is its form in the log.
+// set, is its form in the log. credentials, if set, are the parts of a
+// secret value that are secret (else all of it is): the log redacts those
+// and shows the rest.
 type Kind struct {
-	parse  func(p *parser, s *Setting, name, v string) any
-	values func(s *Setting) string
-	show   func(v any) any
+	parse       func(p *parser, s *Setting, name, v string) any
+	values      func(s *Setting) string
+	show        func(v any) any
+	credentials func(v string) []string
 }
 
 // parser reads settings from an Env, keeping the first error.
@@ -512,6 +515,30 @@ var storeLocation = Kind{
 		return v
 	},
 	values: fixed("sqlite:PATH or postgres://..."),
+	show: func(v any) any {
+		loc, err := store.ParseLocation(v.(string))
+		if v == "" || err != nil {
+			return secretState(v)
+		}
+		return loc.Redacted()
+	},
+	credentials: func(v string) []string {
+		loc, err := store.ParseLocation(v)
+		switch {
+		case err != nil:
+			return []string{v}
+		case loc.Driver == "sqlite":
+			return nil
+		}
+		u, err := url.Parse(loc.URL)
+		if err != nil {
+			return []string{v}
+		}
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			return []string{pw}
+		}
+		return nil
+	},
 }
 
 // storeKey is a 32-byte key in hex or base64 (store.ParseKey).
