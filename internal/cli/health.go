@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ const healthTimeout = 5 * time.Second
 func runHealth(ctx context.Context, c *invocation, args []string) int {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	target := fs.String("url", "", "the URL to ask (default http://RUNBLOCK_HTTP_ADDR/readyz, on 127.0.0.1 when its host is empty or unspecified)")
+	target := fs.String("url", "", "the URL to ask, /readyz when it has no path (default http://RUNBLOCK_HTTP_ADDR/readyz, on 127.0.0.1 when its host is empty or unspecified)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,7 +36,7 @@ func runHealth(ctx context.Context, c *invocation, args []string) int {
 		fmt.Fprintf(c.stderr, "runblock health: takes no arguments but --url\n")
 		return 2
 	}
-	u := *target
+	u := withReadyz(*target)
 	if u == "" {
 		var err error
 		if u, err = readyzURL(c.cfg.HTTPAddr); err != nil {
@@ -65,6 +66,17 @@ func readyzURL(addr string) (string, error) {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/readyz", nil
+}
+
+// withReadyz is target with the path /readyz when it has none, so that
+// --url takes the service's base URL as well as a URL to ask.
+func withReadyz(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return target
+	}
+	u.Path = "/readyz"
+	return u.String()
 }
 
 // checkHealth GETs u: nil on 200, else an error saying what came back.

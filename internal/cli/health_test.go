@@ -49,6 +49,8 @@ func TestHealthCommand(t *testing.T) {
 		{name: "unspecified IPv6 host is loopback", addr: "[::]:" + port, rd: ready},
 		{name: "--url overrides", args: []string{"--url", url + "/readyz"}, addr: closedAddr, rd: ready},
 		{name: "not ready", addr: addr, rd: draining, code: 1, stderr: "503 Service Unavailable: draining, discord not connected"},
+		{name: "--url base URL asks /readyz", args: []string{"--url", url}, addr: closedAddr, rd: draining, code: 1, stderr: url + "/readyz answered 503"},
+		{name: "--url base URL with a slash", args: []string{"--url", url + "/"}, addr: closedAddr, rd: ready},
 		{name: "--url path not found", args: []string{"--url", url + "/nope"}, rd: ready, code: 1, stderr: "404"},
 		{name: "nothing listening", addr: closedAddr, rd: ready, code: 1, stderr: closedAddr},
 		{name: "no address", rd: ready, code: 2, stderr: "RUNBLOCK_HTTP_ADDR is not set"},
