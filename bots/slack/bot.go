@@ -139,6 +139,9 @@ type Config struct {
 	LiveClock answer.Clock
 }
 
+// ErrBadToken is returned by Open when Slack does not accept the bot token.
+var ErrBadToken = errors.New("SLACK_BOT_TOKEN was rejected: copy the Bot User OAuth Token (xoxb-...) again from OAuth & Permissions of your Slack app, and reinstall the app to the workspace if it was removed")
+
 // badToken holds the auth.test errors that mean the token itself is wrong.
 var badToken = map[string]bool{
 	"invalid_auth": true, "not_authed": true, "account_inactive": true,
@@ -248,19 +251,20 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 
 // Open checks the bot token (auth.test) and, with an app token, connects
 // Socket Mode and waits for the first hello. It fails fast on bad
-// credentials.
+// credentials (ErrBadToken). Its errors do not name Slack: the caller
+// says which adapter failed.
 func (b *Bot) Open(ctx context.Context) error {
 	b.mu.Lock()
 	if b.opened {
 		b.mu.Unlock()
-		return errors.New("slack: already open")
+		return errors.New("already open")
 	}
 	b.opened = true
 	b.mu.Unlock()
 	b.flow.Opened(b.now())
 	if b.distributed() {
 		if b.cfg.Store == nil {
-			return errors.New("slack: a distributed app (SLACK_CLIENT_ID) needs a store")
+			return errors.New("a distributed app (SLACK_CLIENT_ID) needs a store")
 		}
 		b.log.Info("distributed app: workspaces install at /slack/install, events at /slack/events")
 		b.ready.Store(true)
@@ -277,11 +281,11 @@ func (b *Bot) Open(ctx context.Context) error {
 	var answer slack.SlackErrorResponse
 	switch {
 	case errors.As(err, &unreachable):
-		return fmt.Errorf("slack: %w", err)
+		return err
 	case errors.As(err, &answer) && badToken[answer.Err]:
-		return fmt.Errorf("slack: SLACK_BOT_TOKEN was rejected (auth.test): %w", err)
+		return fmt.Errorf("%w (auth.test: %w)", ErrBadToken, err)
 	case err != nil:
-		return fmt.Errorf("slack: checking SLACK_BOT_TOKEN (auth.test): %w", err)
+		return fmt.Errorf("checking SLACK_BOT_TOKEN (auth.test): %w", err)
 	}
 	b.single.Store(&workspace{api: b.api, token: b.cfg.BotToken, self: &who{userID: auth.UserID, botID: auth.BotID, teamID: auth.TeamID}})
 	b.log.Info("authenticated", "team", auth.Team, "bot_user", auth.UserID)
@@ -312,13 +316,13 @@ func (b *Bot) Open(ctx context.Context) error {
 		if err != nil {
 			stop()
 			b.loops.Wait()
-			return fmt.Errorf("slack: socket mode (SLACK_APP_TOKEN): %w", err)
+			return fmt.Errorf("socket mode (SLACK_APP_TOKEN): %w", err)
 		}
 		return nil
 	case <-ctx.Done():
 		stop()
 		b.loops.Wait()
-		return fmt.Errorf("slack: socket mode: no connection: %w", ctx.Err())
+		return fmt.Errorf("socket mode: no connection: %w", ctx.Err())
 	}
 }
 

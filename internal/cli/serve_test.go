@@ -589,3 +589,22 @@ func TestStoreThatDoesNotOpenStopsStartUp(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectedSlackTokenSaysWhatToDo: a bot token Slack refuses stops
+// start-up with one "slack:" prefix and the fix, never the token.
+func TestRejectedSlackTokenSaysWhatToDo(t *testing.T) {
+	fake := fakeslack.New(fakeslack.Options{})
+	t.Cleanup(fake.Close)
+	const wrong = "xoxb-1-2-WRONGTOKEN"
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, config.Env{
+		"SLACK_BOT_TOKEN": wrong, "SLACK_APP_TOKEN": fakeslack.AppToken, "SLACK_API_URL": fake.APIURL(),
+	}, strings.NewReader(""), io.Discard, &stderr)
+	out := stderr.String()
+	if code != 1 || strings.Count(out, "slack:") != 1 || !strings.Contains(out, "OAuth & Permissions") || !strings.Contains(out, "invalid_auth") {
+		t.Errorf("exit %d, stderr %q: want 1 and one slack: prefix, the cause and the fix", code, out)
+	}
+	if strings.Contains(out, wrong) {
+		t.Errorf("stderr shows the token: %q", out)
+	}
+}
