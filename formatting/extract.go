@@ -447,7 +447,7 @@ func Extract(text string, opts ExtractOptions) Extraction {
 		}
 	}
 	prefix := ""
-	if len(blocks) > 0 {
+	if len(blocks) > 0 && !glued(outside[0]) {
 		prefix = prefixTag(decode(outside[0], opts.Platform))
 	}
 	for _, b := range blocks {
@@ -489,6 +489,14 @@ func Extract(text string, opts ExtractOptions) Extraction {
 		ext.Stdin = b.String()
 	}
 	return ext
+}
+
+// glued reports whether the text before a fence runs into it with no
+// space ("text```print(1)```"): such a word is part of the sentence, not
+// the language of the block, as python-discord's bot reads it.
+func glued(before string) bool {
+	r, _ := utf8.DecodeLastRuneInString(before)
+	return before != "" && !unicode.IsSpace(r)
 }
 
 // spanTag splits an inline span whose first line is a lone language name
