@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,43 @@ import (
 
 // The image's size bound (deploy/README.md).
 const maxImageBytes = 600 << 20
+
+// sizeToleranceMiB is how far a measured image may be from the size
+// README.md states before TestImageRootfs asks for the new figure:
+// Debian's updates move it by a few MiB.
+const sizeToleranceMiB = 6
+
+// imageSizeRow is a row of README.md's table of targets: its name and size.
+var imageSizeRow = regexp.MustCompile("(?m)^\\| `(\\w+)`[^|]*\\| (\\d+) MiB \\|")
+
+// documentedSizes reads the image sizes README.md states, in MiB by target.
+func documentedSizes(t *testing.T) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	for _, m := range imageSizeRow.FindAllStringSubmatch(string(b), -1) {
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[m[1]] = n
+	}
+	return sizes
+}
+
+// TestReadmeStatesImageSizes: README.md states a size for each of the
+// Dockerfile's targets, which TestImageRootfs checks against the build.
+func TestReadmeStatesImageSizes(t *testing.T) {
+	sizes := documentedSizes(t)
+	for _, name := range readImage(t).names {
+		if sizes[name] == 0 {
+			t.Errorf("README.md's table of targets has no size for %s (got %v)", name, sizes)
+		}
+	}
+}
 
 // rootfsCache keeps built trees between runs, keyed by what they are built
 // from; one a week old is built again, for Debian's updates.
@@ -190,8 +228,13 @@ func TestImageRootfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	documented := documentedSizes(t)
 	for i, name := range img.names {
-		t.Logf("image %s (--target %s): %d MiB", name, name, (sizes[i]+fi.Size())>>20)
+		mib := (sizes[i] + fi.Size()) >> 20
+		t.Logf("image %s (--target %s): %d MiB", name, name, mib)
+		if doc := documented[name]; mib < doc-sizeToleranceMiB || mib > doc+sizeToleranceMiB {
+			t.Errorf("the %s image is %d MiB; README.md says %d MiB: write the measured size there", name, mib, doc)
+		}
 	}
 	if total := sizes[len(sizes)-1] + fi.Size(); total > maxImageBytes {
 		t.Errorf("the image is %d MiB, over %d MiB", total>>20, maxImageBytes>>20)
