@@ -287,7 +287,7 @@ func (r result) status() string {
 	case res.OutputLimit:
 		return r.bold("Output limit reached") + " · the run was stopped after writing " + SizeText(res.StdoutBytes+res.StderrBytes)
 	case res.Success:
-		return r.bold("OK") + " · " + DurationText(r.duration())
+		return r.bold("OK") + " · " + r.text(DurationText(r.duration()))
 	}
 	if msg := errorLine(res); msg != "" {
 		return r.bold("Error") + " · " + r.code(msg)
@@ -326,6 +326,14 @@ func (r result) bold(s string) string {
 		return "**" + s + "**"
 	case Slack:
 		return "*" + s + "*"
+	}
+	return s
+}
+
+// text is words of ours on p: on Slack, its < > & escaped ("<1 ms").
+func (r result) text(s string) string {
+	if r.p == Slack {
+		return slackEscaper.Replace(s)
 	}
 	return s
 }
@@ -465,9 +473,13 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-// DurationText writes a duration as replies do: "500 ms", "5 s", "1.5 s".
+// DurationText writes a duration as replies do: "<1 ms", "500 ms", "5 s",
+// "1.5 s". Every platform's reply writes its run's duration with it.
 func DurationText(d time.Duration) string {
-	if d < time.Second {
+	switch {
+	case d < time.Millisecond:
+		return "<1 ms"
+	case d < time.Second:
 		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 	}
 	s := strconv.FormatFloat(d.Seconds(), 'f', 1, 64)

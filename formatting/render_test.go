@@ -264,7 +264,7 @@ func TestRenderStderrTail(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", reply.Text, want)
 	}
 	reply = Render(Console, executor.Result{Success: true, Stdout: "out\n", Stderr: lines(10, "err %d")}, RenderOptions{MaxLines: 1, MaxChars: 100})
-	if want := "OK · 0 ms\nout\n--- stderr, 10 lines not shown ---"; reply.Text != want {
+	if want := "OK · <1 ms\nout\n--- stderr, 10 lines not shown ---"; reply.Text != want {
 		t.Errorf("got\n%s\nwant\n%s", reply.Text, want)
 	}
 	// A short stdout leaves its share to stderr.
@@ -430,5 +430,35 @@ func TestReactions(t *testing.T) {
 	}
 	if RunningReaction(Slack) != "hourglass_flowing_sand" || RunningReaction(Discord) != "⏳" {
 		t.Error("running reaction")
+	}
+}
+
+func TestDurationText(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "<1 ms"},
+		{400 * time.Microsecond, "<1 ms"},
+		{time.Millisecond, "1 ms"},
+		{999 * time.Millisecond, "999 ms"},
+		{time.Second, "1 s"},
+		{1500 * time.Millisecond, "1.5 s"},
+	}
+	for _, tt := range tests {
+		if got := DurationText(tt.d); got != tt.want {
+			t.Errorf("DurationText(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+// TestSubMillisecondRunOnEveryPlatform: a run under a millisecond reads
+// "<1 ms" in the reply of each platform, not "0 ms".
+func TestSubMillisecondRunOnEveryPlatform(t *testing.T) {
+	res := executor.Result{Success: true, Stdout: "2\n", Duration: 400 * time.Microsecond}
+	for p, want := range map[Platform]string{Console: "OK · <1 ms", Discord: "**OK** · <1 ms", Slack: "*OK* · &lt;1 ms"} {
+		if got := Render(p, res, RenderOptions{MaxLines: 5, MaxChars: 100}).Text; !strings.HasPrefix(got, want+"\n") {
+			t.Errorf("%s reply %q, want it to start %q", p, got, want)
+		}
 	}
 }
