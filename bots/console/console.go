@@ -55,11 +55,13 @@ type Config struct {
 	User string
 	// MaxMessageBytes bounds one message; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// FilesDir is where the files of the runs are saved, each run's in a
-	// directory of its own (run-1, run-2, …), and the whole output of a
-	// run whose view was cut beside them (run-1-output.txt); "" makes a
-	// fresh temporary directory at the first run that needs one. The reply
-	// names the paths.
+	// FilesDir is where the files of the runs are saved, each cell's in a
+	// directory of its own (cell-1, cell-2, …; run-1, … without
+	// sessions), and the whole output of a run whose view was cut beside
+	// them (cell-1-output.txt); "" makes a fresh temporary directory at the
+	// first run that needs one and after each reset (with FilesDir, the
+	// cells after a reset write their numbers' directories again). The
+	// reply names the paths.
 	FilesDir string
 	Render   formatting.RenderOptions
 	Metrics  Metrics // nil: none counted
@@ -97,8 +99,8 @@ type Bot struct {
 	ready atomic.Bool
 	done  chan struct{}
 
-	// runs counts the runs with files; filesDir is Config.FilesDir or the
-	// temporary directory made for the session. Only the handler uses them.
+	// runs counts the runs; filesDir is Config.FilesDir or the temporary
+	// directory made for the session. Only the handler uses them.
 	runs     int
 	filesDir string
 
@@ -322,7 +324,7 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		return formatting.RenderError(formatting.Console,
 			executor.Errorf(executor.ErrTooLarge, "message over %d bytes", b.cfg.MaxMessageBytes))
 	}
-	if !b.cfg.NoSessions && strings.TrimSpace(msg) == resetCommand {
+	if !b.cfg.NoSessions && isReset(msg) {
 		return b.reset(ctx)
 	}
 	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
@@ -370,13 +372,16 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	}
 	b.log.Info("run finished", "outcome", res.Outcome(), "duration", res.Duration)
 	opts := b.cfg.Render
+	b.runs++
+	name := "run-" + strconv.Itoa(b.runs)
 	if !b.cfg.NoSessions {
-		opts.Header = b.session.ran(job.Request, res)
+		opts.Header, res = b.session.ran(job.Request, res)
+		name = "cell-" + strconv.Itoa(b.session.cells)
 	}
 	r := formatting.RenderRun(formatting.Console, ext, res, opts)
 	text := r.Text
 	if len(res.Files) > 0 || r.Full != "" {
-		saved, err := b.save(r.Full, res.Files)
+		saved, err := b.save(name, r.Full, res.Files)
 		if err != nil {
 			b.log.Error("saving the output or files of a run", "err", err)
 			return text + "\nthe output or files of this run could not be saved: " + err.Error()
@@ -387,9 +392,10 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 }
 
 // save writes the whole output of a run whose view was cut (full, "" when
-// it was not) as run-N-output.txt, and its files into a fresh directory
-// run-N beside it, and lists their paths.
-func (b *Bot) save(full string, files []executor.File) (string, error) {
+// it was not) as NAME-output.txt, and its files into a directory NAME
+// beside it, and lists their paths; name is the run's cell (cell-2) or,
+// without sessions, the run (run-2).
+func (b *Bot) save(run string, full string, files []executor.File) (string, error) {
 	if b.filesDir == "" {
 		dir := b.cfg.FilesDir
 		if dir == "" {
@@ -401,8 +407,6 @@ func (b *Bot) save(full string, files []executor.File) (string, error) {
 		}
 		b.filesDir = dir
 	}
-	b.runs++
-	run := "run-" + strconv.Itoa(b.runs)
 	var s strings.Builder
 	if full != "" {
 		if err := os.MkdirAll(b.filesDir, 0o755); err != nil {

@@ -28,7 +28,7 @@ func TestFilesAreSavedAndTheirPathsPrinted(t *testing.T) {
 	b, out := open(t, strings.NewReader(in), r, func(c *console.Config) { c.FilesDir = dir })
 	waitDone(t, b)
 	got := out.String()
-	for _, run := range []string{"run-1", "run-2"} {
+	for _, run := range []string{"cell-1", "cell-2"} {
 		for _, f := range []struct{ path, content string }{{"figure-1.png", "\x89PNG"}, {"out/summary.csv", "a,b\n"}} {
 			p := filepath.Join(dir, run, f.path)
 			data, err := os.ReadFile(p)
@@ -40,7 +40,7 @@ func TestFilesAreSavedAndTheirPathsPrinted(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"2 files saved in " + filepath.Join(dir, "run-1") + ":", "1 file not attached: big.csv (9 MiB, over the total size limit)"} {
+	for _, want := range []string{"2 files saved in " + filepath.Join(dir, "cell-1") + ":", "1 file not attached: big.csv (9 MiB, over the total size limit)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
@@ -82,7 +82,7 @@ func TestSavedFileNamesEscaped(t *testing.T) {
 	if want := `a.txt (text/plain, 1 bytes)\n  /etc/passwd\x1b[2J\u202etxt.exe (text/plain, 1 bytes)`; !strings.Contains(got, want) {
 		t.Errorf("output lacks %q:\n%q", want, got)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "run-1", name)); err != nil || string(data) != "a" {
+	if data, err := os.ReadFile(filepath.Join(dir, "cell-1", name)); err != nil || string(data) != "a" {
 		t.Errorf("the file under its real name: %q, %v", data, err)
 	}
 }
@@ -102,11 +102,11 @@ func TestCutOutputIsSaved(t *testing.T) {
 	b, out := open(t, strings.NewReader("```python\nx()\n```\n\n"), r, func(c *console.Config) { c.FilesDir = dir })
 	waitDone(t, b)
 	got := out.String()
-	p := filepath.Join(dir, "run-1-output.txt")
+	p := filepath.Join(dir, "cell-1-output.txt")
 	if data, err := os.ReadFile(p); err != nil || string(data) != long.String() {
 		t.Errorf("%s: %q, %v", p, data, err)
 	}
-	for _, want := range []string{"line 3\n", "whole output saved in " + p + "\n", "1 file saved in " + filepath.Join(dir, "run-1") + ":"} {
+	for _, want := range []string{"line 3\n", "whole output saved in " + p + "\n", "1 file saved in " + filepath.Join(dir, "cell-1") + ":"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

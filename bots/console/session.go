@@ -2,7 +2,9 @@ package console
 
 import (
 	"context"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/answer"
@@ -12,16 +14,27 @@ import (
 // The console is one session (bots/internal/answer/session.go): each
 // message with code is the next cell, run with the earlier successful
 // cells as its replay, and its reply starts with the cell's number.
-// %reset, as a whole message, starts the session fresh.
+// The words that reset a thread in chat (answer.IsReset), or IPython's
+// %reset, as a whole message, start the session fresh.
 
-// resetCommand starts the console's session fresh.
+// resetCommand starts the console's session fresh, as reset does.
 const resetCommand = "%reset"
+
+// isReset reports whether msg asks for a fresh session.
+func isReset(msg string) bool {
+	return answer.IsReset(msg) || strings.TrimSpace(msg) == resetCommand
+}
 
 // session is the console's record of its cells.
 type session struct {
 	id    string
 	cells int                // cells run
 	ok    []executor.Request // the successful ones, the replay of the next
+	okAt  []int              // the number of each of ok's cells
+	// live maps the number the live process gave each of its cells, which
+	// its tracebacks name ("<cell 2>"), to the cell's number here: they
+	// differ once a rebuild replayed only the successful cells.
+	live map[int]int
 }
 
 func newSession() session {
@@ -37,17 +50,46 @@ func (s *session) next() *executor.Session {
 }
 
 // ran records req as the next cell with its result, and returns its
-// reply's header.
-func (s *session) ran(req executor.Request, res executor.Result) string {
+// reply's header and the result with its tracebacks naming the cells by
+// the numbers their replies show.
+func (s *session) ran(req executor.Request, res executor.Result) (string, executor.Result) {
 	s.cells++
+	if info := res.Session; info != nil {
+		if s.live == nil || info.Cell == info.Restored+1 {
+			// A new process: it replayed the first Restored of ok, then
+			// ran this cell.
+			s.live = map[int]int{}
+			for i := range min(info.Restored, len(s.okAt)) {
+				s.live[i+1] = s.okAt[i]
+			}
+		}
+		s.live[info.Cell] = s.cells
+		res.Stderr, res.Error = s.renumber(res.Stderr), s.renumber(res.Error)
+	}
 	if res.Success && (res.Session == nil || !res.Session.Ended) {
 		req.Session = nil
 		s.ok = append(s.ok, req)
+		s.okAt = append(s.okAt, s.cells)
 	}
-	return answer.CellHeader(s.cells, res.Session)
+	return answer.CellHeader(s.cells, res.Session), res
 }
 
-// reset answers %reset: the session starts fresh, its live process ended
+// cellName is how python names a cell's code in a traceback.
+var cellName = regexp.MustCompile(`<cell (\d+)>`)
+
+// renumber rewrites the cells a traceback names from the live process's
+// numbers to the console's.
+func (s *session) renumber(text string) string {
+	return cellName.ReplaceAllStringFunc(text, func(m string) string {
+		n, err := strconv.Atoi(cellName.FindStringSubmatch(m)[1])
+		if at, ok := s.live[n]; err == nil && ok {
+			return "<cell " + strconv.Itoa(at) + ">"
+		}
+		return m
+	})
+}
+
+// reset answers reset or %reset: the session starts fresh, its live process ended
 // when the runner can end it.
 func (b *Bot) reset(ctx context.Context) string {
 	end := b.cfg.End
@@ -60,5 +102,8 @@ func (b *Bot) reset(ctx context.Context) string {
 		}
 	}
 	b.session = session{id: b.session.id}
+	if b.cfg.FilesDir == "" {
+		b.filesDir = "" // the new cells' files go to a fresh directory
+	}
 	return answer.ResetText
 }

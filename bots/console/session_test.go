@@ -35,26 +35,30 @@ func runSession(t *testing.T, noSessions bool, messages ...string) ([]string, fa
 }
 
 // TestConsoleIsOneSession: each message is the next cell of the console's
-// session, its reply numbered; %reset starts it fresh and ends its live
-// process.
+// session, its reply numbered; the word that resets a thread in chat, or
+// %reset, starts it fresh and ends its live process.
 func TestConsoleIsOneSession(t *testing.T) {
 	cell := func(code string) string { return fence + "python\n" + code + "\n" + fence }
-	replies, runner := runSession(t, false, cell("a=1"), cell("raise"), cell("print(a)"), "%reset", cell("print(a)"))
-	var firsts []string
-	for _, r := range replies {
-		first, _, _ := strings.Cut(r, "\n")
-		firsts = append(firsts, first)
-	}
-	want := []string{"[1]", "[2]", "[3]", answer.ResetText, "[1]"}
-	if !slices.Equal(firsts, want) {
-		t.Fatalf("replies begin %q, want %q; output:\n%s", firsts, want, strings.Join(replies, "\n\n"))
-	}
-	wantStrings := []string{"a=1 <- []", "raise <- [a=1]", "print(a) <- [a=1]", "print(a) <- []"}
-	if got := runner.Replays(); !slices.Equal(got, wantStrings) {
-		t.Fatalf("jobs %q, want %q", got, wantStrings)
-	}
-	if ended := runner.Ended(); len(ended) != 1 || !strings.HasPrefix(ended[0], "console:") {
-		t.Fatalf("ended %v, want the console's session", ended)
+	for _, reset := range []string{"%reset", "reset", " reset "} {
+		t.Run(reset, func(t *testing.T) {
+			replies, runner := runSession(t, false, cell("a=1"), cell("raise"), cell("print(a)"), reset, cell("print(a)"))
+			var firsts []string
+			for _, r := range replies {
+				first, _, _ := strings.Cut(r, "\n")
+				firsts = append(firsts, first)
+			}
+			want := []string{"[1]", "[2]", "[3]", answer.ResetText, "[1]"}
+			if !slices.Equal(firsts, want) {
+				t.Fatalf("replies begin %q, want %q; output:\n%s", firsts, want, strings.Join(replies, "\n\n"))
+			}
+			wantStrings := []string{"a=1 <- []", "raise <- [a=1]", "print(a) <- [a=1]", "print(a) <- []"}
+			if got := runner.Replays(); !slices.Equal(got, wantStrings) {
+				t.Fatalf("jobs %q, want %q", got, wantStrings)
+			}
+			if ended := runner.Ended(); len(ended) != 1 || !strings.HasPrefix(ended[0], "console:") {
+				t.Fatalf("ended %v, want the console's session", ended)
+			}
+		})
 	}
 }
 

@@ -92,10 +92,6 @@ func (b *Bot) startCell(s *discordgo.Session, req answer.Request[source], m *dis
 	}
 }
 
-// isReset reports whether a message addressed to the bot asks for a
-// reset: the word alone.
-func isReset(text string) bool { return strings.TrimSpace(text) == "reset" }
-
 // Earlier returns the messages of the session the bot replied to, oldest
 // first, with its replies, and its resets.
 func (p platform) Earlier(ctx context.Context, src source, session string) ([]answer.Past[source], error) {

@@ -29,10 +29,6 @@ func (s source) session() string {
 	return sessionPrefix(s.team, s.channel) + s.thread
 }
 
-// isReset reports whether a message addressed to the bot asks for a
-// reset: the word alone.
-func isReset(text string) bool { return strings.TrimSpace(text) == "reset" }
-
 // slashReset answers /run reset: it resets the session in the channel the
 // user last ran a cell in, since a slash command does not say which thread
 // it was typed in.

@@ -608,3 +608,29 @@ func TestRejectedSlackTokenSaysWhatToDo(t *testing.T) {
 		t.Errorf("stderr shows the token: %q", out)
 	}
 }
+
+// TestConsoleTracebackNamesTheReplysCell: after a timeout ends the
+// console's live python, the next cell rebuilds the state from the
+// successful cells only, so python numbers it 2; its reply is [4], and
+// its traceback names <cell 4>, as the reply does.
+func TestConsoleTracebackNamesTheReplysCell(t *testing.T) {
+	requirePython(t)
+	cells := []string{"a = 1", "raise ValueError('kept')", "import time; time.sleep(30)", "def f():\n    return a / 0\nf()"}
+	var in strings.Builder
+	for _, c := range cells {
+		in.WriteString(fence + "python\n" + c + "\n" + fence + "\n\n")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), nil, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_TIMEOUT": "1s"}, strings.NewReader(in.String()), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	replies := strings.Split(strings.TrimSpace(stdout.String()), "\n\n")
+	if len(replies) != len(cells) {
+		t.Fatalf("%d replies, want %d:\n%s", len(replies), len(cells), stdout.String())
+	}
+	last := replies[3]
+	if !strings.HasPrefix(last, "[4] · state rebuilt from 1 earlier cell") || !strings.Contains(last, `File "<cell 4>", line 3`) || !strings.Contains(last, `File "<cell 4>", line 2, in f`) {
+		t.Errorf("the rebuilt cell's reply does not name <cell 4>:\n%s", last)
+	}
+}

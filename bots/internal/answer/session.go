@@ -28,6 +28,11 @@ import (
 // bot's reply that holds it.
 const ResetText = "Session reset: the next cell starts from nothing."
 
+// IsReset reports whether a message addressed to the bot (its trigger
+// stripped) asks for a reset of its session: the word reset alone. Every
+// adapter, the console's included, reads resets with it.
+func IsReset(text string) bool { return strings.TrimSpace(text) == "reset" }
+
 // MaxRerun is the most cells an edit re-runs, the edited one included.
 const MaxRerun = 20
 
