@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/runblock/runblock/bots/discord"
@@ -41,6 +43,11 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 		return status
 	}
 	writeReport(stdout, rep, ec.DisableForkServer)
+	if probeErr == nil {
+		if line := stackLine(rep.Packages); line != "" {
+			fmt.Fprintln(stdout, line)
+		}
+	}
 	fmt.Fprint(stdout, sessionsText(cfg.Sessions, cfg.Executor.MemoryBytes))
 	if cfg.DiscordEnabled() {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -49,6 +56,29 @@ func runDoctor(ctx context.Context, c *invocation, args []string) int {
 		fmt.Fprintln(stdout, discordLine(a, err, cfg.Discord.Prefix))
 	}
 	return status
+}
+
+// scientificStack is what the README's examples import: without it,
+// plots and tables fail.
+var scientificStack = []string{"numpy", "pandas", "matplotlib"}
+
+// stackLine is doctor's line on the scientific stack when the python
+// cannot import part of it (pkgs are the packages it can): what fails
+// and how to fix it; "" when it has all of it.
+func stackLine(pkgs []sandbox.Package) string {
+	var missing []string
+	for _, name := range scientificStack {
+		if !slices.ContainsFunc(pkgs, func(p sandbox.Package) bool { return p.Name == name }) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "scientific stack: this python cannot import " + strings.Join(missing, ", ") +
+		", so snippets that use them (plots, tables) fail with ModuleNotFoundError; install them for it" +
+		" (Debian, Ubuntu: apt-get install python3-numpy python3-pandas python3-matplotlib) or set RUNBLOCK_PYTHON" +
+		" to a python that has them (python3 -m venv ~/rb && ~/rb/bin/pip install numpy pandas matplotlib, then RUNBLOCK_PYTHON=$HOME/rb/bin/python)"
 }
 
 // discordLine is doctor's line on the Discord bot: whether its application

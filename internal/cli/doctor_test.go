@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +193,39 @@ func TestDiscordLineOnError(t *testing.T) {
 	got := discordLine(discord.Access{}, discord.ErrBadToken, "!run")
 	if !strings.HasPrefix(got, "discord: cannot tell whether the Message Content intent is granted: discord did not accept DISCORD_BOT_TOKEN") {
 		t.Fatalf("line %q", got)
+	}
+}
+
+// TestDoctorNamesAMissingScientificStack: doctor says when runblock's
+// python cannot import numpy, pandas or matplotlib, and what to do;
+// Debian's python3 with them installed (CI's) gets no such line, a venv
+// made from it without its site packages does.
+func TestDoctorNamesAMissingScientificStack(t *testing.T) {
+	const debian = "/usr/bin/python3"
+	venv := filepath.Join(t.TempDir(), "venv")
+	if out, err := exec.Command(debian, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("making a venv without packages: %v\n%s", err, out)
+	}
+	for _, tt := range []struct {
+		name, python string
+		missing      bool
+	}{
+		{"debian's python3", debian, false},
+		{"a bare venv", filepath.Join(venv, "bin", "python3"), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			env := config.Env{"RUNBLOCK_PYTHON": tt.python, "RUNBLOCK_FORKSERVER": "off", "RUNBLOCK_ALLOW_UNISOLATED": "1"}
+			if code := run(context.Background(), []string{"doctor"}, env, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			line := "scientific stack: this python cannot import numpy, pandas, matplotlib, so snippets that use them (plots, tables) fail with ModuleNotFoundError"
+			if got := strings.Contains(stdout.String(), line); got != tt.missing {
+				t.Errorf("doctor names the missing stack: %v, want %v:\n%s", got, tt.missing, stdout.String())
+			}
+			if tt.missing && (!strings.Contains(stdout.String(), "apt-get install python3-numpy") || !strings.Contains(stdout.String(), "RUNBLOCK_PYTHON")) {
+				t.Errorf("doctor does not say how to fix it:\n%s", stdout.String())
+			}
+		})
 	}
 }
