@@ -368,3 +368,55 @@ func TestImage(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorMemoryAddsUp: the executor's memory limit holds its runs,
+// its live sessions and the service (ExecutorMemory); a Deployment whose
+// settings outgrow its limit is refused.
+func TestExecutorMemoryAddsUp(t *testing.T) {
+	d := load(t).Deployment("runblock-executor")
+	if err := ExecutorMemory(d); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../executor-deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, from, to, want string
+	}{
+		{"the old 1Gi limit", "memory: 1536Mi", "memory: 1Gi", "memory limit 1024 MiB is below RUNBLOCK_CONCURRENCY 2 x RUNBLOCK_MEMORY 256 MiB + RUNBLOCK_SESSION_MEMORY 768 MiB + the service 256 MiB = 1536 MiB"},
+		{"more runs at once", `value: "2"` + "\n            - name: RUNBLOCK_POOL", `value: "4"` + "\n            - name: RUNBLOCK_POOL", "RUNBLOCK_CONCURRENCY 4"},
+		{"the default session memory", "- name: RUNBLOCK_SESSION_MEMORY\n              value: \"768MiB\"", "- name: RUNBLOCK_SESSIONS\n              value: \"on\"", "RUNBLOCK_SESSION_MEMORY 1024 MiB"},
+		{"concurrency unset", "- name: RUNBLOCK_CONCURRENCY\n              value: \"2\"", "- name: RUNBLOCK_PRELOAD\n              value: auto", "RUNBLOCK_CONCURRENCY is unset"},
+		{"a size it cannot read", `value: "256MiB"`, `value: "lots"`, `RUNBLOCK_MEMORY="lots"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := strings.Replace(string(src), tt.from, tt.to, 1)
+			if bad == string(src) {
+				t.Fatalf("the executor Deployment has no %q to change", tt.from)
+			}
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [d.yaml]\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(bad), 0o644)
+			m, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ExecutorMemory(m.Deployment("runblock-executor")); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ExecutorMemory = %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+	sessionsOff := strings.Replace(string(src), "memory: 1536Mi", "memory: 768Mi", 1)
+	sessionsOff = strings.Replace(sessionsOff, "- name: RUNBLOCK_SESSION_MEMORY\n              value: \"768MiB\"", "- name: RUNBLOCK_SESSIONS\n              value: \"off\"", 1)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [d.yaml]\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(sessionsOff), 0o644)
+	m, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ExecutorMemory(m.Deployment("runblock-executor")); err != nil {
+		t.Errorf("with sessions off, 2 x 256 MiB + 256 MiB fits 768Mi: %v", err)
+	}
+}
