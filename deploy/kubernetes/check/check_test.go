@@ -9,17 +9,34 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 func load(t *testing.T) *Manifests {
 	t.Helper()
-	m, err := Load("..")
+	return loadDir(t, "..")
+}
+
+func loadDir(t *testing.T, dir string) *Manifests {
+	t.Helper()
+	m, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// kustomizations are the base and the overlays an operator applies: the
+// rules every deployment keeps hold for each.
+var kustomizations = []string{"..", "../../kubernetes-postgres"}
+
+// eachKustomization runs f on each of kustomizations, loaded.
+func eachKustomization(t *testing.T, f func(t *testing.T, dir string, m *Manifests)) {
+	for _, dir := range kustomizations {
+		t.Run(filepath.Base(filepath.Clean(dir)), func(t *testing.T) { f(t, dir, loadDir(t, dir)) })
+	}
 }
 
 func TestStrictDecodingRejectsUnknownFields(t *testing.T) {
@@ -67,7 +84,10 @@ func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
 var sandboxCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "SETFCAP", "SETGID", "SETUID"}
 
 func TestNothingPrivileged(t *testing.T) {
-	m := load(t)
+	eachKustomization(t, nothingPrivileged)
+}
+
+func nothingPrivileged(t *testing.T, _ string, m *Manifests) {
 	for _, d := range m.Deployments {
 		ps := d.Spec.Template.Spec
 		if ps.HostNetwork || ps.HostPID || ps.HostIPC {
@@ -176,7 +196,10 @@ func TestBot(t *testing.T) {
 // whose Pod Security label enforces exactly the level its pods need: the
 // bot restricted, the executors what their securityContext needs.
 func TestNamespaces(t *testing.T) {
-	m := load(t)
+	eachKustomization(t, namespaces)
+}
+
+func namespaces(t *testing.T, _ string, m *Manifests) {
 	for _, d := range m.Deployments {
 		n := m.Namespace(d.Namespace)
 		if n == nil {
@@ -260,7 +283,10 @@ func TestPodSecurityLevel(t *testing.T) {
 // them), generated per namespace; no Secret in the kustomization carries
 // an empty value that `kubectl apply` would write over the operator's.
 func TestSecrets(t *testing.T) {
-	m := load(t)
+	eachKustomization(t, secrets)
+}
+
+func secrets(t *testing.T, dir string, m *Manifests) {
 	for _, s := range m.Secrets {
 		for k, v := range s.StringData {
 			if v == "" {
@@ -273,10 +299,6 @@ func TestSecrets(t *testing.T) {
 			}
 		}
 	}
-	ignore, err := os.ReadFile("../.gitignore")
-	if err != nil {
-		t.Fatalf("no .gitignore beside the kustomization to keep the token files out of git: %v", err)
-	}
 	generated := map[string]SecretGenerator{} // namespace/name
 	for _, g := range m.Kustomize.SecretGenerator {
 		generated[g.Namespace+"/"+g.Name] = g
@@ -286,6 +308,10 @@ func TestSecrets(t *testing.T) {
 			}
 		}
 		for _, f := range slices.Concat(g.Envs, g.Files) {
+			ignore, err := os.ReadFile(filepath.Join(dir, filepath.Dir(f), ".gitignore"))
+			if err != nil {
+				t.Errorf("no .gitignore beside %s to keep the token files out of git: %v", f, err)
+			}
 			if ok, _ := filepath.Match("*.env", filepath.Base(f)); !ok || !slices.Contains(strings.Split(string(ignore), "\n"), "*.env") {
 				t.Errorf("secretGenerator %s reads %s, which .gitignore does not keep out of git", g.Name, f)
 			}
@@ -294,7 +320,7 @@ func TestSecrets(t *testing.T) {
 	keys := func(g SecretGenerator) []string {
 		var out []string
 		for _, f := range g.Envs {
-			b, err := os.ReadFile(filepath.Join("..", f+".example"))
+			b, err := os.ReadFile(filepath.Join(dir, f+".example"))
 			if err != nil {
 				t.Errorf("secretGenerator %s reads %s with no %s.example beside it to show the operator what to write: %v", g.Name, f, f, err)
 				continue
@@ -348,7 +374,10 @@ func TestSecrets(t *testing.T) {
 // publishes none, so the override must not point at a public name as if
 // it did.
 func TestImage(t *testing.T) {
-	m := load(t)
+	eachKustomization(t, image)
+}
+
+func image(t *testing.T, _ string, m *Manifests) {
 	i := slices.IndexFunc(m.Kustomize.Images, func(i KustomizeImage) bool { return i.Name == "runblock" })
 	if i < 0 {
 		t.Fatal("no images: override for runblock")
@@ -418,5 +447,150 @@ func TestExecutorMemoryAddsUp(t *testing.T) {
 	}
 	if err := ExecutorMemory(m.Deployment("runblock-executor")); err != nil {
 		t.Errorf("with sessions off, 2 x 256 MiB + 256 MiB fits 768Mi: %v", err)
+	}
+}
+
+// TestBotStore: the bot's store, the default sqlite:runblock.db in the
+// image's working directory, is on a volume the bot can write, claimed in
+// its namespace; one replica writes it.
+func TestBotStore(t *testing.T) {
+	m := load(t)
+	d := m.Deployment("runblock-bot")
+	c := container(t, d)
+	if _, set := env(c, "RUNBLOCK_STORE"); set {
+		t.Error("the base sets RUNBLOCK_STORE: it keeps the default in the working directory, on the volume")
+	}
+	workdir := imageWorkdir(t)
+	i := slices.IndexFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == workdir })
+	if i < 0 {
+		t.Fatalf("no volume at the image's working directory %s, where sqlite:runblock.db is written", workdir)
+	}
+	vi := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == c.VolumeMounts[i].Name })
+	if vi < 0 || d.Spec.Template.Spec.Volumes[vi].PersistentVolumeClaim == nil {
+		t.Fatalf("the volume at %s is no PersistentVolumeClaim: the store would go with the pod", workdir)
+	}
+	claim := d.Spec.Template.Spec.Volumes[vi].PersistentVolumeClaim.ClaimName
+	if j := slices.IndexFunc(m.Claims, func(p *corev1.PersistentVolumeClaim) bool { return p.Name == claim && p.Namespace == d.Namespace }); j < 0 {
+		t.Errorf("no PersistentVolumeClaim %s in namespace %s", claim, d.Namespace)
+	}
+	sc := d.Spec.Template.Spec.SecurityContext
+	if sc == nil || sc.FSGroup == nil || sc.RunAsGroup == nil || *sc.FSGroup != *sc.RunAsGroup {
+		t.Error("the bot's fsGroup must be its group, or it cannot write the volume")
+	}
+}
+
+// imageWorkdir is the Dockerfile's last WORKDIR: the image's working
+// directory.
+func imageWorkdir(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "WORKDIR "); ok {
+			dir = strings.TrimSpace(rest)
+		}
+	}
+	if dir == "" {
+		t.Fatal("the Dockerfile has no WORKDIR")
+	}
+	return dir
+}
+
+// TestPostgresOverlay: the overlay for several bot replicas puts the
+// store on PostgreSQL, its URL from a Secret it generates, and drops the
+// SQLite volume and its claim.
+func TestPostgresOverlay(t *testing.T) {
+	m := loadDir(t, "../../kubernetes-postgres")
+	d := m.Deployment("runblock-bot")
+	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Error("the overlay's bot must be several replicas that roll")
+	}
+	c := container(t, d)
+	store, _ := env(c, "RUNBLOCK_STORE")
+	if store.ValueFrom == nil || store.ValueFrom.SecretKeyRef == nil || store.ValueFrom.SecretKeyRef.Name != "runblock-store" {
+		t.Errorf("RUNBLOCK_STORE %+v, want it from the Secret runblock-store", store)
+	}
+	if len(m.Claims) != 0 || len(d.Spec.Template.Spec.Volumes) != 0 || len(c.VolumeMounts) != 0 {
+		t.Errorf("the overlay keeps the SQLite volume: claims %d, volumes %v, mounts %v", len(m.Claims), d.Spec.Template.Spec.Volumes, c.VolumeMounts)
+	}
+	b, err := os.ReadFile("../../kubernetes-postgres/store.env.example")
+	if err != nil || !strings.Contains(string(b), "RUNBLOCK_STORE=postgres://") {
+		t.Errorf("store.env.example does not show a PostgreSQL RUNBLOCK_STORE: %v", err)
+	}
+}
+
+// TestPatchesApply: Load applies an overlay's patches as kustomize does,
+// and refuses one that names no resource, so that TestPostgresOverlay
+// checks what kubectl applies.
+func TestPatchesApply(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abs, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := filepath.Rel(dir, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: ["+base+"]\npatches:\n  - path: p.yaml\n")
+	write("p.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runblock-executor\n  namespace: runblock-executor\nspec:\n  replicas: 5\n")
+	m := loadDir(t, dir)
+	if d := m.Deployment("runblock-executor"); *d.Spec.Replicas != 5 || len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("patched executor: %d replicas, %d containers; want 5 and its container kept", *d.Spec.Replicas, len(d.Spec.Template.Spec.Containers))
+	}
+	write("p.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runblock-nothing\nspec:\n  replicas: 5\n")
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "runblock-nothing") {
+		t.Errorf("Load = %v, want an error naming the missing resource", err)
+	}
+	write("p.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runblock-executor\nspec:\n  replica: 5\n")
+	if _, err := Load(dir); err == nil {
+		t.Error("a patch with a misspelt field was accepted")
+	}
+}
+
+// TestOnlyTheBotReachesTheExecutors: one NetworkPolicy selects the
+// executor pods and admits, on their HTTP port, the bot's pods in the
+// bot's namespace and nothing else.
+func TestOnlyTheBotReachesTheExecutors(t *testing.T) {
+	m := load(t)
+	ex, bot := m.Deployment("runblock-executor"), m.Deployment("runblock-bot")
+	var np *networkingv1.NetworkPolicy
+	for _, p := range m.Policies {
+		if p.Namespace == ex.Namespace && labels.SelectorFromSet(p.Spec.PodSelector.MatchLabels).Matches(labels.Set(ex.Spec.Template.Labels)) {
+			np = p
+		}
+	}
+	if np == nil {
+		t.Fatal("no NetworkPolicy selects the executor pods")
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 1 {
+		t.Fatalf("policy types %v, %d ingress rules: want Ingress and one rule", np.Spec.PolicyTypes, len(np.Spec.Ingress))
+	}
+	rule := np.Spec.Ingress[0]
+	if len(rule.From) != 1 {
+		t.Fatalf("%d peers, want the bot alone", len(rule.From))
+	}
+	peer := rule.From[0]
+	if peer.NamespaceSelector == nil || peer.PodSelector == nil || peer.IPBlock != nil {
+		t.Fatal("the peer must select both the bot's namespace and its pods")
+	}
+	botNS := labels.Set{"kubernetes.io/metadata.name": bot.Namespace}
+	if !labels.SelectorFromSet(peer.NamespaceSelector.MatchLabels).Matches(botNS) || labels.SelectorFromSet(peer.NamespaceSelector.MatchLabels).Matches(labels.Set{"kubernetes.io/metadata.name": "default"}) {
+		t.Error("the namespace selector must match the bot's namespace alone")
+	}
+	if !labels.SelectorFromSet(peer.PodSelector.MatchLabels).Matches(labels.Set(bot.Spec.Template.Labels)) || len(peer.PodSelector.MatchLabels) == 0 {
+		t.Error("the pod selector must match the bot's pods")
+	}
+	if len(rule.Ports) != 1 || rule.Ports[0].Port == nil || rule.Ports[0].Port.String() != container(t, ex).Ports[0].Name {
+		t.Errorf("ports %v, want the executor's HTTP port alone", rule.Ports)
 	}
 }
