@@ -48,10 +48,10 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/attach"
+	"github.com/runblock/runblock/bots/internal/choices"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
-	"github.com/runblock/runblock/bots/internal/settings"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -164,8 +164,8 @@ type Bot struct {
 	now  func() time.Time
 	flow *answer.Flow[source] // answers the messages, remembers the replies (by message id) for edits and deletes
 	// settings are the guilds' choices (/runblock settings), cached.
-	settings *settings.Cache
-	rates    *settings.UserRates // the guilds' own per-user rates
+	settings *choices.Cache
+	rates    *choices.UserRates // the guilds' own per-user rates
 
 	mu       sync.Mutex
 	sess     *discordgo.Session
@@ -223,12 +223,12 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		reconnect:  make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		supervised: make(chan struct{}),
-		settings:   settings.NewCache(cfg.Settings, Platform, "guild", now, logger),
-		rates:      settings.NewUserRates(now, "server"),
+		settings:   choices.NewCache(cfg.Settings, Platform, "guild", now, logger),
+		rates:      choices.NewUserRates(now, "server"),
 	}
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Discord,
-		Runner:   settings.Held{Next: runner, Rates: b.rates, Settings: b.settings, Workspace: guildOfUser, Burst: cfg.UserBurst},
+		Runner:   choices.Held{Next: runner, Rates: b.rates, Settings: b.settings, Workspace: guildOfUser, Burst: cfg.UserBurst},
 		Render:   cfg.Render,
 		// Attachments come from Discord's CDN, not the API.
 		Fetch: attach.Fetcher{

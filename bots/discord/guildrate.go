@@ -5,7 +5,7 @@ import "strings"
 // A guild may choose a per-user rate lower than the operator's
 // (RUNBLOCK_USER_RATE, which the scheduler enforces everywhere): the bot
 // holds its users to it before their runs reach the scheduler
-// (settings.Held, with the guild of each user's key).
+// (choices.Held, with the guild of each user's key).
 
 // guildOfUser is the guild of a user key (userKey), "" for a DM.
 func guildOfUser(key string) string {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/runblock/runblock/bots/internal/settings"
+	"github.com/runblock/runblock/bots/internal/choices"
 	"github.com/runblock/runblock/internal/store"
 )
 
@@ -25,7 +25,7 @@ import (
 
 // SettingsStore keeps the settings each guild chose; internal/store's
 // Store is one.
-type SettingsStore = settings.Store
+type SettingsStore = choices.Store
 
 // The /runblock command and its settings subcommand's options.
 const (
@@ -36,9 +36,6 @@ const (
 	optReaction     = "reaction"
 	optEditWindow   = "edit_window"
 	optUserRate     = "user_rate"
-	settingsDefault = settings.Default // an option's value that goes back to the operator's
-	maxPrefixLen    = 16
-	maxReactionLen  = 64
 )
 
 // manageServer is the permission /runblock settings needs; Administrator
@@ -94,7 +91,7 @@ func (b *Bot) operatorConfig() guildConfig {
 // with applies a guild's settings, within the operator's bounds (checked
 // again here: a store may hold what an older version allowed).
 func (gc guildConfig) with(st store.Settings) guildConfig {
-	if len(st.Channels) > 0 && (len(gc.channels) == 0 || settings.Subset(st.Channels, gc.channels)) {
+	if len(st.Channels) > 0 && (len(gc.channels) == 0 || choices.Subset(st.Channels, gc.channels)) {
 		gc.channels = st.Channels
 	}
 	if st.Prefix != "" {
@@ -175,95 +172,26 @@ var channelRef = regexp.MustCompile(`^(?:<#(\d{15,22})>|(\d{15,22}))$`)
 // changeSettings applies the given options to st, within the operator's
 // bounds; an error says every option that is wrong.
 func (b *Bot) changeSettings(st store.Settings, opts []*discordgo.ApplicationCommandInteractionDataOption) (store.Settings, error) {
+	bounds := choices.Bounds{Platform: choices.Discord, Vars: "DISCORD_", Channels: b.cfg.Channels, ChannelRef: channelRef,
+		EditWindow: b.cfg.EditWindow, UserRate: b.cfg.UserRate, Reset: `"default"`}
 	var errs []error
 	for _, o := range opts {
 		if o.Type != discordgo.ApplicationCommandOptionString {
 			continue
 		}
-		v := strings.TrimSpace(o.StringValue())
-		reset := strings.EqualFold(v, settingsDefault)
-		switch o.Name {
-		case optChannels:
-			if reset || strings.EqualFold(v, "all") {
-				st.Channels = nil
-				continue
-			}
-			chans, err := settings.ParseChannels(v, channelRef, b.cfg.Channels, "DISCORD_CHANNELS", `"default"`)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			st.Channels = chans
-		case optPrefix:
-			switch {
-			case reset:
-				st.Prefix = ""
-			case v == "" || len(v) > maxPrefixLen || strings.ContainsFunc(v, isSpace) || strings.HasPrefix(v, "<") || strings.HasPrefix(v, "/"):
-				errs = append(errs, fmt.Errorf("the prefix must be 1 to %d characters without spaces, not a mention or a slash command, such as `!run`", maxPrefixLen))
-			default:
-				st.Prefix = v
-			}
-		case optReaction:
-			switch {
-			case reset:
-				st.RunReaction = ""
-			case v == "" || len(v) > maxReactionLen || strings.ContainsFunc(v, isSpace):
-				errs = append(errs, errors.New("the reaction must be one emoji, such as ▶️, or a custom emoji's name"))
-			default:
-				st.RunReaction = emojiName(v)
-			}
-		case optUserRate:
-			if reset {
-				st.UserRate = 0
-				continue
-			}
-			r, err := settings.ParseRate(v)
-			switch {
-			case err != nil:
-				errs = append(errs, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min"))
-			case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
-				errs = append(errs, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", settings.RateText(b.cfg.UserRate)))
-			default:
-				st.UserRate = r
-			}
-		case optEditWindow:
-			if reset {
-				st.EditWindow = nil
-				continue
-			}
-			d, err := settings.ParseWindow(v)
-			switch {
-			case err != nil:
-				errs = append(errs, errors.New("the edit window must be a duration such as 5m, or 0 for never"))
-			case d > b.cfg.EditWindow:
-				errs = append(errs, fmt.Errorf("the edit window can be at most %s here (the operator's DISCORD_EDIT_WINDOW)", settings.WindowText(b.cfg.EditWindow)))
-			default:
-				st.EditWindow = &d
-			}
+		var err error
+		if st, err = choices.Change(st, o.Name, o.StringValue(), bounds); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return st, errors.Join(errs...)
-}
-
-func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-
-// emojiName is the name a reaction event carries: a custom emoji's
-// (<:name:id> or :name:), or the emoji itself.
-func emojiName(v string) string {
-	if strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">") {
-		parts := strings.Split(strings.Trim(v, "<>"), ":")
-		if len(parts) == 3 {
-			return parts[1]
-		}
-	}
-	return strings.Trim(v, ":")
 }
 
 // describeSettings is the answer of /runblock settings: what applies in
 // the guild and where it comes from.
 func (b *Bot) describeSettings(st store.Settings) string {
 	gc := b.operatorConfig().with(st)
-	from := settings.Source
+	from := choices.Source
 	channels := "every channel"
 	if len(gc.channels) > 0 {
 		refs := make([]string, len(gc.channels))
@@ -284,9 +212,9 @@ func (b *Bot) describeSettings(st store.Settings) string {
 	if b.cfg.EditWindow <= 0 {
 		w.WriteString("• Edit window: never (edits do not re-run on this runblock)\n")
 	} else {
-		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", settings.WindowText(gc.editWindow), from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
+		fmt.Fprintf(&w, "• Edit window: %s (%s; at most %s)\n", choices.WindowText(gc.editWindow), from(st.EditWindow != nil), choices.WindowText(b.cfg.EditWindow))
 	}
-	w.WriteString(settings.UserRateLine(st.UserRate, b.cfg.UserRate))
+	w.WriteString(choices.UserRateLine(st.UserRate, b.cfg.UserRate))
 	w.WriteString("Change one with `/runblock settings` and its option; \"default\" goes back to the default.")
 	return w.String()
 }

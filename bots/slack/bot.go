@@ -25,10 +25,10 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/attach"
+	"github.com/runblock/runblock/bots/internal/choices"
 	"github.com/runblock/runblock/bots/internal/handlers"
 	"github.com/runblock/runblock/bots/internal/netretry"
 	"github.com/runblock/runblock/bots/internal/replycache"
-	"github.com/runblock/runblock/bots/internal/settings"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/store"
@@ -153,8 +153,8 @@ type Bot struct {
 	cfg      Config
 	log      *slog.Logger
 	api      *slack.Client
-	settings *settings.Cache     // the workspaces' choices (/run settings), cached
-	rates    *settings.UserRates // the workspaces' own per-user rates
+	settings *choices.Cache     // the workspaces' choices (/run settings), cached
+	rates    *choices.UserRates // the workspaces' own per-user rates
 	now      func() time.Time
 	files    *http.Client // downloads the files of messages
 
@@ -207,7 +207,7 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
-	var st settings.Store
+	var st choices.Store
 	if cfg.Store != nil {
 		st = cfg.Store // else /run settings are kept in memory
 	}
@@ -221,11 +221,11 @@ func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
 		files:    &http.Client{},
 		handlers: handlers.New(maxInFlight, logger),
 	}
-	b.rates = settings.NewUserRates(func() time.Time { return b.now() }, "workspace")
-	b.settings = settings.NewCache(st, Platform, "workspace", func() time.Time { return b.now() }, logger)
+	b.rates = choices.NewUserRates(func() time.Time { return b.now() }, "workspace")
+	b.settings = choices.NewCache(st, Platform, "workspace", func() time.Time { return b.now() }, logger)
 	b.flow = answer.New[source](answer.Config{
 		Platform: formatting.Slack,
-		Runner:   settings.Held{Next: runner, Rates: b.rates, Settings: b.settings, Workspace: teamOfUser, Burst: cfg.UserBurst},
+		Runner:   choices.Held{Next: runner, Rates: b.rates, Settings: b.settings, Workspace: teamOfUser, Burst: cfg.UserBurst},
 		Render:   cfg.Render,
 		// The workspace's bot token goes with the downloads of the
 		// message's files (each file's attach.Source.Header), on Slack's

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runblock/runblock/bots/internal/settings"
+	"github.com/runblock/runblock/bots/internal/choices"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/store"
 )
@@ -21,16 +21,6 @@ import (
 // SLACK_EDIT_WINDOW the longest window; RUNBLOCK_SESSIONS off keeps them
 // off). They are kept in the Store (in memory without one) and cached,
 // so that an event does not wait on the database.
-
-// Keys of /run settings.
-const (
-	keyChannels   = "channels"
-	keyReaction   = "reaction"
-	keyEditWindow = "edit_window"
-	keySessions   = "sessions"
-	keyUserRate   = "user_rate"
-	maxReaction   = 64
-)
 
 // wsConfig is what applies in one workspace: the operator's settings, with
 // the workspace's choices.
@@ -51,7 +41,7 @@ func (wc wsConfig) allowed(channel string) bool {
 func (b *Bot) with(st store.Settings) wsConfig {
 	wc := wsConfig{reaction: b.cfg.RunReaction, editWindow: b.cfg.EditWindow, sessions: !b.cfg.NoSessions}
 	channels := b.cfg.Channels
-	if len(st.Channels) > 0 && (len(channels) == 0 || settings.Subset(st.Channels, channels)) {
+	if len(st.Channels) > 0 && (len(channels) == 0 || choices.Subset(st.Channels, channels)) {
 		channels = st.Channels
 	}
 	wc.channels = make(map[string]bool, len(channels))
@@ -71,7 +61,7 @@ func (b *Bot) with(st store.Settings) wsConfig {
 }
 
 // config returns the configuration of team; the read of its settings is
-// bounded (settings.ReadTimeout), and skipped for a while after a failure.
+// bounded (choices.ReadTimeout), and skipped for a while after a failure.
 func (b *Bot) config(team string) wsConfig {
 	if team == "" {
 		return b.with(store.Settings{})
@@ -125,7 +115,10 @@ func (b *Bot) settingsCommand(ctx context.Context, src source) {
 		return
 	}
 	if f := strings.Fields(src.text)[1:]; len(f) > 0 {
-		next, err := b.changeSettings(st, f[0], strings.Join(f[1:], " "))
+		next, err := choices.Change(st, f[0], strings.Join(f[1:], " "), b.bounds())
+		if errors.Is(err, choices.ErrUsage) {
+			err = fmt.Errorf("%w. %s", err, settingsUsage)
+		}
 		if err != nil {
 			answer("Nothing changed: " + err.Error())
 			return
@@ -144,84 +137,18 @@ func (b *Bot) settingsCommand(ctx context.Context, src source) {
 // channelRef matches a channel mention (<#C123|name>) or a bare id.
 var channelRef = regexp.MustCompile(`^(?:<#([CG][A-Z0-9]+)(?:\|[^>]*)?>|([CG][A-Z0-9]+))$`)
 
-// changeSettings sets key to v in st, within the operator's bounds.
-func (b *Bot) changeSettings(st store.Settings, key, v string) (store.Settings, error) {
-	reset := strings.EqualFold(v, settings.Default)
-	if v == "" {
-		return st, fmt.Errorf("no value given for %q. %s", key, settingsUsage)
-	}
-	switch strings.ToLower(key) {
-	case keyChannels:
-		if reset || strings.EqualFold(v, "all") {
-			st.Channels = nil
-			return st, nil
-		}
-		chans, err := settings.ParseChannels(v, channelRef, b.cfg.Channels, "SLACK_CHANNELS", "`all`")
-		if err != nil {
-			return st, err
-		}
-		st.Channels = chans
-	case keyReaction:
-		name := strings.Trim(v, ":")
-		switch {
-		case reset:
-			st.RunReaction = ""
-		case name == "" || len(name) > maxReaction || strings.ContainsAny(name, " :<>"):
-			return st, errors.New("the reaction must be one emoji's name, such as `:arrow_forward:`")
-		default:
-			st.RunReaction = name
-		}
-	case keyEditWindow:
-		if reset {
-			st.EditWindow = nil
-			return st, nil
-		}
-		d, err := settings.ParseWindow(v)
-		switch {
-		case err != nil:
-			return st, errors.New("the edit window must be a duration such as 5m, or `off`")
-		case d > 0 && b.cfg.EditWindow <= 0:
-			return st, errors.New("edits do not re-run on this runblock (the operator's SLACK_EDIT_WINDOW)")
-		case d > b.cfg.EditWindow:
-			return st, fmt.Errorf("the edit window can be at most %s here (the operator's SLACK_EDIT_WINDOW)", settings.WindowText(b.cfg.EditWindow))
-		}
-		st.EditWindow = &d
-	case keyUserRate:
-		if reset {
-			st.UserRate = 0
-			return st, nil
-		}
-		r, err := settings.ParseRate(v)
-		switch {
-		case err != nil:
-			return st, errors.New("the per-user rate must be runs per minute, second or hour, such as 3/min")
-		case b.cfg.UserRate > 0 && r > b.cfg.UserRate*(1+1e-9):
-			return st, fmt.Errorf("the per-user rate can be at most %s here (the operator's RUNBLOCK_USER_RATE)", settings.RateText(b.cfg.UserRate))
-		}
-		st.UserRate = r
-	case keySessions:
-		on := strings.EqualFold(v, "on")
-		switch {
-		case reset:
-			st.Sessions = nil
-		case !on && !strings.EqualFold(v, "off"):
-			return st, errors.New("sessions must be `on` or `off`")
-		case on && b.cfg.NoSessions:
-			return st, errors.New("sessions are off on this runblock (the operator's RUNBLOCK_SESSIONS)")
-		default:
-			st.Sessions = &on
-		}
-	default:
-		return st, fmt.Errorf("there is no setting %q. %s", key, settingsUsage)
-	}
-	return st, nil
+// bounds are the operator's settings that a workspace's choices stay
+// within.
+func (b *Bot) bounds() choices.Bounds {
+	return choices.Bounds{Platform: choices.Slack, Vars: "SLACK_", Channels: b.cfg.Channels, ChannelRef: channelRef,
+		EditWindow: b.cfg.EditWindow, UserRate: b.cfg.UserRate, NoSessions: b.cfg.NoSessions, Reset: "`all`"}
 }
 
 // settingsText is the workspace's settings, for its admins: what applies
 // and where it comes from, and how to change them.
 func (b *Bot) settingsText(st store.Settings) string {
 	wc := b.with(st)
-	from := settings.Source
+	from := choices.Source
 	channels := "every channel it is mentioned in, and direct messages"
 	if len(wc.channels) > 0 {
 		ids := make([]string, 0, len(wc.channels))
@@ -243,9 +170,9 @@ func (b *Bot) settingsText(st store.Settings) string {
 	w.WriteString("*Settings of this workspace* (you see them as an admin)\n")
 	fmt.Fprintf(&w, "• Answers in: %s (%s)\n", channels, from(len(st.Channels) > 0))
 	fmt.Fprintf(&w, "• Run reaction: :%s: (%s)\n", wc.reaction, from(st.RunReaction != ""))
-	fmt.Fprintf(&w, "• Edits re-run within: %s (%s; at most %s)\n", window, from(st.EditWindow != nil), settings.WindowText(b.cfg.EditWindow))
+	fmt.Fprintf(&w, "• Edits re-run within: %s (%s; at most %s)\n", window, from(st.EditWindow != nil), choices.WindowText(b.cfg.EditWindow))
 	fmt.Fprintf(&w, "• Sessions: %s (%s)\n", sessions, from(st.Sessions != nil))
-	w.WriteString(settings.UserRateLine(st.UserRate, b.cfg.UserRate))
+	w.WriteString(choices.UserRateLine(st.UserRate, b.cfg.UserRate))
 	w.WriteString(settingsUsage + "\n")
 	if b.settings.InMemory() {
 		w.WriteString("_This runblock has no store (RUNBLOCK_STORE): settings last until it restarts._\n")

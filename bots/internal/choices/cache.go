@@ -1,9 +1,11 @@
-// Package settings is what the chat adapters share of the settings a
-// workspace's or guild's admins choose (internal/store's Settings): a
-// cache that reads them through to the store, bounded and skipped for a
-// while after a failure so that an event never waits on a database that
-// is down, and the parsing of the values admins type.
-package settings
+// Package choices is what the chat adapters share of the settings a
+// workspace's or guild's admins choose (internal/store's Settings), as
+// opposed to the operator's (internal/config): the table of those settings
+// and the parsing of the values admins type (table.go), a cache that reads
+// them through to the store, bounded and skipped for a while after a
+// failure so that an event never waits on a database that is down, and
+// the per-user rates they set (rate.go).
+package choices
 
 import (
 	"context"
@@ -156,9 +158,6 @@ func (m *memory) SaveSettings(_ context.Context, platform, id string, st store.S
 	m.m[platform+":"+id] = st
 	return nil
 }
-
-// Default is the value that sets a setting back to the operator's.
-const Default = "default"
 
 // ParseWindow reads an edit window: a Go duration, 0, off or never.
 func ParseWindow(v string) (time.Duration, error) {
