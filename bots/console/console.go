@@ -33,6 +33,20 @@ const DefaultUser = "console:local"
 // DefaultMaxMessageBytes bounds one message when Config.MaxMessageBytes is 0.
 const DefaultMaxMessageBytes = 2 << 20
 
+// MessageBytes is the bound of one message for snippets of at most
+// maxCodeBytes: a code block and its stdin block, each up to that, and
+// room for the text around them.
+func MessageBytes(maxCodeBytes int64) int { return int(2*maxCodeBytes + 64<<10) }
+
+// Scheduler is the scheduler's configuration c for the console: one local
+// user, whose messages run one after another, so no per-user rate (the
+// chat users' rate would answer the sixth message of a piped file "Slow
+// down").
+func Scheduler(c executor.Config) executor.Config {
+	c.UserRate = 0
+	return c
+}
+
 // Runner is what the console needs of the scheduler.
 type Runner interface {
 	Submit(ctx context.Context, job executor.Job) (executor.Result, error)

@@ -18,8 +18,13 @@ const launchCall = "\n_runblock_launch()\n"
 
 // LauncherBytes is what the launcher adds to a request's code: an
 // executor behind the API takes code and stdin up to the API's
-// MaxCodeBytes plus this.
+// MaxCodeBytes plus this (RunnerCodeBytes).
 var LauncherBytes = int64(len(launcher) + len(launchCall))
+
+// RunnerCodeBytes is the code limit of the executor behind an API that
+// takes code, stdin and files up to maxCodeBytes: a request that is more
+// than a plain snippet goes to it with its launcher.
+func RunnerCodeBytes(maxCodeBytes int64) int64 { return maxCodeBytes + LauncherBytes }
 
 // maxFiles bounds the files of one request.
 const maxFiles = 100

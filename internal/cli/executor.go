@@ -32,19 +32,7 @@ func runExecutor(ctx context.Context, c *invocation, args []string) int {
 		fmt.Fprintf(c.stderr, "runblock executor: %v\n", err)
 		return 2
 	}
-	m := &ExecutorMain{Version: c.version, Config: cfg, Logger: logger}
-	if err := m.Run(ctx); err != nil {
-		logger.Error("start-up failed", "err", err)
-		return 1
-	}
-	<-ctx.Done()
-	logger.Info("signal received: draining")
-	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
-	defer cancel()
-	if err := m.Close(drain); err != nil {
-		logger.Error("shutdown incomplete", "err", err)
-	}
-	return 0
+	return runService(ctx, &ExecutorMain{Version: c.version, Config: cfg, Logger: logger}, logger, cfg.DrainTimeout)
 }
 
 func executorAddr(cfg config.Config) string {
@@ -77,15 +65,13 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	logger.Info("starting runblock executor", "version", m.Version, "config", cfg)
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
-	// The API caps code, stdin and files at RUNBLOCK_MAX_CODE_BYTES itself;
-	// a request that is more than a plain snippet goes with its launcher.
-	ec.MaxCodeBytes = cfg.Executor.MaxCodeBytes + api.LauncherBytes
+	ec.MaxCodeBytes = api.RunnerCodeBytes(cfg.Executor.MaxCodeBytes)
 	if m.exec, err = sandbox.New(ctx, ec); err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			m.closeAfterFailedStart()
+			closeFailedStart(m.Close, m.Logger)
 		}
 	}()
 	reg := metrics.New()
@@ -133,39 +119,39 @@ func (m *ExecutorMain) Addr() string {
 	return m.service.Addr()
 }
 
-// closeAfterFailedStart closes what Run opened before it failed.
-func (m *ExecutorMain) closeAfterFailedStart() {
-	if err := m.Close(context.Background()); err != nil {
-		m.Logger.Debug("closing after failed start", "err", err)
-	}
+// Wait returns at a signal (ctx).
+func (m *ExecutorMain) Wait(ctx context.Context) {
+	<-ctx.Done()
+	m.Logger.Info("signal received: draining")
 }
 
 // Close drains (/readyz and new runs answer 503, so that balancers and
 // bots go elsewhere), lets the runs accepted finish until ctx ends, then
 // stops the service, the sessions and the sandbox.
 func (m *ExecutorMain) Close(ctx context.Context) error {
-	var errs []error
 	if m.service != nil {
 		m.service.Drain()
 	}
-	if m.scheduler != nil {
-		if err := m.scheduler.Close(ctx); err != nil {
+	err := closeRunners(ctx, m.scheduler, nil, nil)
+	if m.service != nil {
+		// Before the sandbox, which its canary runs in.
+		err = errors.Join(err, m.service.Close(ctx))
+	}
+	return errors.Join(err, closeRunners(ctx, nil, m.sessions, m.exec))
+}
+
+// closeRunners closes, each when there is one (not nil), what runs the
+// snippets in this process, in the one order every command stops them: the
+// scheduler (the runs in flight finish until ctx ends), the live sessions,
+// then the sandbox they and the runs use. Its error names each part that
+// failed.
+func closeRunners(ctx context.Context, sched *executor.Scheduler, sessions *session.Manager, ex *sandbox.Executor) error {
+	var errs []error
+	if sched != nil {
+		if err := sched.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("scheduler: %w", err))
 		}
 	}
-	if m.service != nil {
-		if err := m.service.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, closeSandbox(ctx, m.sessions, m.exec)...)
-	return errors.Join(errs...)
-}
-
-// closeSandbox closes the live sessions (nil: none), then the sandbox
-// they and the runs use (nil: runs go elsewhere), naming their errors.
-func closeSandbox(ctx context.Context, sessions *session.Manager, ex *sandbox.Executor) []error {
-	var errs []error
 	if sessions != nil {
 		if err := sessions.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("sessions: %w", err))
@@ -176,7 +162,7 @@ func closeSandbox(ctx context.Context, sessions *session.Manager, ex *sandbox.Ex
 			errs = append(errs, fmt.Errorf("executor: %w", err))
 		}
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // listenError names RUNBLOCK_HTTP_ADDR in err when err is a failure to

@@ -35,29 +35,17 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
 		return 1
 	}
-	defer func() {
-		if err := ex.Close(); err != nil {
-			logger.Warn("closing executor", "err", err)
-		}
-	}()
 	var runner executor.Runner = ex
 	sessions := newSessions(cfg, ex, nil, logger)
 	if sessions != nil {
 		runner = sessions
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
-			defer cancel()
-			if err := sessions.Close(ctx); err != nil {
-				logger.Warn("closing sessions", "err", err)
-			}
-		}()
 	}
 	sched := executor.NewScheduler(runner, clientScheduler(cfg, logger))
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
 		defer cancel()
-		if err := sched.Close(ctx); err != nil {
-			logger.Warn("closing scheduler", "err", err)
+		if err := closeRunners(ctx, sched, sessions, ex); err != nil {
+			logger.Error("shutdown incomplete", "err", err)
 		}
 	}()
 	mc := mcpConfig(ctx, cfg, c.version, logger, ex)

@@ -67,7 +67,7 @@ func runServe(ctx context.Context, c *invocation, args []string) int {
 	if !c.noArguments("serve", args) {
 		return 2
 	}
-	cfg, logger := c.cfg, c.logger
+	cfg := c.cfg
 	in := classify(c.stdin)
 	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() && in == inputNone {
 		// A container without tokens: the console would read nothing and
@@ -75,31 +75,8 @@ func runServe(ctx context.Context, c *invocation, args []string) int {
 		fmt.Fprintln(c.stderr, "runblock: no chat token is set (SLACK_BOT_TOKEN and SLACK_APP_TOKEN, or DISCORD_BOT_TOKEN) and standard input is neither a terminal nor a pipe, so the console would read nothing: set a token, or pipe messages in")
 		return 2
 	}
-	m := &Main{Version: c.version, Config: cfg, Logger: logger, Stdin: c.stdin, Stdout: c.stdout, Interactive: in == inputTerminal}
-	if err := m.Run(ctx); err != nil {
-		logger.Error("start-up failed", "err", err)
-		return 1
-	}
-	select {
-	case <-ctx.Done():
-		logger.Info("signal received")
-		// At a terminal, a first Ctrl-C cancels the snippet running and the
-		// console goes on; main restored the default action, so a second
-		// one exits.
-		if m.Interactive && m.console != nil && m.console.Interrupt() {
-			fmt.Fprintln(c.stderr, "runblock: run cancelled; Ctrl-C again quits, Ctrl-D ends the input")
-			<-m.Done()
-		}
-	case <-m.Done():
-	}
-	drain, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
-	defer cancel()
-	if err := m.Close(drain); err != nil {
-		// Past the drain timeout runs are cancelled: that is the bound doing
-		// its job, so the exit status stays 0.
-		logger.Error("shutdown incomplete", "err", err)
-	}
-	return 0
+	m := &Main{Version: c.version, Config: cfg, Logger: c.logger, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, Interactive: in == inputTerminal}
+	return runService(ctx, m, c.logger, cfg.DrainTimeout)
 }
 
 // botRunner is what the bots submit their runs to: the scheduler.
@@ -139,6 +116,7 @@ type Main struct {
 	Logger      *slog.Logger
 	Stdin       io.Reader // the console adapter's input
 	Stdout      io.Writer // the console adapter's output
+	Stderr      io.Writer // where Wait says that a signal cancelled a console run
 	Interactive bool      // Stdin is a terminal
 	// Runner, when set, runs snippets instead of a real executor (tests).
 	Runner executor.Runner
@@ -165,12 +143,49 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	cfg := m.Config
 	m.metrics = metrics.New()
 	m.Logger.Info("starting runblock", "version", m.Version, "config", cfg)
-
-	runner := m.Runner
-	m.isolation = "none (test runner)"
 	sc := cfg.Scheduler
+	runner, err := m.startRunner(ctx, &sc)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			closeFailedStart(m.Close, m.Logger)
+		}
+	}()
+	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() {
+		sc = console.Scheduler(sc)
+	}
+	queue := m.startScheduler(runner, sc)
+	if cfg.Store != "" {
+		if m.store, err = openStore(ctx, cfg); err != nil {
+			return err
+		}
+		m.Logger.Info("store open", "store", storeName(cfg.Store))
+	}
+	slackBot := m.addAdapters(queue, sc)
+	if err := m.openHTTP(slackBot); err != nil {
+		return err
+	}
+	for i, a := range m.adapters {
+		if err := a.Open(ctx); err != nil {
+			m.adapters = m.adapters[:i]
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		m.Logger.Info("adapter open", "adapter", a.name)
+	}
+	return nil
+}
+
+// startRunner starts what runs the snippets: Main's Runner (tests), the
+// remote executors (whose capacity becomes sc's concurrency), or the
+// sandbox with its sessions.
+func (m *Main) startRunner(ctx context.Context, sc *executor.Config) (executor.Runner, error) {
+	cfg := m.Config
+	m.isolation = "none (test runner)"
 	switch {
-	case runner != nil:
+	case m.Runner != nil:
+		return m.Runner, nil
 	case len(cfg.ExecutorURLs) > 0:
 		rc := remote.Config{URLs: cfg.ExecutorURLs, Logger: m.Logger.With("component", "remote")}
 		if len(cfg.APITokens) > 0 {
@@ -178,10 +193,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		rr, err := remote.New(ctx, rc)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		m.remote, runner = rr, rr
-		m.isolation = "remote"
+		m.remote, m.isolation = rr, "remote"
 		// The executors queue and run; the bot keeps its users' order and
 		// limits, and runs as many at once as the executors take.
 		if n := rr.Capacity(); n > 0 {
@@ -189,53 +203,45 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		} else {
 			m.Logger.Warn("no remote executor ready yet; runs wait for one", "concurrency", sc.Concurrency, "urls", cfg.ExecutorURLs)
 		}
-	default:
-		ec := cfg.Executor
-		ec.Logger = m.Logger.With("component", "executor")
-		ex, err := sandbox.New(ctx, ec)
-		if err != nil {
-			return fmt.Errorf("executor: %w", err)
-		}
-		m.exec, runner = ex, ex
-		m.isolation = ex.Isolation().Tier
-		if m.sessions = newSessions(cfg, ex, m.metrics, m.Logger); m.sessions != nil {
-			runner = m.sessions
-		}
+		return rr, nil
 	}
-	defer func() {
-		if err != nil {
-			m.closeAfterFailedStart()
-		}
-	}()
+	ec := cfg.Executor
+	ec.Logger = m.Logger.With("component", "executor")
+	ex, err := sandbox.New(ctx, ec)
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	m.exec, m.isolation = ex, ex.Isolation().Tier
+	if m.sessions = newSessions(cfg, ex, m.metrics, m.Logger); m.sessions != nil {
+		return m.sessions, nil
+	}
+	return ex, nil
+}
 
-	if !cfg.SlackEnabled() && !cfg.DiscordEnabled() {
-		// The console is one local user, whose messages run one after
-		// another: the per-user rate is for chat users, and would answer
-		// the sixth message of a piped file "Slow down".
-		sc.UserRate = 0
-	}
-	sc.RunTimeout = cfg.Executor.Timeout
+// startScheduler starts the scheduler of sc in front of runner, and
+// returns the queue the adapters submit to: the scheduler, with End of
+// the sessions behind it when there are sessions.
+func (m *Main) startScheduler(runner executor.Runner, sc executor.Config) botRunner {
+	sc.RunTimeout = m.Config.Executor.Timeout
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
 	m.scheduler = executor.NewScheduler(runner, sc)
 	if m.remote != nil {
 		m.remote.OnCapacity(m.scheduler.SetConcurrency)
 	}
-	var queue botRunner = m.scheduler
 	switch {
 	case m.sessions != nil:
-		queue = endingQueue{m.scheduler, m.sessions}
-	case m.remote != nil && !cfg.Sessions.Disabled:
-		queue = endingQueue{m.scheduler, m.remote}
+		return endingQueue{m.scheduler, m.sessions}
+	case m.remote != nil && !m.Config.Sessions.Disabled:
+		return endingQueue{m.scheduler, m.remote}
 	}
+	return m.scheduler
+}
 
-	if cfg.Store != "" {
-		if m.store, err = openStore(ctx, cfg); err != nil {
-			return err
-		}
-		m.Logger.Info("store open", "store", storeName(cfg.Store))
-	}
-
+// addAdapters makes the chat adapters that are configured, or the console
+// when none is, on queue; it returns the Slack bot, nil without one.
+func (m *Main) addAdapters(queue botRunner, sc executor.Config) *slack.Bot {
+	cfg := m.Config
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {
 		c := cfg.Slack
@@ -267,47 +273,55 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			In:              m.Stdin,
 			Out:             m.Stdout,
 			Interactive:     m.Interactive,
-			MaxMessageBytes: int(2*cfg.Executor.MaxCodeBytes + 64<<10),
+			MaxMessageBytes: console.MessageBytes(cfg.Executor.MaxCodeBytes),
 			Render:          cfg.Render,
 			Metrics:         m.metrics,
 			NoSessions:      cfg.Sessions.Disabled,
 		}, queue, m.Logger)
 		m.adapters = append(m.adapters, namedAdapter{"console", m.console})
 	}
+	return slackBot
+}
 
-	if cfg.HTTPAddr != "" {
-		hc := httpserver.Config{
-			Addr:      cfg.HTTPAddr,
-			Metrics:   m.metrics.Handler(),
-			Readiness: m.readiness,
-			Logger:    m.Logger.With("component", "http"),
-		}
-		if slackBot != nil && (cfg.Slack.SigningSecret != "" || cfg.Slack.ClientID != "") {
-			hc.Slack = slackBot.Handler()
-		}
-		m.http = httpserver.New(hc)
-		if err := m.http.Open(); err != nil {
-			m.http = nil
-			return listenError(err, cfg.HTTPAddr, true)
-		}
+// openHTTP starts the HTTP server when RUNBLOCK_HTTP_ADDR is set, with the
+// Slack bot's Events API and install pages when it takes events over HTTP.
+func (m *Main) openHTTP(slackBot *slack.Bot) error {
+	cfg := m.Config
+	if cfg.HTTPAddr == "" {
+		return nil
 	}
-
-	for i, a := range m.adapters {
-		if err := a.Open(ctx); err != nil {
-			m.adapters = m.adapters[:i]
-			return fmt.Errorf("%s: %w", a.name, err)
-		}
-		m.Logger.Info("adapter open", "adapter", a.name)
+	hc := httpserver.Config{
+		Addr:      cfg.HTTPAddr,
+		Metrics:   m.metrics.Handler(),
+		Readiness: m.readiness,
+		Logger:    m.Logger.With("component", "http"),
+	}
+	if slackBot != nil && (cfg.Slack.SigningSecret != "" || cfg.Slack.ClientID != "") {
+		hc.Slack = slackBot.Handler()
+	}
+	m.http = httpserver.New(hc)
+	if err := m.http.Open(); err != nil {
+		m.http = nil
+		return listenError(err, cfg.HTTPAddr, true)
 	}
 	return nil
 }
 
-// closeAfterFailedStart closes what Run opened before it failed.
-func (m *Main) closeAfterFailedStart() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := m.Close(ctx); err != nil {
-		m.Logger.Debug("closing after failed start", "err", err)
+// Wait returns at a signal (ctx), or once the console's input has ended
+// and been answered. At a terminal, a first Ctrl-C cancels the snippet
+// running and the console goes on; main restored the default action, so
+// a second one exits.
+func (m *Main) Wait(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		m.Logger.Info("signal received")
+		if m.Interactive && m.console != nil && m.console.Interrupt() {
+			if m.Stderr != nil {
+				fmt.Fprintln(m.Stderr, "runblock: run cancelled; Ctrl-C again quits, Ctrl-D ends the input")
+			}
+			<-m.Done()
+		}
+	case <-m.Done():
 	}
 }
 
@@ -364,12 +378,7 @@ func (m *Main) Close(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	if m.scheduler != nil {
-		if err := m.scheduler.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("scheduler: %w", err))
-		}
-	}
-	errs = append(errs, closeSandbox(ctx, m.sessions, m.exec)...)
+	errs = append(errs, closeRunners(ctx, m.scheduler, m.sessions, m.exec))
 	if m.remote != nil {
 		if err := m.remote.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("remote executors: %w", err))
