@@ -33,7 +33,7 @@ func colourRunner(t *testing.T) (*executor.Scheduler, *session.Manager) {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	if v := ex.Isolation().Python; !strings.Contains(v, "3.13") {
 		t.Fatalf("the executor runs %q, not python 3.13", v)
 	}

@@ -65,7 +65,7 @@ func closeStack() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_ = stack.sched.Close(ctx)
-	_ = stack.ex.Close()
+	stack.ex.Close()
 }
 
 func TestE2EMessages(t *testing.T) {

@@ -44,7 +44,7 @@ func sciRunner(t *testing.T, modules ...string) *executor.Scheduler {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	sched := executor.NewScheduler(ex, executor.Config{Concurrency: 1})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -52,7 +52,7 @@ func remoteScheduler(t *testing.T) *executor.Scheduler {
 		_ = rr.Close()
 		_ = exSched.Close(context.Background())
 		_ = svc.Close(context.Background())
-		_ = ex.Close()
+		ex.Close()
 	})
 	return sched
 }

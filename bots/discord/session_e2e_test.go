@@ -51,7 +51,7 @@ func sessionRunner(t *testing.T, timeout time.Duration, modules ...string) (*exe
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	m := session.New(ex, ex, session.Options{SessionBytes: 512 << 20})
 	sched := executor.NewScheduler(m, executor.Config{Concurrency: 1})
 	t.Cleanup(func() {

@@ -33,7 +33,7 @@ func python(t *testing.T, sc executor.Config) *executor.Scheduler {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	sched := executor.NewScheduler(ex, sc)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

@@ -55,7 +55,7 @@ func startExecutor(tb testing.TB, concurrency int, sessions bool) string {
 		if m != nil {
 			_ = m.Close(context.Background())
 		}
-		_ = ex.Close()
+		ex.Close()
 	})
 	return "http://" + svc.Addr()
 }

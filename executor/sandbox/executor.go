@@ -303,7 +303,7 @@ func (e *Executor) limits(req executor.Request) limits {
 }
 
 // Close stops the pool, if any, and destroys its idle sandboxes.
-func (e *Executor) Close() error {
+func (e *Executor) Close() {
 	for _, p := range []*pool{e.pool, e.plots} {
 		if p != nil {
 			p.close()
@@ -314,7 +314,6 @@ func (e *Executor) Close() error {
 			fs.close()
 		}
 	}
-	return nil
 }
 
 // Ready is nil while the executor serves runs as configured, and says why

@@ -178,7 +178,7 @@ func TestLimitIsWhatItSays(t *testing.T) {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	s := open(t, ex, executor.Config{Concurrency: 1}, api.Config{Timeout: 5 * time.Second, MaxCodeBytes: limit})
 	code := "import sys\nprint(sys.argv, len(open('data/in.txt').read()))\n#" + strings.Repeat("c", 30<<10)
 	body, _ := json.Marshal(api.RunRequest{Code: code, Args: []string{"a", "b"},

@@ -23,7 +23,7 @@ func python(t *testing.T) *service {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	return open(t, ex, executor.Config{Concurrency: 2}, api.Config{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10})
 }
 

@@ -30,7 +30,7 @@ func sessions(t *testing.T, cfg session.Config) (*service, *session.Manager) {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	m := session.New(ex, ex, session.Options{Config: cfg, SessionBytes: sandbox.DefaultMemoryBytes})
 	t.Cleanup(func() {
 		if err := m.Close(context.Background()); err != nil {

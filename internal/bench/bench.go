@@ -176,9 +176,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	}
 	b.measureAll(ctx, cs)
 	for _, ex := range started {
-		if err := ex.Close(); err != nil {
-			b.note("close executor: %v", err)
-		}
+		ex.Close()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -99,11 +99,7 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	if err != nil {
 		return fail(exitNotRun, executor.ErrorCode(err), err)
 	}
-	defer func() {
-		if err := ex.Close(); err != nil {
-			c.logger.Warn("closing executor", "err", err)
-		}
-	}()
+	defer ex.Close()
 	res, err := ex.Run(ctx, req)
 	if err != nil {
 		return fail(exitNotRun, executor.ErrorCode(err), err)

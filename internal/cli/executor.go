@@ -158,9 +158,7 @@ func closeRunners(ctx context.Context, sched *executor.Scheduler, sessions *sess
 		}
 	}
 	if ex != nil {
-		if err := ex.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("executor: %w", err))
-		}
+		ex.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -46,7 +46,7 @@ func scheduler(t *testing.T) (sched *executor.Scheduler, plot bool) {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	sched = executor.NewScheduler(ex, executor.Config{Concurrency: 2})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

@@ -26,7 +26,7 @@ func sessionServer(t *testing.T) *sdk.ClientSession {
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
-	t.Cleanup(func() { _ = ex.Close() })
+	t.Cleanup(func() { ex.Close() })
 	m := session.New(ex, ex, session.Options{})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	sched := executor.NewScheduler(m, executor.Config{Concurrency: 2})
