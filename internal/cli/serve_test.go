@@ -9,6 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
 	"net"
@@ -632,5 +635,36 @@ func TestConsoleTracebackNamesTheReplysCell(t *testing.T) {
 	last := replies[3]
 	if !strings.HasPrefix(last, "[4] · state rebuilt from 1 earlier cell") || !strings.Contains(last, `File "<cell 4>", line 3`) || !strings.Contains(last, `File "<cell 4>", line 2, in f`) {
 		t.Errorf("the rebuilt cell's reply does not name <cell 4>:\n%s", last)
+	}
+}
+
+// TestWiringIsShort: the start of each service reads as its phases, at
+// most maxWiringLines lines: what grows goes into a named phase or into
+// the package that owns it, not into Run.
+func TestWiringIsShort(t *testing.T) {
+	const maxWiringLines = 60
+	fset := token.NewFileSet()
+	for file, recv := range map[string]string{"serve.go": "Main", "executor.go": "ExecutorMain"} {
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Name.Name != "Run" || fd.Recv == nil || len(fd.Recv.List) != 1 {
+				continue
+			}
+			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); !ok || star.X.(*ast.Ident).Name != recv {
+				continue
+			}
+			found = true
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxWiringLines {
+				t.Errorf("(*%s).Run is %d lines, over %d: move a phase into a method or the package that owns it", recv, n, maxWiringLines)
+			}
+		}
+		if !found {
+			t.Errorf("%s has no (*%s).Run", file, recv)
+		}
 	}
 }
