@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"github.com/runblock/runblock/internal/store"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -663,6 +664,7 @@ func TestLogShowsStoreWithoutPassword(t *testing.T) {
 	}{
 		{"sqlite:/var/lib/runblock/runblock.db", "sqlite:/var/lib/runblock/runblock.db", ""},
 		{"postgres://runblock:SECRETPW@db:5432/runblock", "postgres://runblock:xxxxx@db:5432/runblock", "SECRETPW"},
+		{"postgres://runblock@db:5432/runblock?password=SECRETPW", "postgres://runblock@db:5432/runblock?password=[redacted]", "SECRETPW"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -673,7 +675,11 @@ func TestLogShowsStoreWithoutPassword(t *testing.T) {
 			var buf bytes.Buffer
 			log := NewLogger(&buf, cfg)
 			log.Info("starting runblock", "config", cfg)
-			log.Info("store open", "store", tt.want)
+			loc, err := store.ParseLocation(tt.store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.Info("store open", "store", loc.Redacted()) // as serve logs it
 			out := buf.String()
 			if strings.Count(out, tt.want) != 2 {
 				t.Errorf("log does not show %s in the summary and the store line:\n%s", tt.want, out)

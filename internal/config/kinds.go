@@ -534,10 +534,16 @@ var storeLocation = Kind{
 		if err != nil {
 			return []string{v}
 		}
+		var out []string
 		if pw, ok := u.User.Password(); ok && pw != "" {
-			return []string{pw}
+			out = append(out, pw)
 		}
-		return nil
+		for _, pw := range u.Query()["password"] {
+			if pw != "" {
+				out = append(out, pw)
+			}
+		}
+		return out
 	},
 }
 
