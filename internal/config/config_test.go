@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"errors"
-	"github.com/runblock/runblock/internal/store"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/store"
 )
 
 const (
