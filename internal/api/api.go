@@ -46,6 +46,10 @@ type Config struct {
 	MemoryBytes int64
 	// MaxCodeBytes caps code + stdin + files of a request.
 	MaxCodeBytes int64
+	// Origins are the web origins, besides the service's own, whose
+	// pages may call the API (RUNBLOCK_API_ORIGINS), such as
+	// "https://app.example.com"; see admit.
+	Origins []string
 	// PythonVersion is the interpreter's version, such as "3.13.5".
 	PythonVersion string
 	// Sessions, when set, keeps the sessions of /v1/run's "session" field
@@ -176,6 +180,11 @@ type handlerFunc func(w *answer, r *http.Request, client string) error
 func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w := &answer{ResponseWriter: rw, h: h, r: r}
+		if ae := h.admit(r); ae != nil {
+			h.refused(r, ae)
+			writeErr(w, ae.status, ae.message)
+			return
+		}
 		client, ok := h.client(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runblock"`)
@@ -211,6 +220,11 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 		}
 		writeErr(w, ae.status, ae.message)
 	})
+}
+
+// refused logs a request that admit refused.
+func (h *Handler) refused(r *http.Request, ae *apiError) {
+	h.log.Warn("api request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "status", ae.status, "err", ae.message)
 }
 
 // maxBody caps a request body: the code, stdin and files, JSON-escaped

@@ -132,6 +132,12 @@ func do(t *testing.T, method, url, body string, headers ...string) response {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return send(t, req)
+}
+
+// send sends req and reads its answer.
+func send(t *testing.T, req *http.Request) response {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

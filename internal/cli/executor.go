@@ -107,6 +107,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 		},
 		API: api.Config{
 			Tokens:       cfg.APITokens,
+			Origins:      cfg.APIOrigins,
 			Timeout:      cfg.Executor.Timeout,
 			MemoryBytes:  cfg.Executor.MemoryBytes,
 			MaxCodeBytes: cfg.Executor.MaxCodeBytes,

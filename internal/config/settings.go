@@ -275,6 +275,9 @@ var Sections = []Section{
 		{Name: "RUNBLOCK_API_TOKEN", Kind: tokens, Secret: true,
 			Doc:   "Bearer token(s) of the execute API, comma-separated, such as `openssl rand -hex 32`. executor: the tokens it accepts, each one client of its fair queue; required unless RUNBLOCK_HTTP_ADDR is loopback. serve: the first is sent to the executors.",
 			field: func(c *Config) any { return &c.APITokens }},
+		{Name: "RUNBLOCK_API_ORIGINS", Kind: origins, UsedBy: []string{"executor"}, DefaultDoc: "none: only the executor's own",
+			Doc:   "Web origins whose pages may call the execute API and /mcp from a browser, comma-separated, such as https://notebook.example.com; a request with any other Origin header is refused (403), as is a body that is not JSON.",
+			field: func(c *Config) any { return &c.APIOrigins }},
 	}},
 	{Title: "Logging", Settings: []Setting{
 		{Name: "LOG_LEVEL", Kind: level, DefaultDoc: "`info`; `warn` for the console at a terminal",
