@@ -432,6 +432,20 @@ func apiURL(example string) Kind {
 	}
 }
 
+// publicURL is an https base URL, its path kept without a trailing
+// slash.
+var publicURL = Kind{
+	parse: func(p *parser, s *Setting, name, v string) any {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			p.fail(s, name, v, "not an https base URL", "use the URL given to `runblock manifest slack --url`, such as https://example.com/runblock")
+			return ""
+		}
+		return strings.TrimSuffix(v, "/")
+	},
+	values: fixed("an https base URL"),
+}
+
 // shardID is a number, or a StatefulSet pod name ("runblock-bot-2", its
 // ordinal last), so that the pod's name can be passed as it is. Parse
 // checks it against DISCORD_SHARD_COUNT.

@@ -221,6 +221,9 @@ var Sections = []Section{
 		{Name: "SLACK_API_URL", Kind: apiURL("https://slack-gov.com/api/ for GovSlack, or your proxy's URL"), DefaultDoc: "https://slack.com/api/",
 			Doc:   "Web API base URL: GovSlack (https://slack-gov.com/api/) or an egress proxy.",
 			field: func(c *Config) any { return &c.Slack.APIURL }},
+		{Name: "SLACK_PUBLIC_URL", Kind: publicURL, UsedBy: []string{"serve"}, DefaultDoc: "none: served at the root of its host",
+			Doc:   "A distributed app's public base URL, as given to `runblock manifest slack --url`, such as https://example.com/runblock behind a proxy that strips /runblock: the install flow's cookie and links follow its path.",
+			field: func(c *Config) any { return &c.Slack.PublicURL }},
 	}},
 	{Title: "Store", About: "installations and settings per workspace", Part: Chat, Settings: []Setting{
 		{Name: "RUNBLOCK_STORE", Kind: storeLocation, Secret: true, UsedBy: []string{"serve"},
