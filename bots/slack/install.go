@@ -128,7 +128,7 @@ func (b *Bot) newState(browser string, expires time.Time) string {
 	buf := make([]byte, 8+stateNonce, stateBytes)
 	binary.BigEndian.PutUint64(buf, uint64(expires.UnixMilli()))
 	_, _ = rand.Read(buf[8:]) // crypto/rand never fails on Linux
-	body := buf[:8+stateNonce:8+stateNonce]
+	body := buf[: 8+stateNonce : 8+stateNonce]
 	buf = append(buf, b.stateTagOf([]byte("issued"), body)...)
 	buf = append(buf, b.stateTagOf([]byte("browser"), body, []byte(browser))...)
 	return base64.RawURLEncoding.EncodeToString(buf)
