@@ -91,7 +91,10 @@ func NewServer(cfg Config, user string) *sdk.Server {
 		Name:        ToolRun,
 		Title:       "Run Python",
 		Description: h.describe(),
-		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false), IdempotentHint: false},
+		// It runs arbitrary code, which may change or delete a session's
+		// variables and files: not read-only, destructive, so that a
+		// client asks its user first; no network: a closed world.
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: new(true), IdempotentHint: false, OpenWorldHint: new(false)},
 	}, h.run)
 	if cfg.Sessions != nil {
 		sdk.AddTool(s, &sdk.Tool{
