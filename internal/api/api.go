@@ -22,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/runblock/runblock/executor"
@@ -73,7 +74,10 @@ type Config struct {
 	AnswerGrace time.Duration
 	AnswerRate  int64
 	AnswerBytes int64
-	Logger      *slog.Logger
+	// Answers, when set, is that budget, shared with the gate in front of
+	// the Scheduler's runner (Answers.Gate); AnswerBytes is then unused.
+	Answers *Answers
+	Logger  *slog.Logger
 }
 
 // Defaults of Config's answer bounds.
@@ -116,7 +120,10 @@ func New(cfg Config) *Handler {
 	if h.cfg.AnswerBytes <= 0 {
 		h.cfg.AnswerBytes = DefaultAnswerBytes
 	}
-	h.answers = newBudget(h.cfg.AnswerBytes)
+	if h.cfg.Answers == nil {
+		h.cfg.Answers = NewAnswers(h.cfg.AnswerBytes)
+	}
+	h.answers = h.cfg.Answers.b
 	h.lim = limits{maxTimeout: cfg.Timeout, maxMemory: cfg.MemoryBytes, maxBytes: cfg.MaxCodeBytes}
 	for _, t := range cfg.Tokens {
 		sum := sha256.Sum256([]byte(t))
@@ -202,6 +209,12 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 			h.log.Debug("clearing write deadline", "err", err)
 		}
 		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody())
+		// The room the gate takes for the run's result, which the answer
+		// takes over; what it did not is given back here.
+		held := new(atomic.Int64)
+		defer func() { h.answers.give(held.Swap(0)) }()
+		r = r.WithContext(context.WithValue(r.Context(), heldKey{}, held))
+		w.r = r
 		err := fn(w, r, client)
 		if err == nil {
 			return

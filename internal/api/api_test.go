@@ -62,7 +62,11 @@ func open(t testing.TB, r executor.Runner, sc executor.Config, ac api.Config) *s
 	if sc.MaxPerUser == 0 {
 		sc.MaxPerUser = 1000
 	}
-	sched := executor.NewScheduler(r, sc)
+	// As `runblock executor` wires it: the answers' budget gates the runs.
+	if ac.Answers == nil {
+		ac.Answers = api.NewAnswers(ac.AnswerBytes)
+	}
+	sched := executor.NewScheduler(ac.Answers.Gate(r), sc)
 	if ac.Timeout == 0 {
 		ac.Timeout = 2 * time.Second
 	}
