@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -207,4 +210,65 @@ func sessionOf(req *jsonrpc.Request) string {
 		return ""
 	}
 	return p.Arguments.Session
+}
+
+// inOrder serves the POSTs that call run_python or reset_session for one
+// client's session one after another, in the order they arrive, with
+// next; other requests go straight to next. The body is read here (up to
+// limit, the SDK's own bound; 0: its default) and given to next as read.
+func inOrder(next http.Handler, limit int64, userOf func(*http.Request) string) http.Handler {
+	if limit <= 0 {
+		limit = sdk.DefaultMaxRequestBodyBytes
+	}
+	q := &fifo{tail: map[string]chan struct{}{}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		if err != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if session := sessionOf(req); session != "" {
+			defer q.enter(userOf(r) + "\x00" + session)()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fifo lets the holders of one key through one at a time, in the order
+// they entered.
+type fifo struct {
+	mu   sync.Mutex
+	tail map[string]chan struct{} // closed when the last to enter leaves
+}
+
+// enter waits for those who entered with key before, and returns the
+// leave of this one.
+func (q *fifo) enter(key string) (leave func()) {
+	done := make(chan struct{})
+	q.mu.Lock()
+	prev := q.tail[key]
+	q.tail[key] = done
+	q.mu.Unlock()
+	if prev != nil {
+		<-prev // bounded: the one before runs under the run's time limit
+	}
+	return func() {
+		q.mu.Lock()
+		if q.tail[key] == done {
+			delete(q.tail, key)
+		}
+		q.mu.Unlock()
+		close(done)
+	}
 }

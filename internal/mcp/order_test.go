@@ -1,8 +1,12 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -155,4 +159,88 @@ func TestRunPythonAnnotations(t *testing.T) {
 		return
 	}
 	t.Fatal("no run_python")
+}
+
+// TestParallelHTTPCallsOfASessionRunInOrder: over streamable HTTP, where
+// each call is a POST of its own, a run_python that arrives while a
+// reset_session of its session is running waits for it; another
+// session's call does not.
+func TestParallelHTTPCallsOfASessionRunInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var events []string
+	event := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	resetting, release := make(chan struct{}), make(chan struct{})
+	sessions := sessionsFunc(func(ctx context.Context, id string) (bool, error) {
+		event("reset " + id)
+		close(resetting)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		event("reset done")
+		return true, nil
+	})
+	sched := submitFunc(func(_ context.Context, job executor.Job) (executor.Result, error) {
+		event("run " + job.Request.Session.ID)
+		return executor.Result{Success: true}, nil
+	})
+	// The server tells when the run of nb has arrived.
+	arrived := make(chan struct{})
+	h := mcp.HTTPHandler(mcp.Config{Scheduler: sched, Sessions: sessions, Timeout: 10e9, MemoryBytes: 256 << 20}, func(*http.Request) string { return "token:a" })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if strings.Contains(string(body), `"print(x)"`) {
+			close(arrived)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var wg sync.WaitGroup
+	ran := make(chan string, 2)
+	callAsync := func(name string, args map[string]any) {
+		wg.Go(func() {
+			if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args}); err != nil || res.IsError {
+				t.Errorf("%s %v: %v %+v", name, args, err, res)
+			}
+			ran <- fmt.Sprint(args["session"])
+		})
+	}
+	callAsync(mcp.ToolReset, map[string]any{"session": "nb"})
+	<-resetting
+	callAsync(mcp.ToolRun, map[string]any{"code": "print(x)", "session": "nb"})
+	<-arrived
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolRun, Arguments: map[string]any{"code": "1", "session": "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	// nb's run, arrived before other's call, has had other's whole call
+	// to run if nothing held it.
+	select {
+	case s := <-ran:
+		t.Errorf("the call of %s finished while the reset of nb ran", s)
+	default:
+	}
+	close(release)
+	wg.Wait()
+	want := []string{"reset mcp:token:a:nb", "run mcp:token:a:other", "reset done", "run mcp:token:a:nb"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(events, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
+	}
 }
