@@ -108,6 +108,11 @@ type Config struct {
 	// "https://slack-gov.com/api/", an egress proxy, or a test's fake.
 	// Socket Mode follows: its URL comes from apps.connections.open.
 	APIURL string
+	// PublicURL (SLACK_PUBLIC_URL) is the distributed app's public base
+	// URL, as given to `runblock manifest slack --url`: behind a reverse
+	// proxy that strips a path prefix, the install cookie's path follows
+	// it. Empty: the app is served at the root of its host.
+	PublicURL string
 	// Retry paces Open's tries while Slack cannot be reached (no network
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff

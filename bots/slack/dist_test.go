@@ -62,24 +62,46 @@ func openStore(t testing.TB, loc string) store.Store {
 // snippets with runner (echo when none).
 func distribute(t testing.TB, fake *fakeslack.Server, loc string, runner ...Runner) *replica {
 	t.Helper()
+	run := Runner(echo)
+	if len(runner) > 0 {
+		run = runner[0]
+	}
+	return distributeWith(t, fake, loc, replicaOptions{runner: run})
+}
+
+// replicaOptions vary a replica.
+type replicaOptions struct {
+	runner    Runner
+	publicURL string // Config.PublicURL
+	// prefix is the path a reverse proxy in front strips: the replica's
+	// url ends with it.
+	prefix string
+}
+
+// distributeWith starts a replica as distribute does, with o.
+func distributeWith(t testing.TB, fake *fakeslack.Server, loc string, o replicaOptions) *replica {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	r := &replica{t: t, ctx: ctx, fake: fake, store: openStore(t, loc), logs: &syncbuf.Buffer{}, clock: &clock{}}
 	cfg := Config{
 		ClientID: fakeslack.ClientID, ClientSecret: fakeslack.ClientSecret, SigningSecret: secret,
 		APIURL: fake.APIURL(), Store: r.store, Limits: Limits{Timeout: 5 * time.Second, MemoryBytes: 256 << 20},
+		PublicURL: o.publicURL,
 	}
-	run := Runner(echo)
-	if len(runner) > 0 {
-		run = runner[0]
-	}
-	r.bot = New(cfg, run, slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	r.bot = New(cfg, o.runner, slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	r.bot.now = r.clock.now
 	if err := r.bot.Open(ctx); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	r.srv = httptest.NewServer(r.bot.Handler())
-	r.url = r.srv.URL
+	var h http.Handler = r.bot.Handler()
+	if o.prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(o.prefix+"/", http.StripPrefix(o.prefix, h))
+		h = mux
+	}
+	r.srv = httptest.NewServer(h)
+	r.url = r.srv.URL + o.prefix
 	t.Cleanup(func() {
 		r.srv.Close()
 		r.close()
@@ -295,7 +317,16 @@ func TestInstallRefusals(t *testing.T) {
 			state := r.start(c)
 			status, _, body := get(t, c, r.url+"/slack/oauth_redirect?error=access_denied&state="+url.QueryEscape(state))
 			return status, body
-		}, http.StatusForbidden, "access_denied"},
+		}, http.StatusForbidden, "was cancelled"},
+		{"an error of the link's own words", func(t *testing.T) (int, string) {
+			c := browser(t)
+			state := r.start(c)
+			status, _, body := get(t, c, r.url+"/slack/oauth_redirect?error="+url.QueryEscape("your_account_is_locked call 555-0100")+"&state="+url.QueryEscape(state))
+			if strings.Contains(body, "555-0100") || strings.Contains(body, "locked") {
+				t.Errorf("the page repeats the query's words: %s", body)
+			}
+			return status, body
+		}, http.StatusForbidden, "Slack did not authorize the installation."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -544,7 +575,11 @@ func TestStoreDownMidFlight(t *testing.T) {
 	if status := r.event(next); status != http.StatusServiceUnavailable {
 		t.Errorf("a new event with the store down: %d, want 503 for Slack to deliver it again", status)
 	}
-	if status, _, body := get(t, browser(t), r.url+"/slack/install/start"); status != http.StatusServiceUnavailable || !strings.Contains(body, "Try again in a minute") {
+	// An install starts without the store (its state is signed, not
+	// stored), and says to try again when it cannot be kept.
+	c := browser(t)
+	state := r.start(c)
+	if status, body := r.redirect(c, fake.Authorize(fakeslack.Install{TeamID: "T2", UserID: "U2"}, ""), state); status != http.StatusServiceUnavailable || !strings.Contains(body, "Start again in a minute") {
 		t.Errorf("a new install with the store down: %d %s", status, body)
 	}
 	close(release)

@@ -22,12 +22,13 @@ const maxRequestBytes = 1 << 20
 // signature is checked with the signing secret; bad or stale ones get 401.
 // One URL takes all three kinds: they are told apart by their body, so the
 // app's request URLs may all point at /slack/events. A distributed app
-// also serves the install flow: GET /slack/install and
-// /slack/oauth_redirect (install.go).
+// also serves the install flow: GET /slack/install (or /slack/install/),
+// /slack/install/start and /slack/oauth_redirect (install.go).
 func (b *Bot) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if b.distributed() {
 		mux.HandleFunc("GET /slack/install", b.serveInstall)
+		mux.HandleFunc("GET /slack/install/{$}", b.serveInstall)
 		mux.HandleFunc("GET /slack/install/start", b.serveInstallStart)
 		mux.HandleFunc("GET /slack/oauth_redirect", b.serveOAuthRedirect)
 	}

@@ -235,7 +235,7 @@ func TestVirtualenv(t *testing.T) {
 }
 
 func TestDoctorListsPackages(t *testing.T) {
-	requireModules(t, "numpy", "matplotlib")
+	requireModules(t, "numpy", "matplotlib", "mpmath")
 	rep, err := sandbox.Doctor(context.Background(), sandbox.Config{Python: debianPython})
 	if err != nil {
 		t.Fatal(err)
@@ -248,6 +248,15 @@ func TestDoctorListsPackages(t *testing.T) {
 		if got[name] == "" || got[name] == "?" {
 			t.Errorf("package %s: version %q, want one (all: %v)", name, got[name], rep.Packages)
 		}
+	}
+	// The version the module reports, not its distribution's metadata
+	// (Debian's mpmath says 0.0.0 there).
+	out, err := exec.Command(debianPython, "-c", "import mpmath; print(mpmath.__version__)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(out)); got["mpmath"] != want {
+		t.Errorf("mpmath: version %q, want %q as mpmath.__version__ says", got["mpmath"], want)
 	}
 	if rep.FontCache == "" {
 		t.Error("no matplotlib font cache")

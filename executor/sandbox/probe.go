@@ -120,10 +120,13 @@ var notablePackages = [][2]string{
 }
 
 // packages lists the notable packages a snippet of pl can import: found
-// on its path, without importing them, with their installed versions.
+// on its path, with their installed versions. A version comes from the
+// distribution's metadata, without importing the module (importing them
+// all takes seconds), except where the metadata has none or says 0.0.0,
+// as Debian's mpmath does: then the module's own __version__.
 func packages(ctx context.Context, cfg Config, pl *plan) ([]Package, error) {
 	var b strings.Builder
-	b.WriteString("import importlib.util, importlib.metadata, json\nfound = []\nfor mod, dist in [")
+	b.WriteString("import importlib, importlib.util, importlib.metadata, json\nfound = []\nfor mod, dist in [")
 	for _, p := range notablePackages {
 		fmt.Fprintf(&b, "(%q, %q), ", p[0], p[1])
 	}
@@ -133,7 +136,12 @@ func packages(ctx context.Context, cfg Config, pl *plan) ([]Package, error) {
     try:
         version = importlib.metadata.version(dist)
     except Exception:
-        version = "?"
+        version = ""
+    if version in ("", "0.0.0"):
+        try:
+            version = str(importlib.import_module(mod).__version__)
+        except Exception:
+            version = version or "?"
     found.append({"name": dist, "version": version})
 print(json.dumps(found))
 `)

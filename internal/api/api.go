@@ -22,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/runblock/runblock/executor"
@@ -46,6 +47,10 @@ type Config struct {
 	MemoryBytes int64
 	// MaxCodeBytes caps code + stdin + files of a request.
 	MaxCodeBytes int64
+	// Origins are the web origins, besides the service's own, whose
+	// pages may call the API (RUNBLOCK_API_ORIGINS), such as
+	// "https://app.example.com"; see admit.
+	Origins []string
 	// PythonVersion is the interpreter's version, such as "3.13.5".
 	PythonVersion string
 	// Sessions, when set, keeps the sessions of /v1/run's "session" field
@@ -69,7 +74,10 @@ type Config struct {
 	AnswerGrace time.Duration
 	AnswerRate  int64
 	AnswerBytes int64
-	Logger      *slog.Logger
+	// Answers, when set, is that budget, shared with the gate in front of
+	// the Scheduler's runner (Answers.Gate); AnswerBytes is then unused.
+	Answers *Answers
+	Logger  *slog.Logger
 }
 
 // Defaults of Config's answer bounds.
@@ -112,7 +120,10 @@ func New(cfg Config) *Handler {
 	if h.cfg.AnswerBytes <= 0 {
 		h.cfg.AnswerBytes = DefaultAnswerBytes
 	}
-	h.answers = newBudget(h.cfg.AnswerBytes)
+	if h.cfg.Answers == nil {
+		h.cfg.Answers = NewAnswers(h.cfg.AnswerBytes)
+	}
+	h.answers = h.cfg.Answers.b
 	h.lim = limits{maxTimeout: cfg.Timeout, maxMemory: cfg.MemoryBytes, maxBytes: cfg.MaxCodeBytes}
 	for _, t := range cfg.Tokens {
 		sum := sha256.Sum256([]byte(t))
@@ -176,6 +187,11 @@ type handlerFunc func(w *answer, r *http.Request, client string) error
 func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w := &answer{ResponseWriter: rw, h: h, r: r}
+		if ae := h.admit(r); ae != nil {
+			h.refused(r, ae)
+			writeErr(w, ae.status, ae.message)
+			return
+		}
 		client, ok := h.client(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runblock"`)
@@ -193,6 +209,12 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 			h.log.Debug("clearing write deadline", "err", err)
 		}
 		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody())
+		// The room the gate takes for the run's result, which the answer
+		// takes over; what it did not is given back here.
+		held := new(atomic.Int64)
+		defer func() { h.answers.give(held.Swap(0)) }()
+		r = r.WithContext(context.WithValue(r.Context(), heldKey{}, held))
+		w.r = r
 		err := fn(w, r, client)
 		if err == nil {
 			return
@@ -211,6 +233,11 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 		}
 		writeErr(w, ae.status, ae.message)
 	})
+}
+
+// refused logs a request that admit refused.
+func (h *Handler) refused(r *http.Request, ae *apiError) {
+	h.log.Warn("api request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "status", ae.status, "err", ae.message)
 }
 
 // maxBody caps a request body: the code, stdin and files, JSON-escaped

@@ -62,7 +62,11 @@ func open(t testing.TB, r executor.Runner, sc executor.Config, ac api.Config) *s
 	if sc.MaxPerUser == 0 {
 		sc.MaxPerUser = 1000
 	}
-	sched := executor.NewScheduler(r, sc)
+	// As `runblock executor` wires it: the answers' budget gates the runs.
+	if ac.Answers == nil {
+		ac.Answers = api.NewAnswers(ac.AnswerBytes)
+	}
+	sched := executor.NewScheduler(ac.Answers.Gate(r), sc)
 	if ac.Timeout == 0 {
 		ac.Timeout = 2 * time.Second
 	}
@@ -132,6 +136,12 @@ func do(t *testing.T, method, url, body string, headers ...string) response {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return send(t, req)
+}
+
+// send sends req and reads its answer.
+func send(t *testing.T, req *http.Request) response {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,11 @@ func (h *Handler) mcpHandler(mc mcp.Config) http.Handler {
 		return client
 	})
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if ae := h.admit(r); ae != nil {
+			h.refused(r, ae)
+			nativeErrors(&answer{ResponseWriter: rw, h: h, r: r}, ae.status, ae.message)
+			return
+		}
 		client, ok := h.client(r)
 		if !ok {
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="runblock"`)

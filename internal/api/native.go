@@ -83,7 +83,8 @@ type RunResponse struct {
 
 // ErrorResponse is the body of a native API error, as `runblock exec
 // --json` prints a run that could not be made: a message and a code
-// ("bad_request", "unauthorized", "too_large", "busy", "unavailable",
+// ("bad_request", "unauthorized", "forbidden", "not_found",
+// "unsupported_media_type", "too_large", "busy", "unavailable",
 // "internal").
 type ErrorResponse struct {
 	Error string `json:"error"`
@@ -127,7 +128,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 var errorCodes = map[int]string{
 	http.StatusBadRequest:            "bad_request",
 	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
 	http.StatusNotFound:              "not_found",
+	http.StatusUnsupportedMediaType:  "unsupported_media_type",
 	http.StatusRequestEntityTooLarge: string(executor.ErrTooLarge),
 	http.StatusTooManyRequests:       string(executor.ErrBusy),
 	http.StatusServiceUnavailable:    string(executor.ErrUnavailable),

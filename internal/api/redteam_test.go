@@ -68,7 +68,7 @@ func TestSlowBodyIsRequestTimeout(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	// Headers promise 100 bytes of body; 10 come, and then nothing.
-	fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"code\":\"1")
+	fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"code\":\"1")
 	if err := conn.SetReadDeadline(time.Now().Add(testTimeout)); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type snekboxResponse struct {
 type snekboxFile struct {
 	Path    string `json:"path"`
 	Size    int    `json:"size"`
-	Content string `json:"content"`
+	Content []byte `json:"content"` // base64, as encoding/json writes bytes
 }
 
 // snekboxErrors answers as snekbox's web framework (falcon) does.
@@ -87,7 +87,7 @@ func (h *Handler) snekbox(w *answer, r *http.Request, client string) error {
 	}
 	out := snekboxResponse{Stdout: res.Stdout + res.Stderr, Returncode: shellStatus(res), Files: []snekboxFile{}}
 	for _, f := range res.Files {
-		out.Files = append(out.Files, snekboxFile{Path: f.Path, Size: len(f.Content), Content: base64.StdEncoding.EncodeToString(f.Content)})
+		out.Files = append(out.Files, snekboxFile{Path: f.Path, Size: len(f.Content), Content: f.Content})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/fakediscord"
+	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/store"
 	"github.com/runblock/runblock/internal/store/storetest"
 )
@@ -54,5 +57,61 @@ func TestDiscordGuildSettingsGoToTheStore(t *testing.T) {
 	defer st.Close()
 	if got, err := st.Settings(ctx, "discord", guild); err != nil || got.Prefix != "?py" {
 		t.Fatalf("stored %+v %v", got, err)
+	}
+}
+
+// TestReadyzSaysWhenTheStoreIsDown: a bot whose store stops answering is
+// not ready (503, "store": false), as its events would get 503.
+func TestReadyzSaysWhenTheStoreIsDown(t *testing.T) {
+	fd := fakediscord.New(fakediscord.Options{HeartbeatInterval: 200 * time.Millisecond})
+	t.Cleanup(fd.Close)
+	fbot := fd.NewBot("runblock")
+	cfg := defaultConfig(t, config.Env{"DISCORD_BOT_TOKEN": fbot.Token, "DISCORD_API_URL": fd.URL(),
+		"RUNBLOCK_STORE": storetest.SQLite(t), "RUNBLOCK_HTTP_ADDR": "127.0.0.1:0"})
+	m := &Main{Config: cfg, Runner: runnerFunc(func(context.Context, executor.Request) (executor.Result, error) { return executor.Result{}, nil })}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	readyz := func() (int, httpserver.Readiness) {
+		t.Helper()
+		resp, err := http.Get("http://" + m.http.Addr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rd httpserver.Readiness
+		if err := json.NewDecoder(resp.Body).Decode(&rd); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, rd
+	}
+	for {
+		status, rd := readyz()
+		if status == http.StatusOK {
+			if rd.Store == nil || !*rd.Store {
+				t.Fatalf("ready without saying the store answers: %+v", rd)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("never ready: %d %+v", status, rd)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := m.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if status, rd := readyz(); status != http.StatusServiceUnavailable || rd.Ready || rd.Store == nil || *rd.Store {
+		t.Fatalf("with the store closed: %d %+v", status, rd)
 	}
 }

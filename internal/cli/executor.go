@@ -82,7 +82,8 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	if m.sessions = newSessions(cfg, m.exec, reg, logger); m.sessions != nil {
 		runner, sessions = m.sessions, m.sessions
 	}
-	m.scheduler = executor.NewScheduler(runner, sc)
+	answers := api.NewAnswers(0)
+	m.scheduler = executor.NewScheduler(answers.Gate(runner), sc)
 	svc := api.NewService(api.ServiceConfig{
 		Addr:      executorAddr(cfg),
 		Runner:    m.exec,
@@ -93,6 +94,8 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 		},
 		API: api.Config{
 			Tokens:       cfg.APITokens,
+			Origins:      cfg.APIOrigins,
+			Answers:      answers,
 			Timeout:      cfg.Executor.Timeout,
 			MemoryBytes:  cfg.Executor.MemoryBytes,
 			MaxCodeBytes: cfg.Executor.MaxCodeBytes,

@@ -54,7 +54,7 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 		mc.Sessions = sessions
 	}
 	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", ex.Isolation().Tier)
-	t := &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}}
+	t := mcp.Ordered(&sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}})
 	if err := mcp.NewServer(mc, mcpUser).Run(ctx, t); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
 		return 1

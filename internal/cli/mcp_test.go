@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runblock/runblock/internal/config"
 )
 
 // debianPython is the interpreter with Debian's scientific stack (.ci/run
@@ -155,4 +158,43 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPStdioAnswersEveryRequestAtTheEndOfInput: a client that writes its
+// requests and closes standard input at once, without waiting, gets an
+// answer to each (initialize and every tools/call) before `runblock mcp`
+// exits; the calls of one session run in the order sent (reset_session
+// between two cells).
+func TestMCPStdioAnswersEveryRequestAtTheEndOfInput(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"x = 1","session":"s"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"reset_session","arguments":{"session":"s"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print('x' in globals())","session":"s"}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(6 * 7)"}}}`,
+	}, "\n") + "\n"
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if code := run(ctx, []string{"mcp"}, config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1", "RUNBLOCK_POOL": "0"}, strings.NewReader(in), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	answers := map[float64]string{}
+	for line := range strings.Lines(stdout.String()) {
+		var m struct {
+			ID     float64         `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON-RPC: %q", line)
+		}
+		answers[m.ID] = string(m.Result) + string(m.Error)
+	}
+	for id, want := range map[float64]string{1: `"serverInfo"`, 2: `"success":true`, 3: `"ended":true`, 4: `"stdout":"False\n"`, 5: `"stdout":"42\n"`} {
+		if !strings.Contains(answers[id], want) {
+			t.Errorf("answer %v: %q, want %s; stderr:\n%s", id, answers[id], want, stderr.String())
+		}
+	}
 }

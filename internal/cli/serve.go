@@ -23,8 +23,12 @@ import (
 	"github.com/runblock/runblock/internal/store"
 )
 
-// storeOpenTimeout bounds reaching the store at start-up.
-const storeOpenTimeout = 30 * time.Second
+// storeOpenTimeout bounds reaching the store at start-up, storePingTimeout
+// asking it for /readyz.
+const (
+	storeOpenTimeout = 30 * time.Second
+	storePingTimeout = 2 * time.Second
+)
 
 // openStore opens RUNBLOCK_STORE with RUNBLOCK_STORE_KEY; an error names
 // the setting to look at, never the password.
@@ -346,6 +350,15 @@ func (m *Main) readiness() httpserver.Readiness {
 		ok := a.Ready()
 		r.Adapters[a.name] = ok
 		r.Ready = r.Ready && ok
+	}
+	if m.store != nil {
+		// Events and installs need the store: a balancer sends them to a
+		// replica that has it.
+		ctx, cancel := context.WithTimeout(context.Background(), storePingTimeout)
+		err := m.store.Ping(ctx)
+		cancel()
+		r.Store = new(err == nil)
+		r.Ready = r.Ready && err == nil
 	}
 	if m.remote != nil {
 		// What the remote executors take, and the bot's own queue.

@@ -55,6 +55,9 @@ type Config struct {
 	// a comma list): `runblock executor` accepts each, `runblock serve`
 	// sends the first to its remote executors.
 	APITokens []string
+	// APIOrigins are the web origins, besides its own, whose pages may
+	// call the executor's API (RUNBLOCK_API_ORIGINS).
+	APIOrigins []string
 	// Warnings are unknown variables with a runblock prefix (likely typos).
 	Warnings []string
 	// Notes are remarks on settings that were read, for the log.

@@ -329,6 +329,23 @@ var urls = Kind{
 	values: fixed("a comma list of http(s) base URLs"),
 }
 
+// origins is a comma list of web origins: scheme://host[:port].
+var origins = Kind{
+	parse: func(p *parser, s *Setting, name, v string) any {
+		list := splitList(v)
+		for i, v := range list {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+				p.fail(s, name, v, "not a web origin", "use scheme://host[:port], such as https://notebook.example.com, or a comma list of them")
+				return []string(nil)
+			}
+			list[i] = u.Scheme + "://" + u.Host
+		}
+		return list
+	},
+	values: fixed("a comma list of origins such as https://host:port"),
+}
+
 // tokens is a comma list of secrets of at least 16 characters.
 var tokens = Kind{
 	parse: func(p *parser, s *Setting, name, v string) any {
@@ -416,6 +433,20 @@ func apiURL(example string) Kind {
 		},
 		values: fixed("an http(s) base URL"),
 	}
+}
+
+// publicURL is an https base URL, its path kept without a trailing
+// slash.
+var publicURL = Kind{
+	parse: func(p *parser, s *Setting, name, v string) any {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			p.fail(s, name, v, "not an https base URL", "use the URL given to `runblock manifest slack --url`, such as https://example.com/runblock")
+			return ""
+		}
+		return strings.TrimSuffix(v, "/")
+	},
+	values: fixed("an https base URL"),
 }
 
 // shardID is a number, or a StatefulSet pod name ("runblock-bot-2", its

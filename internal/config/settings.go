@@ -221,6 +221,9 @@ var Sections = []Section{
 		{Name: "SLACK_API_URL", Kind: apiURL("https://slack-gov.com/api/ for GovSlack, or your proxy's URL"), DefaultDoc: "https://slack.com/api/",
 			Doc:   "Web API base URL: GovSlack (https://slack-gov.com/api/) or an egress proxy.",
 			field: func(c *Config) any { return &c.Slack.APIURL }},
+		{Name: "SLACK_PUBLIC_URL", Kind: publicURL, UsedBy: []string{"serve"}, DefaultDoc: "none: served at the root of its host",
+			Doc:   "A distributed app's public base URL, as given to `runblock manifest slack --url`, such as https://example.com/runblock behind a proxy that strips /runblock: the install flow's cookie and links follow its path.",
+			field: func(c *Config) any { return &c.Slack.PublicURL }},
 	}},
 	{Title: "Store", About: "installations and settings per workspace", Part: Chat, Settings: []Setting{
 		{Name: "RUNBLOCK_STORE", Kind: storeLocation, Secret: true, UsedBy: []string{"serve"},
@@ -275,6 +278,9 @@ var Sections = []Section{
 		{Name: "RUNBLOCK_API_TOKEN", Kind: tokens, Secret: true,
 			Doc:   "Bearer token(s) of the execute API, comma-separated, such as `openssl rand -hex 32`. executor: the tokens it accepts, each one client of its fair queue; required unless RUNBLOCK_HTTP_ADDR is loopback. serve: the first is sent to the executors.",
 			field: func(c *Config) any { return &c.APITokens }},
+		{Name: "RUNBLOCK_API_ORIGINS", Kind: origins, UsedBy: []string{"executor"}, DefaultDoc: "none: only the executor's own",
+			Doc:   "Web origins whose pages may call the execute API and /mcp from a browser, comma-separated, such as https://notebook.example.com; a request with any other Origin header is refused (403), as is a body that is not JSON.",
+			field: func(c *Config) any { return &c.APIOrigins }},
 	}},
 	{Title: "Logging", Settings: []Setting{
 		{Name: "LOG_LEVEL", Kind: level, DefaultDoc: "`info`; `warn` for the console at a terminal",

@@ -21,7 +21,10 @@ type Readiness struct {
 	Isolation string `json:"isolation"`
 	// Adapters maps each configured adapter to whether it is connected.
 	Adapters map[string]bool `json:"adapters"`
-	Draining bool            `json:"draining,omitempty"`
+	// Store is whether the store (RUNBLOCK_STORE) answers, when there is
+	// one: without it the bot is not ready.
+	Store    *bool `json:"store,omitempty"`
+	Draining bool  `json:"draining,omitempty"`
 	// Load is the executor service's capacity and queue (`runblock
 	// executor`); remote runners balance on it.
 	Load *Load `json:"load,omitempty"`

@@ -91,7 +91,10 @@ func NewServer(cfg Config, user string) *sdk.Server {
 		Name:        ToolRun,
 		Title:       "Run Python",
 		Description: h.describe(),
-		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false), IdempotentHint: false},
+		// It runs arbitrary code, which may change or delete a session's
+		// variables and files: not read-only, destructive, so that a
+		// client asks its user first; no network: a closed world.
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: new(true), IdempotentHint: false, OpenWorldHint: new(false)},
 	}, h.run)
 	if cfg.Sessions != nil {
 		sdk.AddTool(s, &sdk.Tool{
@@ -110,10 +113,15 @@ func NewServer(cfg Config, user string) *sdk.Server {
 // fair queue. It is stateless (the tool keeps nothing between calls, so
 // the server holds no session a client could pile up) and answers with
 // plain JSON. Authentication is the caller's: wrap it.
+//
+// The calls of one client that name one session run in the order they
+// arrive (see inOrder): a client's parallel tool calls, each its own POST,
+// are run one after another as the SDK's handler would not.
 func HTTPHandler(cfg Config, userOf func(*http.Request) string) http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	next := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		return NewServer(cfg, userOf(r))
 	}, &sdk.StreamableHTTPOptions{Logger: cfg.Logger, MaxRequestBodyBytes: cfg.requestBytes(), Stateless: true, JSONResponse: true})
+	return inOrder(next, cfg.requestBytes(), userOf)
 }
 
 // requestBytes bounds an HTTP request body: the code cap with room for

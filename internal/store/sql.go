@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +61,9 @@ CREATE TABLE seen_events (
 );
 CREATE INDEX seen_events_expiry ON seen_events (expires_at);
 `,
+	// The install flow's states are signed, not stored (bots/slack), so
+	// that anonymous requests cannot grow a table.
+	2: `DROP TABLE oauth_states;`,
 }
 
 // migrationLock is the PostgreSQL advisory lock that serializes the
@@ -90,6 +93,9 @@ func openSQL(ctx context.Context, loc Location, opts Options) (*sqlStore, error)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("the directory %s does not exist", dir)
 		}
+		if err := createPrivate(loc.Path); err != nil {
+			return nil, err
+		}
 		// WAL lets readers go on while one writes; a writer waits for
 		// another up to busy_timeout; transactions take the write lock
 		// at BEGIN, so that two never deadlock upgrading theirs.
@@ -115,6 +121,20 @@ func openSQL(ctx context.Context, loc Location, opts Options) (*sqlStore, error)
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPrivate creates the SQLite file path, if it does not exist, readable
+// by its owner only whatever the umask: SQLite gives its -wal and -shm
+// files the database file's mode. Only the tokens inside are encrypted.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // q rewrites a query's ? parameters as PostgreSQL's $1, $2, ...
@@ -206,6 +226,13 @@ func (s *sqlStore) checkKey(ctx context.Context) error {
 }
 
 func (s *sqlStore) Close() error { return s.db.Close() }
+
+func (s *sqlStore) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
 
 func b2i(b bool) int {
 	if b {
@@ -326,33 +353,6 @@ func (s *sqlStore) SaveSettings(ctx context.Context, platform, workspace string,
 	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO workspace_settings (platform, workspace, settings) VALUES (?, ?, ?)
 ON CONFLICT (platform, workspace) DO UPDATE SET settings = excluded.settings`), platform, workspace, string(raw)); err != nil {
 		return fmt.Errorf("store: saving settings: %w", err)
-	}
-	return nil
-}
-
-func (s *sqlStore) PutState(ctx context.Context, state, browser string, expires time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.q("DELETE FROM oauth_states WHERE expires_at <= ?"), s.now().UnixMilli()); err != nil {
-		return fmt.Errorf("store: pruning states: %w", err)
-	}
-	if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO oauth_states (state, browser, expires_at) VALUES (?, ?, ?)"), state, browser, expires.UnixMilli()); err != nil {
-		return fmt.Errorf("store: saving a state: %w", err)
-	}
-	return nil
-}
-
-func (s *sqlStore) TakeState(ctx context.Context, state, browser string) error {
-	var bound string
-	var expires int64
-	err := s.db.QueryRowContext(ctx, s.q("DELETE FROM oauth_states WHERE state = ? RETURNING browser, expires_at"), state).Scan(&bound, &expires)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return ErrStateUnknown
-	case err != nil:
-		return fmt.Errorf("store: taking a state: %w", err)
-	case subtle.ConstantTimeCompare([]byte(bound), []byte(browser)) != 1:
-		return ErrStateBrowser
-	case s.now().UnixMilli() >= expires:
-		return ErrStateExpired
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 // Package store keeps what runblock must remember across restarts and share
 // between replicas: the Slack installations of a distributed app, the
-// settings each workspace or guild chose, the single-use OAuth states of the
-// install flow, and the ids of events already answered. It has one
+// settings each workspace or guild chose, and the ids of events already
+// answered. It has one
 // interface, Store, and two backends behind it: SQLite embedded in the
 // binary (modernc.org/sqlite, pure Go) for one process, and PostgreSQL
 // (github.com/jackc/pgx/v5) for replicas that share it. Nothing else in
@@ -43,19 +43,13 @@ type Store interface {
 	// SaveSettings stores the settings of a workspace or guild.
 	SaveSettings(ctx context.Context, platform, workspace string, s Settings) error
 
-	// PutState stores a fresh OAuth state, bound to the browser that holds
-	// the cookie value browser, until expires.
-	PutState(ctx context.Context, state, browser string, expires time.Time) error
-	// TakeState uses up state: it is gone afterwards, whatever the answer.
-	// It returns ErrStateUnknown for a state never issued or already used,
-	// ErrStateExpired past its expiry, ErrStateBrowser when browser is not
-	// the one it was issued to.
-	TakeState(ctx context.Context, state, browser string) error
-
 	// FirstSeen records the event id until expires and reports whether
 	// this is its first sighting: of several replicas given the same event,
 	// exactly one gets true. An id whose record expired counts as new.
 	FirstSeen(ctx context.Context, id string, expires time.Time) (bool, error)
+
+	// Ping reports whether the database answers: /readyz asks it.
+	Ping(ctx context.Context) error
 
 	// Close closes the database.
 	Close() error
@@ -118,10 +112,7 @@ type Settings struct {
 
 // Errors of the store.
 var (
-	ErrNotFound     = errors.New("store: not found")
-	ErrStateUnknown = errors.New("store: unknown or used state")
-	ErrStateExpired = errors.New("store: expired state")
-	ErrStateBrowser = errors.New("store: state of another browser")
+	ErrNotFound = errors.New("store: not found")
 	// ErrNoKey: tokens cannot be stored, or read, without a Key.
 	ErrNoKey = errors.New("store: no encryption key")
 	// ErrWrongKey: the store's tokens were encrypted with another Key.

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,33 +241,6 @@ func TestStore(t *testing.T) {
 				t.Fatalf("discord T1: %+v", got)
 			}
 		}},
-		{"an OAuth state is single-use, bound to its browser and expires", func(t *testing.T, e *env) {
-			s := e.mustOpen(nil)
-			for _, st := range []string{"good", "other-browser", "late"} {
-				if err := s.PutState(ctx, st, "cookie-"+st, e.clock.At(10*time.Minute)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.TakeState(ctx, "good", "cookie-good"); err != nil {
-				t.Fatalf("first use: %v", err)
-			}
-			if err := s.TakeState(ctx, "good", "cookie-good"); !errors.Is(err, store.ErrStateUnknown) {
-				t.Fatalf("reuse: %v", err)
-			}
-			if err := s.TakeState(ctx, "forged", "cookie-good"); !errors.Is(err, store.ErrStateUnknown) {
-				t.Fatalf("forged: %v", err)
-			}
-			if err := s.TakeState(ctx, "other-browser", "cookie-good"); !errors.Is(err, store.ErrStateBrowser) {
-				t.Fatalf("another browser: %v", err)
-			}
-			if err := s.TakeState(ctx, "other-browser", "cookie-other-browser"); !errors.Is(err, store.ErrStateUnknown) {
-				t.Fatalf("after a wrong browser the state is used up: %v", err)
-			}
-			e.clock.Advance(10 * time.Minute)
-			if err := s.TakeState(ctx, "late", "cookie-late"); !errors.Is(err, store.ErrStateExpired) {
-				t.Fatalf("expired: %v", err)
-			}
-		}},
 		{"an event is first seen once until its record expires", func(t *testing.T, e *env) {
 			s := e.mustOpen(nil)
 			for i, want := range []bool{true, false, false} {
@@ -348,6 +323,76 @@ func rawDB(t *testing.T, loc store.Location) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// TestSQLiteFilesArePrivate: the database and its -wal and -shm files are
+// readable by their owner only, even under a umask that lets anyone read.
+func TestSQLiteFilesArePrivate(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	loc, err := store.ParseLocation(storetest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, loc, store.Options{Key: key(t, testKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SaveInstallation(ctx, team("T1", "xoxb-one")); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		st, err := os.Stat(loc.Path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := st.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s has mode %o, want 600", filepath.Base(loc.Path+suffix), mode)
+		}
+	}
+}
+
+// TestPingFollowsTheDatabase: Ping answers while the database does, and
+// fails once the PostgreSQL server stops or the SQLite database is closed,
+// so that /readyz can say so.
+func TestPingFollowsTheDatabase(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		pg := storetest.Postgres(t)
+		loc, err := store.ParseLocation(pg.NewDB(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.Open(ctx, loc, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Ping(ctx); err != nil {
+			t.Fatalf("a running server: %v", err)
+		}
+		pg.Stop(t)
+		if err := s.Ping(ctx); err == nil {
+			t.Fatal("Ping holds with the server stopped")
+		}
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		loc, err := store.ParseLocation(storetest.SQLite(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.Open(ctx, loc, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Fatalf("an open database: %v", err)
+		}
+		s.Close()
+		if err := s.Ping(ctx); err == nil {
+			t.Fatal("Ping holds with the database closed")
+		}
+	})
 }
 
 func TestOpenFails(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,8 +37,10 @@ func SQLite(t testing.TB) string {
 
 // Cluster is a PostgreSQL server for a test.
 type Cluster struct {
-	url string // to its maintenance database
-	dbs atomic.Int64
+	url     string // to its maintenance database
+	dbs     atomic.Int64
+	stop    func() // nil for RUNBLOCK_TEST_POSTGRES's server
+	stopped atomic.Bool
 }
 
 // Postgres returns a PostgreSQL server for t: RUNBLOCK_TEST_POSTGRES's, or
@@ -89,8 +92,10 @@ func Postgres(t testing.TB) *Cluster {
 	run("initdb", "-D", data, "-U", "runblock", "--auth=trust", "--no-sync", "-E", "UTF8")
 	run("pg_ctl", "start", "-w", "-D", data, "-l", filepath.Join(dir, "log"),
 		"-o", "-k "+dir+" -c listen_addresses='' -c fsync=off -c full_page_writes=off")
-	t.Cleanup(func() { run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", data) })
-	return &Cluster{url: "postgres://runblock@/postgres?sslmode=disable&host=" + url.QueryEscape(dir)}
+	var once sync.Once
+	stop := func() { once.Do(func() { run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", data) }) }
+	t.Cleanup(stop)
+	return &Cluster{url: "postgres://runblock@/postgres?sslmode=disable&host=" + url.QueryEscape(dir), stop: stop}
 }
 
 // binDir is the newest of Debian's PostgreSQL server directories, if any.
@@ -115,6 +120,18 @@ func unavailable(t testing.TB, why string) {
 	t.Skip(why)
 }
 
+// Stop stops the server now, for a test of a store whose server went
+// away (its databases go with it). A server of RUNBLOCK_TEST_POSTGRES is
+// not the test's to stop: the test skips.
+func (c *Cluster) Stop(t testing.TB) {
+	t.Helper()
+	if c.stop == nil {
+		t.Skip("RUNBLOCK_TEST_POSTGRES names a server this test may not stop")
+	}
+	c.stopped.Store(true)
+	c.stop()
+}
+
 // NewDB creates a fresh database on the cluster and returns its URL; it is
 // dropped when t ends.
 func (c *Cluster) NewDB(t testing.TB) string {
@@ -131,6 +148,10 @@ func (c *Cluster) NewDB(t testing.TB) string {
 		t.Fatalf("creating a test database on %s: %v", redacted(c.url), err)
 	}
 	t.Cleanup(func() {
+		if c.stopped.Load() {
+			admin.Close()
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := admin.ExecContext(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
