@@ -383,7 +383,7 @@ func (f *Flow[S]) reset(ctx context.Context, log *slog.Logger, req Request[S]) {
 		return
 	}
 	f.Reset(ctx, log, req.Session)
-	sent, err := f.p.Post(ctx, req.Src, Reply{Text: ResetText})
+	sent, err := f.p.Send(ctx, req.Src, Record[S]{}, Reply{Text: ResetText})
 	if err != nil {
 		log.Error("sending the reply to a reset", "err", err)
 		return
@@ -504,7 +504,7 @@ func (f *Flow[S]) rerun(ctx context.Context, log *slog.Logger, s *session[S], j 
 		}
 	}
 	ind := indication{stop: f.p.Indicate(ctx, rec.src)}
-	defer ind.end()
+	defer ind.end("")
 	if prev.Reply != "" {
 		f.unreact(ctx, rec.src, prev)
 	}
@@ -515,24 +515,18 @@ func (f *Flow[S]) rerun(ctx context.Context, log *slog.Logger, s *session[S], j 
 	}
 	rec.asked.Session = s.id
 	a := f.arm(rec.asked, &out)
-	var sent Sent
-	var err error
 	if prev.Reply == "" {
 		prev = Record[S]{Src: rec.src, Created: f.cfg.Now()}
-		sent, err = f.p.Post(ctx, rec.src, out)
-	} else {
-		sent, err = f.p.Edit(ctx, rec.src, prev, out)
 	}
+	sent, err := f.p.Send(ctx, rec.src, prev, out)
 	f.sent(a, sent)
-	ind.end()
 	if err != nil {
+		ind.end("")
 		log.Error("updating the reply of a re-run cell", "err", err)
 		return
 	}
+	ind.end(out.Reaction)
 	f.cfg.Replied()
-	if out.Reaction != "" {
-		f.p.React(ctx, rec.src, out.Reaction, true)
-	}
 	if sent.ID != "" {
 		f.nb.replied(s, sent.ID)
 		f.replies.Put(rec.key, Record[S]{Src: rec.src, Reply: sent.ID, Files: sent.Files, Reaction: out.Reaction, Created: prev.Created})
