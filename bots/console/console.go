@@ -372,7 +372,9 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	opts := b.cfg.Render
 	if !b.cfg.NoSessions {
 		opts.Header = b.session.ran(job.Request, res)
+		opts.Cell = b.session.cells
 	}
+	res.Files = append(formatting.ResultFiles(res), res.Files...) // its displayed images, saved as its files are
 	r := formatting.RenderRun(formatting.Console, ext, res, opts)
 	text := r.Text
 	if len(res.Files) > 0 || r.Full != "" {

@@ -415,7 +415,7 @@ func TestRenderBoundsTheFilesAndKeepsAFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Platform = formatting.Discord
 			f := New[msg](tc.cfg, &fakePlatform{})
-			r := f.render(formatting.Extraction{Found: true, Code: "make()"}, res, nil, "")
+			r := f.render(formatting.Extraction{Found: true, Code: "make()"}, res, nil, "", 0)
 			var names []string
 			for _, f := range r.Files {
 				names = append(names, f.Path)

@@ -28,15 +28,20 @@ func (f *Flow[S]) Run(ctx context.Context, log *slog.Logger, turn *turns.Turn, u
 		text, private := runerror.Report(ctx, log.With("user", user), f.cfg.Platform, err)
 		return Reply{Text: text, Private: private}
 	}
-	return f.render(ex, res, skipped, "")
+	return f.render(ex, res, skipped, "", 0)
 }
 
-// render renders res within the platform's files a reply, header first;
-// the files over MaxFiles are named instead, the last ones first.
-func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped []executor.OmittedFile, header string) Reply {
+// render renders res within the platform's files a reply, header first,
+// the images it displayed (formatting.ResultFiles) before its files;
+// the files over MaxFiles are named instead, the last ones first. cell is
+// the number of a session's cell, 0 for a run alone.
+func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped []executor.OmittedFile, header string, cell int) Reply {
 	p := f.cfg.Platform
 	opts := f.cfg.Render
-	opts.Skipped, opts.Header = skipped, header
+	opts.Skipped, opts.Header, opts.Cell = skipped, header, cell
+	if shown := formatting.ResultFiles(res); len(shown) > 0 {
+		res.Files = append(shown, res.Files...)
+	}
 	r := formatting.RenderRun(p, ex, res, opts)
 	if room := f.cfg.MaxFiles - len(res.Files); f.cfg.MaxFiles > 0 && (r.Full != "" && room < 1 || room < 0) {
 		keep := min(len(res.Files), f.cfg.MaxFiles)

@@ -470,7 +470,7 @@ func (f *Flow[S]) runCell(ctx context.Context, log *slog.Logger, turn *turns.Tur
 	if note != "" {
 		header += " · " + note
 	}
-	return f.render(rec.ex, res, rec.skipped, header)
+	return f.render(rec.ex, res, rec.skipped, header, i+1)
 }
 
 // below re-runs the cells below an edited one, in order, into their
