@@ -75,6 +75,9 @@ type Reply struct {
 	// Full is the whole output as plain text when Text had to be cut, else "".
 	Full string
 	OK   bool // success: ✅, else ❌
+	// Tables are shown as the platform's own tables, below Text (Slack's
+	// table block: one a message); on other platforms they are text.
+	Tables []Table
 }
 
 // Reaction returns the reaction for the finished run on p: the emoji name
@@ -144,7 +147,7 @@ func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptio
 	if p == Console {
 		text = terminalSafe(text)
 	}
-	reply := Reply{Text: text, OK: res.Outcome() == "ok"}
+	reply := Reply{Text: text, OK: res.Outcome() == "ok", Tables: r.tables}
 	if cut {
 		reply.Full = r.full()
 	}
@@ -157,6 +160,7 @@ type result struct {
 	stdout []string
 	// outKinds tell how each line of stdout is shown (results.go).
 	outKinds []lineKind
+	tables   []Table // shown apart from the text (Reply.Tables)
 	stderr   []string
 	// outSpans and errSpans style the lines of stdout and stderr on
 	// Discord, which renders colour; nil elsewhere or when no line is

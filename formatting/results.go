@@ -98,6 +98,11 @@ func (r *result) addOutput(out string) {
 // addDisplay adds the form of d the platform shows best.
 func (r *result) addDisplay(d executor.Display) {
 	if t, ok := parseTable(d.Data[mimeTable]); ok {
+		if r.p == Slack && len(r.tables) == 0 { // one native table a message
+			r.tables = append(r.tables, t)
+			r.add(kindNote, t.slackNote(), nil)
+			return
+		}
 		for _, l := range t.text(r.p) {
 			r.add(kindOutput, l, nil)
 		}

@@ -2,6 +2,7 @@ package formatting
 
 import (
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,5 +87,38 @@ func TestTableWithinWidth(t *testing.T) {
 		if n := tab.notShown(p); !strings.HasSuffix(n, "columns not shown") {
 			t.Errorf("%v: %q", p, n)
 		}
+	}
+}
+
+// TestSlackTableWithinLimits: the table Slack gets keeps to its table
+// block's 100 rows (the header's included) and 20 cells a row.
+func TestSlackTableWithinLimits(t *testing.T) {
+	var fields []string
+	for i := range 25 {
+		fields = append(fields, `{"name":"c`+strconv.Itoa(i)+`","type":"string"}`)
+	}
+	var rows []string
+	for i := range 150 {
+		rows = append(rows, `{"index":`+strconv.Itoa(i)+`,"c0":"a, \"b\""}`)
+	}
+	doc := `{"schema":{"fields":[{"name":"index","type":"integer"},` + strings.Join(fields, ",") + `],"primaryKey":["index"]},"data":[` + strings.Join(rows, ",") + `],"total_rows":1000,"total_columns":25}`
+	tab, ok := parseTable(doc)
+	if !ok {
+		t.Fatal("not parsed")
+	}
+	s := tab.Slack()
+	if len(s.Rows)+1 != SlackTableRows || len(s.Columns) != SlackTableColumns || !s.Cut() {
+		t.Fatalf("%d rows and a header, %d columns, cut %v", len(s.Rows), len(s.Columns), s.Cut())
+	}
+	for _, r := range s.Rows {
+		if len(r) != SlackTableColumns {
+			t.Fatalf("a row of %d cells", len(r))
+		}
+	}
+	if n := tab.slackNote(); n != "table below: 1000 rows × 25 columns, 901 rows and 6 columns not shown" {
+		t.Fatalf("note %q", n)
+	}
+	if csv := tab.CSV(); !strings.HasPrefix(csv, ",c0,c1,") || !strings.Contains(csv, "\n0,\"a, \"\"b\"\"\",") {
+		t.Fatalf("csv %q", csv[:80])
 	}
 }

@@ -48,8 +48,8 @@ func parseTable(s string) (Table, bool) {
 	var doc struct {
 		Schema struct {
 			Fields []struct {
-				Name string `json:"name"`
-				Type string `json:"type"`
+				Name json.RawMessage `json:"name"` // a string, or a number: a column named 0
+				Type string          `json:"type"`
 			} `json:"fields"`
 			PrimaryKey []string `json:"primaryKey"`
 		} `json:"schema"`
@@ -61,11 +61,13 @@ func parseTable(s string) (Table, bool) {
 		return Table{}, false
 	}
 	var t Table
-	for _, f := range doc.Schema.Fields {
-		name := f.Name
+	names := make([]string, len(doc.Schema.Fields))
+	for i, f := range doc.Schema.Fields {
+		names[i] = fieldName(f.Name)
+		name := names[i]
 		isIndex := false
 		for _, k := range doc.Schema.PrimaryKey {
-			isIndex = isIndex || k == f.Name
+			isIndex = isIndex || k == name
 		}
 		if isIndex {
 			t.index++
@@ -78,8 +80,8 @@ func parseTable(s string) (Table, bool) {
 	}
 	for _, row := range doc.Data {
 		cells := make([]string, len(doc.Schema.Fields))
-		for i, f := range doc.Schema.Fields {
-			cells[i] = cellText(row[f.Name])
+		for i, name := range names {
+			cells[i] = cellText(row[name])
 		}
 		t.Rows = append(t.Rows, cells)
 	}
@@ -91,6 +93,15 @@ func parseTable(s string) (Table, bool) {
 		t.TotalColumns = *doc.TotalColumns
 	}
 	return t, true
+}
+
+// fieldName is a field's name as the keys of the rows have it.
+func fieldName(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(raw))
 }
 
 // cellText is a JSON value as pandas shows it: a string as it is, null as
@@ -196,4 +207,39 @@ func (t Table) CSV() string {
 	_ = w.Write(t.Columns) // a strings.Builder takes every write
 	_ = w.WriteAll(t.Rows)
 	return b.String()
+}
+
+// Slack's table block takes at most 100 rows, the header's included, and
+// 20 cells a row.
+const (
+	SlackTableRows    = 100
+	SlackTableColumns = 20
+)
+
+// Slack returns t within the table block's limits: its header and first
+// rows, its index and first columns.
+func (t Table) Slack() Table {
+	cols := min(len(t.Columns), SlackTableColumns)
+	rows := min(len(t.Rows), SlackTableRows-1)
+	out := Table{Columns: t.Columns[:cols], Numeric: t.Numeric[:cols], TotalRows: t.TotalRows, TotalColumns: t.TotalColumns, index: t.index}
+	for _, r := range t.Rows[:rows] {
+		out.Rows = append(out.Rows, r[:cols])
+	}
+	return out
+}
+
+// Cut reports whether t holds less than the whole table.
+func (t Table) Cut() bool {
+	return len(t.Rows) < t.TotalRows || len(t.Columns)-t.index < t.TotalColumns
+}
+
+// slackNote is the line of a reply whose table is its native table,
+// below the text: its size, and what it does not show.
+func (t Table) slackNote() string {
+	s := t.Slack()
+	note := "table below: " + plural(t.TotalRows, "row") + " × " + plural(t.TotalColumns, "column")
+	if n := notShown(t.TotalRows-len(s.Rows), t.TotalColumns-(len(s.Columns)-s.index)); n != "" {
+		note += ", " + n
+	}
+	return note
 }

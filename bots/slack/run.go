@@ -149,7 +149,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 		return answer.Sent{}, answer.ErrDropped
 	}
 	t := tag{reaction: r.Reaction} // the files go below
-	ts, err := b.reply(ctx, src, ts, r.Text, t, buttonsOption(r.Buttons))
+	ts, err := b.reply(ctx, src, ts, r.Text, t, attachmentsOption(r.Tables, r.Buttons))
 	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post {
 		// A channel the bot is not a member of: the response_url still
 		// reaches it.
@@ -182,7 +182,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	if thread == "" {
 		thread = ts
 	}
-	files, failed := b.upload(ctx, src.ws, log, src.channel, thread, outputs(r.Full, r.Files))
+	files, failed := b.upload(ctx, src.ws, log, src.channel, thread, outputs(r.Full, r.Files, r.Tables))
 	text := r.Text
 	if len(failed) > 0 {
 		text += "\n" + formatting.FilesNote(formatting.Slack, nil, failed)
@@ -190,7 +190,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	if len(failed) > 0 || (len(earlier) > 0 || len(files) > 0) && src.ts != "" {
 		// The reply's metadata names the files too, for a later process.
 		t.files = files
-		if _, err := b.reply(ctx, src, ts, text, t, buttonsOption(r.Buttons)); err != nil {
+		if _, err := b.reply(ctx, src, ts, text, t, attachmentsOption(r.Tables, r.Buttons)); err != nil {
 			log.Warn("tagging the reply with its output file", "err", err)
 		}
 	}
@@ -260,9 +260,14 @@ type output struct {
 const fullOutputName = "output.txt"
 
 // outputs are the files of a reply: the whole output when the text had to
-// be cut, then the run's files in the order the snippet made them.
-func outputs(full string, files []executor.File) []output {
+// be cut, the rows of a native table that does not show them all as
+// table.csv, then the run's files in the order the snippet made them.
+func outputs(full string, files []executor.File, tables []formatting.Table) []output {
 	var out []output
+	if len(tables) > 0 && tables[0].Slack().Cut() {
+		csv := tables[0].CSV()
+		out = append(out, output{executor.File{Path: "table.csv", Size: int64(len(csv)), MIME: "text/csv", Content: []byte(csv)}, "The table's rows"})
+	}
 	if full != "" {
 		out = append(out, output{executor.File{Path: fullOutputName, Size: int64(len(full)), MIME: "text/plain", Content: []byte(full)}, "Full output"})
 	}

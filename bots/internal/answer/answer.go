@@ -71,6 +71,8 @@ type Reply struct {
 	// Full is the whole output when Text had to be cut, for a file.
 	Full  string
 	Files []executor.File // the run's files, after Full
+	// Tables are for the platform's own tables (formatting.Reply.Tables).
+	Tables []formatting.Table
 	// Reaction is the reaction the message gets once the reply is sent:
 	// a run's result (✅ or ❌); "" for a notice or a refusal.
 	Reaction string

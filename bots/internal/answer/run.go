@@ -51,7 +51,7 @@ func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped 
 		res.Files, res.FilesOmitted = res.Files[:keep], append(omit(res.Files[keep:], f.cfg.OverMaxFiles), res.FilesOmitted...)
 		r = formatting.RenderRun(p, ex, res, opts)
 	}
-	out := Reply{Text: r.Text, Full: r.Full, Files: res.Files, Reaction: r.Reaction(p), outcome: res.Outcome(), took: res.Duration}
+	out := Reply{Text: r.Text, Full: r.Full, Files: res.Files, Tables: r.Tables, Reaction: r.Reaction(p), outcome: res.Outcome(), took: res.Duration}
 	if len(res.Files) > 0 && f.cfg.TooLarge != "" {
 		// without is the reply without the files over names instead.
 		without := func(over func(executor.File) bool) Reply {
@@ -66,7 +66,7 @@ func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped 
 			}
 			res.Files, res.FilesOmitted = keep, append(omit(drop, f.cfg.TooLarge), res.FilesOmitted...)
 			r := formatting.RenderRun(p, ex, res, opts)
-			return Reply{Text: r.Text, Full: r.Full, Files: keep, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
+			return Reply{Text: r.Text, Full: r.Full, Files: keep, Tables: r.Tables, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
 		}
 		fallback := without(func(executor.File) bool { return true })
 		out.Fallback = &fallback

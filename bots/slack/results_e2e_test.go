@@ -1,0 +1,80 @@
+package slack
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// tableRows returns the rows of the table block in a reply's attachments,
+// as text.
+func tableRows(t *testing.T, attachments string) [][]string {
+	t.Helper()
+	var atts []struct {
+		Blocks []struct {
+			Type string `json:"type"`
+			Rows [][]struct {
+				Text string `json:"text"`
+			} `json:"rows"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(attachments), &atts); err != nil {
+		t.Fatalf("attachments %q: %v", attachments, err)
+	}
+	var rows [][]string
+	for _, a := range atts {
+		for _, b := range a.Blocks {
+			for _, r := range b.Rows {
+				if b.Type != "table" {
+					continue
+				}
+				var cells []string
+				for _, c := range r {
+					cells = append(cells, c.Text)
+				}
+				rows = append(rows, cells)
+			}
+		}
+	}
+	return rows
+}
+
+// TestPythonDataFrameIsATable: with real Python, a DataFrame a run shows
+// is a native table block under the reply, the text saying so, and the
+// last expression's value follows the output; a wide and long one keeps
+// to the table block's limits, its rows as table.csv beside the reply.
+func TestPythonDataFrameIsATable(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, sciPython(t, "pandas"), true)
+	ch := h.channel()
+	m := h.mention(ch, h.user(), "```python\nimport pandas as pd\ndisplay(pd.DataFrame({'name': ['ada', 'bob'], 'score': [9.5, 7]}))\nx = 41\nx + 1\n```")
+	r := h.reply(m, "42")
+	if !strings.Contains(r.Text, "_table below: 2 rows × 2 columns_") || !strings.Contains(r.Text, "_Out[1]:_\n```\n42\n```") {
+		t.Fatalf("reply %q", r.Text)
+	}
+	rows := tableRows(t, r.Attachments)
+	if got := fmtRows(rows); got != "[  name score] [0 ada 9.5] [1 bob 7.0]" {
+		t.Fatalf("table rows %s", got)
+	}
+
+	m = h.mention(ch, h.user(), "```python\nimport pandas as pd\npd.DataFrame([[i * j for j in range(30)] for i in range(500)])\n```")
+	r = h.reply(m, "table below")
+	if !strings.Contains(r.Text, "500 rows × 30 columns, 401 rows and 11 columns not shown") {
+		t.Fatalf("reply %q", r.Text)
+	}
+	if rows := tableRows(t, r.Attachments); len(rows) != 100 || len(rows[0]) != 20 {
+		t.Fatalf("a table of %d rows of %d cells", len(rows), len(rows[0]))
+	}
+	files := waitFiles(t, h, ch, m.TS, "table.csv")
+	if s := string(files[0].Content); !strings.HasPrefix(s, ",0,1,2,") || strings.Count(s, "\n") != 101 {
+		t.Fatalf("table.csv: %q…", s[:min(40, len(s))])
+	}
+}
+
+func fmtRows(rows [][]string) string {
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, "["+strings.Join(r, " ")+"]")
+	}
+	return strings.Join(parts, " ")
+}
