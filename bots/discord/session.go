@@ -96,6 +96,10 @@ func (b *Bot) startCell(s *discordgo.Session, req answer.Request[source], m *dis
 // reset: the word alone.
 func isReset(text string) bool { return strings.TrimSpace(text) == "reset" }
 
+// isExport reports whether a message addressed to the bot asks for its
+// session as a notebook: the word alone.
+func isExport(text string) bool { return strings.TrimSpace(text) == "export" }
+
 // Earlier returns the messages of the session the bot replied to, oldest
 // first, with its replies, and its resets.
 func (p platform) Earlier(ctx context.Context, src source, session string) ([]answer.Past[source], error) {

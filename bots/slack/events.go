@@ -142,7 +142,7 @@ func (b *Bot) mentioned(self *who, src source) {
 	}
 	b.received()
 	src.text, src.triggered, src.first = stripMention(self, src.text), true, true
-	src.reset = isReset(src.text)
+	src.reset, src.export = isReset(src.text), isExport(src.text)
 	if !b.allowed(src.team, src.channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 		return
@@ -182,7 +182,7 @@ func (b *Bot) onMessage(ws *workspace, team string, ev *slackevents.MessageEvent
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
 			src.what, src.triggered, src.text = "dm", mentions(self, ev.Text), stripMention(self, ev.Text)
-			src.reset = src.triggered && isReset(src.text)
+			src.reset, src.export = src.triggered && isReset(src.text), src.triggered && isExport(src.text)
 		}
 		b.start(src)
 	case "message_changed":

@@ -1,9 +1,18 @@
 package slack
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/runblock/runblock/bots/internal/answer"
 )
 
 // tableRows returns the rows of the table block in a reply's attachments,
@@ -77,4 +86,68 @@ func fmtRows(rows [][]string) string {
 		parts = append(parts, "["+strings.Join(r, " ")+"]")
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestPythonExportANotebook: "@runblock export" in a thread posts the
+// thread's session as a notebook, valid against nbformat's v4.5 schema,
+// one code cell per cell with its source, outputs and number.
+func TestPythonExportANotebook(t *testing.T) {
+	t.Parallel()
+	sched, m := sessionPython(t, 60*time.Second)
+	h := start(t, Config{End: m.End}, sched, true)
+	ch, ada := h.channel(), h.user()
+	c1 := h.say(ch, "", ada, py("x = 41\nprint('set')"))
+	h.cell(c1, "[1]", "set")
+	h.cell(h.say(ch, c1.TS, ada, py("x + 1")), "[2]", "42")
+	h.say(ch, c1.TS, ada, "export")
+	raw := waitFiles(t, h, ch, c1.TS, answer.ExportName)[0].Content
+
+	schemaPath := filepath.Join("..", "..", "formatting", "notebook", "testdata", "nbformat.v4.5.schema.json")
+	f, err := os.Open(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("nbformat.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("nbformat.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Fatalf("not a valid notebook: %v\n%s", err, raw)
+	}
+	var nb struct {
+		Cells []struct {
+			Source  []string `json:"source"`
+			Count   int      `json:"execution_count"`
+			Outputs []struct {
+				Type string         `json:"output_type"`
+				Text []string       `json:"text"`
+				Data map[string]any `json:"data"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(raw, &nb); err != nil {
+		t.Fatal(err)
+	}
+	if len(nb.Cells) != 2 || nb.Cells[0].Count != 1 || nb.Cells[1].Count != 2 || strings.Join(nb.Cells[1].Source, "") != "x + 1" {
+		t.Fatalf("cells %+v", nb.Cells)
+	}
+	if o := nb.Cells[0].Outputs; len(o) != 1 || o[0].Type != "stream" || strings.Join(o[0].Text, "") != "set\n" {
+		t.Fatalf("the first cell's outputs %+v", o)
+	}
+	if o := nb.Cells[1].Outputs; len(o) != 1 || o[0].Type != "execute_result" || fmt.Sprint(o[0].Data["text/plain"]) != "[42]" {
+		t.Fatalf("the second cell's outputs %+v", o)
+	}
 }

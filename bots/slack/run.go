@@ -52,8 +52,9 @@ type source struct {
 	responseURL string
 	// only, when set, is the notice to send instead of running.
 	only *formatting.Notice
-	// reset: the message asks for its session to start fresh.
-	reset bool
+	// reset: the message asks for its session to start fresh; export:
+	// for it as a notebook.
+	reset, export bool
 }
 
 // userKey is the scheduler's key for the user.
@@ -102,7 +103,7 @@ func (b *Bot) request(src source) answer.Request[source] {
 		// an earlier process.
 		Once: src.first, Look: !src.first || src.retry,
 		Notice:  src.only,
-		Session: b.session(src), Starts: src.first && src.ts == src.thread, Reset: src.reset,
+		Session: b.session(src), Starts: src.first && src.ts == src.thread, Reset: src.reset, Export: src.export,
 	}
 }
 

@@ -33,6 +33,10 @@ func (s source) session() string {
 // reset: the word alone.
 func isReset(text string) bool { return strings.TrimSpace(text) == "reset" }
 
+// isExport reports whether a message addressed to the bot asks for its
+// session as a notebook: the word alone.
+func isExport(text string) bool { return strings.TrimSpace(text) == "export" }
+
 // slashReset answers /run reset: it resets the session in the channel the
 // user last ran a cell in, since a slash command does not say which thread
 // it was typed in.

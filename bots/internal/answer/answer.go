@@ -152,6 +152,8 @@ type Request[S any] struct {
 	// Reset: the message asks for the session to start fresh.
 	Session       string
 	Starts, Reset bool
+	// Export: the message asks for the session as a notebook (export.go).
+	Export bool
 
 	turn   *turns.Turn
 	ticket *ticket[S]
@@ -332,6 +334,10 @@ func (a *answering[S]) take(ctx context.Context) (formatting.Extraction, bool) {
 	case req.Reset:
 		a.turn.Done()
 		f.reset(ctx, a.log, req)
+		return formatting.Extraction{}, false
+	case req.Export:
+		a.turn.Done()
+		f.export(ctx, a.log, req)
 		return formatting.Extraction{}, false
 	case req.Key != "" && !a.lock(ctx):
 		return formatting.Extraction{}, false

@@ -107,12 +107,23 @@ type cell[S any] struct {
 	skipped []executor.OmittedFile
 	ok      bool       // ran to success: part of the later cells' replay
 	asked   Request[S] // what its re-run reply's buttons need (buttons.go)
+	// res is how it ran, its files left out, for the session's notebook
+	// (export.go); nil when it did not run.
+	res *executor.Result
 }
 
 func (c cell[S]) size() int64 {
 	n := int64(len(c.ex.Code) + len(c.ex.Stdin))
 	for _, f := range c.files {
 		n += int64(len(f.Content))
+	}
+	if c.res != nil {
+		n += int64(len(c.res.Stdout) + len(c.res.Stderr))
+		for _, d := range c.res.Results {
+			for k, v := range d.Data {
+				n += int64(len(k) + len(v))
+			}
+		}
 	}
 	return n
 }
@@ -461,6 +472,11 @@ func (f *Flow[S]) runCell(ctx context.Context, log *slog.Logger, turn *turns.Tur
 	req.Session, req.Colour = &executor.Session{ID: s.id, Replay: f.nb.replay(s, i)}, f.cfg.Colour
 	res, err := turn.Submit(ctx, f.cfg.Runner, executor.Job{User: rec.user, Request: req, Progress: progress})
 	rec.ok = err == nil && res.Success && (res.Session == nil || !res.Session.Ended)
+	if err == nil {
+		kept := res
+		kept.Files = nil
+		rec.res = &kept
+	}
 	f.nb.put(s, i, rec)
 	if err != nil {
 		text, private := runerror.Report(ctx, log.With("user", rec.user), f.cfg.Platform, err)
