@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/runblock/runblock/bots/internal/answer"
+	"github.com/runblock/runblock/internal/fakeslack"
 )
 
 // tableRows returns the rows of the table block in a reply's attachments,
@@ -150,4 +151,41 @@ func TestPythonExportANotebook(t *testing.T) {
 	if o := nb.Cells[1].Outputs; len(o) != 1 || o[0].Type != "execute_result" || fmt.Sprint(o[0].Data["text/plain"]) != "[42]" {
 		t.Fatalf("the second cell's outputs %+v", o)
 	}
+}
+
+// TestPythonImportANotebook: a notebook attached to a mention runs its
+// code cells in order as the thread's session (a later message sees its
+// state); the reply sums up each cell and carries the executed notebook.
+func TestPythonImportANotebook(t *testing.T) {
+	t.Parallel()
+	sched, m := sessionPython(t, 60*time.Second)
+	h := start(t, Config{End: m.End}, sched, true)
+	ch, ada := h.channel(), h.user()
+	nb := `{"nbformat":4,"nbformat_minor":5,"metadata":{},"cells":[` +
+		`{"cell_type":"markdown","metadata":{},"source":["# Demo"]},` +
+		`{"cell_type":"code","metadata":{},"execution_count":null,"outputs":[],"source":["x = 41\n","print('set')"]},` +
+		`{"cell_type":"code","metadata":{},"execution_count":null,"outputs":[],"source":["x + 1"]}]}`
+	file := h.fake.AddUserFile(fakeslack.UserFile{Name: "demo.ipynb", Mimetype: "application/json", Content: []byte(nb), Size: -1})
+	msg := h.say(ch, "", ada, "run this notebook", file)
+	r := h.reply(msg, "Ran 2 cells")
+	for _, want := range []string{"[1]", "set", "[2]", "_Out[2]:_\n```\n42\n```"} {
+		if !strings.Contains(r.Text, want) {
+			t.Fatalf("reply %q, want %q in it", r.Text, want)
+		}
+	}
+	raw := waitFiles(t, h, ch, msg.TS, "demo.ipynb")[0].Content
+	var out struct {
+		Cells []struct {
+			Kind    string `json:"cell_type"`
+			Count   int    `json:"execution_count"`
+			Outputs []any  `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Cells) != 3 || out.Cells[0].Kind != "markdown" || out.Cells[2].Count != 2 || len(out.Cells[2].Outputs) != 1 {
+		t.Fatalf("executed notebook %s", raw)
+	}
+	h.cell(h.say(ch, msg.TS, ada, py("print(x * 2)")), "[3]", "82")
 }

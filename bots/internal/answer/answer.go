@@ -348,7 +348,12 @@ func (a *answering[S]) take(ctx context.Context) (formatting.Extraction, bool) {
 	if req.Stdin != "" {
 		ex.Stdin = req.Stdin
 	}
-	if !ex.Found {
+	switch {
+	case !ex.Found && f.sessions(req) && hasNotebook(req.Files):
+		a.turn.Done()
+		f.importNotebook(ctx, a.log, req)
+		return ex, false
+	case !ex.Found:
 		a.turn.Done()
 		f.noCode(ctx, a.log, req, a.rec, ex)
 		return ex, false
