@@ -17,17 +17,11 @@ const (
 	urlButtonsBlockID = "runblock.url"
 )
 
-// buttonsOption shows a reply's buttons (answer.Button) as a Block Kit
-// actions block in an attachment below its text, which stays the message's
-// text as before: a section block would cut it at 3,000 characters. An
-// update without buttons sends none, which removes the earlier ones.
-func buttonsOption(buttons []answer.Button) slack.MsgOption {
-	return attachmentsOption(nil, buttons)
-}
-
-// attachmentsOption is a reply's attachments: its native table (Slack
-// takes one a message), then its buttons; none is an empty list, which
-// removes the earlier ones from an updated reply.
+// attachmentsOption is a reply's attachments, below its text, which
+// stays the message's text (a section block would cut it at 3,000
+// characters): its native table (Slack takes one a message), then its
+// buttons (answer.Button) as an actions block; none is an empty list,
+// which removes the earlier ones from an updated reply.
 func attachmentsOption(tables []formatting.Table, buttons []answer.Button) slack.MsgOption {
 	atts := []slack.Attachment{}
 	if len(tables) > 0 {
