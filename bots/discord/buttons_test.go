@@ -173,7 +173,7 @@ func TestButtonsRunAgainAndFullOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(buttons(t, posted(t, again[1]).ID)); n != 3 {
+	if n := len(buttons(t, posted(t, again[1]).ID)); n != 4 { // with Export notebook
 		t.Fatalf("the new reply has %d buttons", n)
 	}
 	jobs := runner.Jobs()

@@ -122,7 +122,7 @@ func TestButtonsRunAgainAndFullOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(buttonIDs(t, again)) != 3 {
+	if len(buttonIDs(t, again)) != 4 { // with Export notebook: a cell of the thread's session
 		t.Fatalf("the new reply's buttons: %q", again.Attachments)
 	}
 	jobs := runner.Jobs()

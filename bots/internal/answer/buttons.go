@@ -16,8 +16,8 @@ import (
 	"github.com/runblock/runblock/formatting"
 )
 
-// Buttons: every reply to a run carries Delete and Run again, and Full
-// output where its view was cut. A button's id names its action and a
+// Buttons: every reply to a run carries Delete and Run again, Full
+// output where its view was cut, and Export notebook on a session's cell. A button's id names its action and a
 // token the flow keeps, in bounded memory, with what the button needs: a
 // click whose token is gone (a restart, or past the memory) is answered
 // with TooOld, never an error or silence. Each platform maps Reply.Buttons
@@ -31,6 +31,7 @@ const (
 	ActionDelete Action = "delete"
 	ActionAgain  Action = "again"
 	ActionFull   Action = "full"
+	ActionExport Action = "export" // a session's cell: the session as a notebook (export.go)
 )
 
 // Button is a button of a reply.
@@ -78,7 +79,7 @@ func ParseButton(id string) (action Action, token string, ok bool) {
 	}
 	a, token, ok := strings.Cut(rest, ":")
 	switch Action(a) {
-	case ActionDelete, ActionAgain, ActionFull:
+	case ActionDelete, ActionAgain, ActionFull, ActionExport:
 		return Action(a), token, ok && token != ""
 	}
 	return "", "", false
@@ -136,6 +137,9 @@ func (f *Flow[S]) arm(req Request[S], out *Reply) *arming {
 	if out.Full != "" && len(out.Full) <= maxFullKept {
 		e.full = out.Full
 		out.Buttons = append(out.Buttons, Button{Action: ActionFull, Label: "Full output", ID: ButtonID(ActionFull, token)})
+	}
+	if req.Session != "" && !f.cfg.NoSessions {
+		out.Buttons = append(out.Buttons, Button{Action: ActionExport, Label: "Export notebook", ID: ButtonID(ActionExport, token)})
 	}
 	if out.Fallback != nil {
 		out.Fallback.Buttons = out.Buttons
@@ -217,6 +221,8 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 		f.clickDelete(ctx, log, c, token, e)
 	case ActionAgain:
 		f.Answer(ctx, Request[S]{Src: c.Src, What: "run again", Log: c.Log, User: c.User, Text: e.text, Extract: e.extract, Stdin: e.stdin, Files: e.files, Session: e.session, tell: c.Tell})
+	case ActionExport:
+		f.export(ctx, log, Request[S]{Src: c.Src, Session: e.session})
 	case ActionFull:
 		if e.fullFile {
 			f.tell(ctx, log, c, FullOutputIn)

@@ -288,3 +288,19 @@ func TestFullOutputPointsToItsFile(t *testing.T) {
 		t.Fatalf("Full output sent %q", evs[n:])
 	}
 }
+
+// TestExportButton: a session's cell has Export notebook, which posts
+// the session as a notebook where the click was; a run alone has none.
+func TestExportButton(t *testing.T) {
+	f, p := newButtonFlow(t, fakerunner.NewSessions())
+	<-answer(f, cellReq("m1", "u", "s", "a=1"))
+	<-answer(f, request("m2", "u", "print(1)"))
+	if p.button("r2", ActionExport) != "" {
+		t.Fatal("a run alone has Export notebook")
+	}
+	click(f, "r1", p.button("r1", ActionExport), "v", false)
+	evs := p.Events()
+	if last := evs[len(evs)-1]; last != "post r1: This thread's session as a Jupyter notebook: 1 cell." {
+		t.Fatalf("last event %q", last)
+	}
+}
