@@ -367,8 +367,8 @@ func (b *Bot) onSlash(ws *workspace, cmd slack.SlashCommand) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 	case strings.TrimSpace(cmd.Text) == "":
 		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, ws, cmd) })
-	case isReset(cmd.Text):
-		b.slashReset(src)
+	case isReset(cmd.Text), isExport(cmd.Text):
+		b.slashSession(src, isExport(cmd.Text))
 	default:
 		b.start(src)
 	}

@@ -102,6 +102,20 @@ func TestPythonExportANotebook(t *testing.T) {
 	h.cell(h.say(ch, c1.TS, ada, py("x + 1")), "[2]", "42")
 	h.say(ch, c1.TS, ada, "export")
 	raw := waitFiles(t, h, ch, c1.TS, answer.ExportName)[0].Content
+	// /run export names no thread: it exports the session the user last
+	// ran a cell in, in that channel, into its thread.
+	h.fake.SendSlashCommand(map[string]string{"command": "/run", "text": "export", "user_id": ada, "channel_id": ch, "response_url": h.fake.ResponseURL()})
+	if _, err := h.fake.WaitFiles(h.ctx, ch, c1.TS, func(fs []fakeslack.File) bool {
+		n := 0
+		for _, f := range fs {
+			if f.Filename == answer.ExportName {
+				n++
+			}
+		}
+		return n == 2
+	}); err != nil {
+		t.Fatalf("/run export: %v", err)
+	}
 
 	schemaPath := filepath.Join("..", "..", "formatting", "notebook", "testdata", "nbformat.v4.5.schema.json")
 	f, err := os.Open(schemaPath)

@@ -63,13 +63,17 @@ func (f *Flow[S]) export(ctx context.Context, log *slog.Logger, req Request[S]) 
 		return
 	}
 	file := executor.File{Path: ExportName, Size: int64(len(b)), MIME: "application/x-ipynb+json", Content: b}
-	text := "This thread's session as a Jupyter notebook: " + plural(n, "cell") + "."
-	if _, err := f.p.Send(ctx, req.Src, Record[S]{}, Reply{Text: text, Files: []executor.File{file}}); err != nil {
+	if _, err := f.p.Send(ctx, req.Src, Record[S]{}, Reply{Text: ExportText(n), Files: []executor.File{file}}); err != nil {
 		log.Error("sending a session's notebook", "err", err)
 		return
 	}
 	f.cfg.Replied()
 	log.Info("session exported", "session", req.Session, "cells", n)
+}
+
+// ExportText is the line an exported session of n cells is posted with.
+func ExportText(n int) string {
+	return "This thread's session as a Jupyter notebook: " + plural(n, "cell") + "."
 }
 
 // NothingToExport answers an export where there is no session with cells.
