@@ -325,6 +325,9 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	if !b.cfg.NoSessions && strings.TrimSpace(msg) == resetCommand {
 		return b.reset(ctx)
 	}
+	if path, ok := exportPath(msg); ok && !b.cfg.NoSessions {
+		return b.export(path)
+	}
 	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
 	if !ext.Found {
 		return formatting.RenderNotice(formatting.Console, ext.Notice())

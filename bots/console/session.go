@@ -7,12 +7,14 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/executor"
+	ipynb "github.com/runblock/runblock/formatting/notebook"
 )
 
 // The console is one session (bots/internal/answer/session.go): each
 // message with code is the next cell, run with the earlier successful
 // cells as its replay, and its reply starts with the cell's number.
-// %reset, as a whole message, starts the session fresh.
+// %reset, as a whole message, starts the session fresh; "%export PATH"
+// writes it to PATH as a Jupyter notebook (export.go).
 
 // resetCommand starts the console's session fresh.
 const resetCommand = "%reset"
@@ -22,6 +24,7 @@ type session struct {
 	id    string
 	cells int                // cells run
 	ok    []executor.Request // the successful ones, the replay of the next
+	nb    []ipynb.Cell       // every cell with its result, files left out, for %export
 }
 
 func newSession() session {
@@ -40,6 +43,9 @@ func (s *session) next() *executor.Session {
 // reply's header.
 func (s *session) ran(req executor.Request, res executor.Result) string {
 	s.cells++
+	kept := res
+	kept.Files = nil
+	s.nb = append(s.nb, ipynb.Cell{Kind: ipynb.Code, Source: req.Code, Count: s.cells, Result: &kept})
 	if res.Success && (res.Session == nil || !res.Session.Ended) {
 		req.Session = nil
 		s.ok = append(s.ok, req)
