@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/runblock/runblock/bots/discord"
 )
 
 // TestE2ENotebookResults: with real Python, a run shows what a notebook
@@ -38,5 +43,30 @@ func TestE2ENotebookResults(t *testing.T) {
 	}
 	if len(reply.Attachments) != 1 || reply.Attachments[0].Filename != "out.png" {
 		t.Fatalf("attachments %+v, want the mathtext image", reply.Attachments)
+	}
+}
+
+// TestE2EImportANotebook: a notebook attached to "!run" in a thread runs
+// its code cells as the thread's session, answered in one reply with the
+// executed notebook attached.
+func TestE2EImportANotebook(t *testing.T) {
+	t.Parallel()
+	sched, m := sessionRunner(t, 60*time.Second)
+	e := start(t, sched, func(c *discord.Config) { c.End = m.End })
+	th := e.thread()
+	nb := `{"nbformat":4,"nbformat_minor":4,"metadata":{},"cells":[` +
+		`{"cell_type":"code","metadata":{},"execution_count":null,"outputs":[],"source":"x = 41"},` +
+		`{"cell_type":"code","metadata":{},"execution_count":null,"outputs":[],"source":"x + 1"}]}`
+	att := fake.Attachment("demo.ipynb", "application/json", []byte(nb), -1)
+	msg := e.fbot.MessageCreate(discordgo.Message{ChannelID: th, GuildID: e.guild, Author: e.user, Content: "!run", Attachments: []*discordgo.MessageAttachment{att}})
+	r := posted(t, e.replyTo(th, msg.ID))
+	if !strings.HasPrefix(r.Content, "Ran 2 cells of 2 code cells") || !strings.Contains(r.Content, "_Out[2]:_\n```\n42\n```") {
+		t.Fatalf("reply %q", r.Content)
+	}
+	if len(r.Attachments) != 1 || r.Attachments[0].Filename != "demo.ipynb" {
+		t.Fatalf("attachments %+v", r.Attachments)
+	}
+	if data, _ := fake.AttachmentData(r.Attachments[0].URL); !bytes.Contains(data, []byte(`"execute_result"`)) {
+		t.Fatalf("executed notebook %s", data)
 	}
 }
