@@ -1,6 +1,7 @@
 package formatting
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,6 +48,31 @@ func BenchmarkExtractLarge(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			for b.Loop() {
 				Extract(msg, ExtractOptions{Platform: Slack, Triggered: true, Raw: true})
+			}
+		})
+	}
+}
+
+// BenchmarkRenderDataFrame renders a 100×20 DataFrame's value as the
+// sandbox sends it (issue 34 asks ≤ 20 ms).
+func BenchmarkRenderDataFrame(b *testing.B) {
+	var fields, rows []string
+	for c := range 20 {
+		fields = append(fields, `{"name":"column`+strconv.Itoa(c)+`","type":"number"}`)
+	}
+	for r := range 100 {
+		cells := []string{`"index":` + strconv.Itoa(r)}
+		for c := range 20 {
+			cells = append(cells, `"column`+strconv.Itoa(c)+`":`+strconv.Itoa(r*c)+`.5`)
+		}
+		rows = append(rows, "{"+strings.Join(cells, ",")+"}")
+	}
+	table := `{"schema":{"fields":[{"name":"index","type":"integer"},` + strings.Join(fields, ",") + `],"primaryKey":["index"]},"data":[` + strings.Join(rows, ",") + `],"total_rows":100,"total_columns":20}`
+	res := executor.Result{Success: true, Results: []executor.Display{{Data: map[string]string{"text/plain": "…", "application/vnd.dataresource+json": table}, Value: true}}}
+	for _, p := range []Platform{Slack, Discord, Console} {
+		b.Run(p.String(), func(b *testing.B) {
+			for b.Loop() {
+				Render(p, res, RenderOptions{Cell: 1})
 			}
 		})
 	}

@@ -54,6 +54,9 @@ type RenderOptions struct {
 	// NoStatus leaves the status line out: the output alone, under Header
 	// (a run's whole output sent apart from its reply, which has one).
 	NoStatus bool
+	// Cell is the number of a session's cell, which its value's label
+	// names ("Out[3]:"); 0 for a run alone ("Out:").
+	Cell int
 }
 
 func (o RenderOptions) withDefaults() RenderOptions {
@@ -72,6 +75,9 @@ type Reply struct {
 	// Full is the whole output as plain text when Text had to be cut, else "".
 	Full string
 	OK   bool // success: ✅, else ❌
+	// Tables are shown as the platform's own tables, below Text (Slack's
+	// table block: one a message); on other platforms they are text.
+	Tables []Table
 }
 
 // Reaction returns the reaction for the finished run on p: the emoji name
@@ -114,7 +120,11 @@ func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptio
 		res.Stdout, c = CheckTranscript(ext.Transcript, res.Stdout)
 		r.check = r.transcriptNote(c)
 	}
-	r.stdout, r.outSpans = styledLines(p, res.Stdout)
+	displays := res.Results
+	if ext.Transcript != nil { // the offsets were into the output before the check
+		displays = atEnd(displays, len(res.Stdout))
+	}
+	r.outputLines(res.Stdout, displays, opts.Cell)
 	r.stderr, r.errSpans = styledLines(p, res.Stderr)
 	r.outChars, r.errChars = chars(r.stdout), chars(r.stderr)
 	text, cut := r.render(opts.MaxLines, opts.MaxChars)
@@ -137,7 +147,7 @@ func RenderRun(p Platform, ext Extraction, res executor.Result, opts RenderOptio
 	if p == Console {
 		text = terminalSafe(text)
 	}
-	reply := Reply{Text: text, OK: res.Outcome() == "ok"}
+	reply := Reply{Text: text, OK: res.Outcome() == "ok", Tables: r.tables}
 	if cut {
 		reply.Full = r.full()
 	}
@@ -148,7 +158,10 @@ type result struct {
 	p      Platform
 	res    executor.Result
 	stdout []string
-	stderr []string
+	// outKinds tell how each line of stdout is shown (results.go).
+	outKinds []lineKind
+	tables   []Table // shown apart from the text (Reply.Tables)
+	stderr   []string
 	// outSpans and errSpans style the lines of stdout and stderr on
 	// Discord, which renders colour; nil elsewhere or when no line is
 	// styled.
@@ -185,7 +198,7 @@ func (r result) render(maxLines, maxChars int) (string, bool) {
 		r.line(&b, r.note("(no output)"))
 	default:
 		if len(r.stdout) > 0 {
-			r.block(&b, out.lines, r.outSpans)
+			r.blocks(&b, out.lines, r.outKinds, r.outSpans)
 			if n := out.moreNote(); n != "" {
 				r.line(&b, r.note(n))
 			}

@@ -341,6 +341,9 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	if !b.cfg.NoSessions && isReset(msg) {
 		return b.reset(ctx)
 	}
+	if path, ok := exportPath(msg); ok && !b.cfg.NoSessions {
+		return b.export(path)
+	}
 	ext := formatting.Extract(msg, formatting.ExtractOptions{Platform: formatting.Console, Triggered: true})
 	if !ext.Found {
 		return formatting.RenderNotice(formatting.Console, ext.Notice())
@@ -390,8 +393,10 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	name := "run-" + strconv.Itoa(b.runs)
 	if !b.cfg.NoSessions {
 		opts.Header, res = b.session.ran(job.Request, res)
+		opts.Cell = b.session.cells
 		name = "cell-" + strconv.Itoa(b.session.cells)
 	}
+	res.Files = append(formatting.ResultFiles(res), res.Files...) // its displayed images, saved as its files are
 	r := formatting.RenderRun(formatting.Console, ext, res, opts)
 	text := r.Text
 	if len(res.Files) > 0 || r.Full != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/executor"
+	ipynb "github.com/runblock/runblock/formatting/notebook"
 )
 
 // The console is one session (bots/internal/answer/session.go): each
@@ -16,6 +17,7 @@ import (
 // cells as its replay, and its reply starts with the cell's number.
 // The words that reset a thread in chat (answer.IsReset), or IPython's
 // %reset, as a whole message, start the session fresh.
+// "%export PATH" writes it to PATH as a Jupyter notebook (export.go).
 
 // resetCommand starts the console's session fresh, as reset does.
 const resetCommand = "%reset"
@@ -35,6 +37,7 @@ type session struct {
 	// its tracebacks name ("<cell 2>"), to the cell's number here: they
 	// differ once a rebuild replayed only the successful cells.
 	live map[int]int
+	nb   []ipynb.Cell // every cell with its result, files left out, for %export
 }
 
 func newSession() session {
@@ -66,6 +69,9 @@ func (s *session) ran(req executor.Request, res executor.Result) (string, execut
 		s.live[info.Cell] = s.cells
 		res.Stderr, res.Error = s.renumber(res.Stderr), s.renumber(res.Error)
 	}
+	kept := res
+	kept.Files = nil
+	s.nb = append(s.nb, ipynb.Cell{Kind: ipynb.Code, Source: req.Code, Count: s.cells, Result: &kept})
 	if res.Success && (res.Session == nil || !res.Session.Ended) {
 		req.Session = nil
 		s.ok = append(s.ok, req)

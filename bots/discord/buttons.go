@@ -116,7 +116,7 @@ func (b *Bot) onAnswerButton(ctx context.Context, i *discordgo.Interaction, id s
 			}
 			// Through the channel, where the bot is.
 			log.Info("deleting an answer through its click failed; deleting it through the channel", "err", err)
-			return b.session().ChannelMessageDelete(i.ChannelID, i.Message.ID, discordgo.WithContext(ctx))
+			return goneError(b.session().ChannelMessageDelete(i.ChannelID, i.Message.ID, discordgo.WithContext(ctx)))
 		},
 		Log: log,
 	})

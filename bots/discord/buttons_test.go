@@ -119,8 +119,30 @@ func TestButtonsDelete(t *testing.T) {
 		if _, ok := fake.Message(r.ID); ok {
 			t.Fatalf("%s could not delete the reply", tc.name)
 		}
-		e.told(e.click(r, e.user, 0, ids[rb.ActionDelete]), rb.TooOld)
+		e.told(e.click(r, e.user, 0, ids[rb.ActionDelete]), rb.Deleted)
 	}
+}
+
+// TestButtonsDeleteOfAReplyGone: a Delete on a reply that is gone (a
+// moderator deleted it, or another click a moment before: Discord answers
+// 10008 Unknown Message) is told so, never that it failed, and the
+// buttons do not come back.
+func TestButtonsDeleteOfAReplyGone(t *testing.T) {
+	t.Parallel()
+	e := start(t, &fakerunner.Runner{}, nil)
+	m := e.say("!run\n```py\nprint(1)\n```")
+	r := posted(t, e.replyTo(e.channel, m.ID))
+	ids := buttons(t, r.ID)
+	mod, err := discordgo.New("Bot " + e.fbot.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod.Client = fake.Client()
+	if err := mod.ChannelMessageDelete(e.channel, r.ID, discordgo.WithContext(e.ctx)); err != nil {
+		t.Fatal(err)
+	}
+	e.told(e.click(r, e.user, 0, ids[rb.ActionDelete]), rb.Deleted)
+	e.told(e.click(r, e.user, 0, ids[rb.ActionDelete]), rb.Deleted)
 }
 
 // tenLines runs code with "range(10)" in it to ten lines, more than the
@@ -151,7 +173,7 @@ func TestButtonsRunAgainAndFullOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(buttons(t, posted(t, again[1]).ID)); n != 3 {
+	if n := len(buttons(t, posted(t, again[1]).ID)); n != 4 { // with Export notebook
 		t.Fatalf("the new reply has %d buttons", n)
 	}
 	jobs := runner.Jobs()

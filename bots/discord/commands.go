@@ -13,6 +13,7 @@ const (
 	CommandRunCode = "Run code" // message context-menu command
 	optionCode     = "code"
 	optionReset    = "reset"
+	optionExport   = "export"
 	modalRun       = "runblock:run"
 	inputCode      = "code"
 	inputStdin     = "stdin"
@@ -70,6 +71,11 @@ func commands(guildID string) []*discordgo.ApplicationCommand {
 			Type:        discordgo.ApplicationCommandOptionBoolean,
 			Name:        optionReset,
 			Description: "Start this thread's session fresh: its variables and files go",
+			Required:    false,
+		}, {
+			Type:        discordgo.ApplicationCommandOptionBoolean,
+			Name:        optionExport,
+			Description: "Post this thread's session as a Jupyter notebook (.ipynb)",
 			Required:    false,
 		}},
 	}

@@ -76,7 +76,7 @@ func TestE2EPlotAttachedAndEditReplacesIt(t *testing.T) {
 	edited.Content = "!run ```py\nimport matplotlib.pyplot as plt\nplt.plot([3,2,1])\nplt.show()\nplt.bar(['a'], [1])\nprint('two')\n```"
 	e.fbot.MessageUpdate(edited)
 	if _, err := fake.WaitRequest(e.ctx, func(r fakediscord.Request) bool {
-		return fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID)(r) && strings.Contains(r.Content(), "two")
+		return fakediscord.Match("PATCH", "/channels/"+e.channel+"/messages/"+reply.ID)(r) && strings.Contains(r.Content(), "two") && !isProgress(r.Content())
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,8 @@ func (b *Bot) handleInteraction(ctx context.Context, s *discordgo.Session, i *di
 			b.runInteraction(ctx, s, i, content, formatting.ExtractOptions{Triggered: true}, "", atts)
 		case d.Name == CommandRun && d.GetOption(optionReset) != nil && d.GetOption(optionReset).BoolValue():
 			b.resetInteraction(ctx, s, i)
+		case d.Name == CommandRun && d.GetOption(optionExport) != nil && d.GetOption(optionExport).BoolValue():
+			b.exportInteraction(ctx, s, i)
 		case d.Name == CommandRun:
 			var code string
 			if o := d.GetOption(optionCode); o != nil && o.Type == discordgo.ApplicationCommandOptionString {

@@ -123,6 +123,7 @@ func (b *Bot) onMessageCreate(s *discordgo.Session, mc *discordgo.MessageCreate)
 	b.startCell(s, answer.Request[source]{
 		Src: src, What: "message", Key: m.ID, User: src.user, Text: tr.text, Extract: opts,
 		Files: attachments(m.Attachments), Quiet: tr.quiet, Once: true, Reset: tr.explicit && answer.IsReset(tr.text),
+		Export: tr.explicit && answer.IsExport(tr.text),
 	}, m)
 }
 

@@ -172,9 +172,17 @@ func (b *Bot) start(req answer.Request[source]) {
 // ❌.
 type platform struct{ b *Bot }
 
-func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.Sent, error) {
-	if src.hook != nil {
-		return p.b.hookSend(ctx, src.hook, "", r)
+// Send posts r as a reply to src, or edits the reply of to into r; a
+// private line with no reply to edit is a reply too (a message has no
+// ephemeral reply), and an interaction's asker is told it alone.
+func (p platform) Send(ctx context.Context, src source, to answer.Record[source], r answer.Reply) (answer.Sent, error) {
+	switch {
+	case r.Private && to.Reply == "" && src.hook != nil:
+		return answer.Sent{}, p.b.hookTell(ctx, src.hook, r.Text)
+	case src.hook != nil:
+		return p.b.hookSend(ctx, src.hook, to.Reply, r)
+	case to.Reply != "":
+		return answer.Sent{ID: to.Reply}, p.b.edit(ctx, src, to.Reply, r)
 	}
 	m, err := p.b.send(ctx, src, r)
 	if err != nil {
@@ -184,49 +192,43 @@ func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.
 	return answer.Sent{ID: m.ID}, nil
 }
 
-func (p platform) Edit(ctx context.Context, src source, rec answer.Record[source], r answer.Reply) (answer.Sent, error) {
-	if src.hook != nil {
-		return p.b.hookSend(ctx, src.hook, rec.Reply, r)
-	}
-	return answer.Sent{ID: rec.Reply}, p.b.edit(ctx, src, rec.Reply, r)
+// Delete deletes the reply of rec; one that is gone is answer.ErrGone.
+func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
+	return goneError(p.b.session().ChannelMessageDelete(rec.Src.channelID, rec.Reply, discordgo.WithContext(ctx)))
 }
 
-func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
-	return p.b.session().ChannelMessageDelete(rec.Src.channelID, rec.Reply, discordgo.WithContext(ctx))
+// goneError marks Discord's "Unknown Message" as answer.ErrGone.
+func goneError(err error) error {
+	if restCode(err) == discordgo.ErrCodeUnknownMessage {
+		return fmt.Errorf("%w: %w", answer.ErrGone, err)
+	}
+	return err
 }
 
 func (p platform) React(ctx context.Context, src source, emoji string, add bool) {
-	if src.hook != nil {
+	if src.hook != nil || emoji == "" {
 		return
 	}
 	p.b.react(ctx, src.channelID, src.messageID, emoji, add)
 }
 
 // Indicate shows typing and ⏳ while the run is in flight; the typing
-// stops before the reply goes, ⏳ goes after it. An interaction's deferred
-// response shows that the bot is thinking.
-func (p platform) Indicate(ctx context.Context, src source) func() func() {
+// stops before the reply goes, ⏳ goes after it and the result's reaction
+// comes. An interaction's deferred response shows that the bot is
+// thinking.
+func (p platform) Indicate(ctx context.Context, src source) func() func(string) {
 	if src.hook != nil {
-		return func() func() { return func() {} }
+		return func() func(string) { return func(string) {} }
 	}
 	ind := p.b.indicate(ctx, src.channelID, src.messageID)
-	return func() func() {
+	return func() func(string) {
 		ind.stop()
-		return func() {
+		return func(reaction string) {
 			ind.wait()
 			p.b.react(ctx, src.channelID, src.messageID, reactionRunning, false)
+			p.React(ctx, src, reaction, true)
 		}
 	}
-}
-
-// Notify replies to the message: a message has no ephemeral reply. An
-// interaction's asker is told alone.
-func (p platform) Notify(ctx context.Context, src source, text string) (string, error) {
-	if src.hook != nil {
-		return "", p.b.hookTell(ctx, src.hook, text)
-	}
-	s, err := p.Post(ctx, src, answer.Reply{Text: text})
-	return s.ID, err
 }
 
 // Find finds the reply to src among the messages after it; which of ✅

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -216,15 +217,8 @@ func result(m *discordgo.Message) string {
 // the user last ran a cell in there.
 func (b *Bot) resetInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction) {
 	b.metricReceived()
-	guild := i.GuildID
-	if guild == "" {
-		guild = "dm"
-	}
-	id := "discord:" + guild + ":" + i.ChannelID
-	if !b.isThread(s, i.ChannelID) {
-		id = b.flow.Recent(userKey(i.GuildID, interactionUser(i)), id+":")
-	}
-	if id == "" || b.cfg.NoSessions {
+	id := b.commandSession(s, i)
+	if id == "" {
 		b.ephemeral(ctx, s, i, "You have no session here to reset.")
 		return
 	}
@@ -238,6 +232,56 @@ func (b *Bot) resetInteraction(ctx context.Context, s *discordgo.Session, i *dis
 	text := answer.ResetText
 	if _, err := s.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
 		b.log.Error("answering /run reset", "err", err)
+		return
+	}
+	b.metricReplied()
+}
+
+// commandSession is the session a /run option names: in a thread the
+// thread's; in a channel, where a command replies to nothing, the one the
+// user last ran a cell in there; "" for none.
+func (b *Bot) commandSession(s *discordgo.Session, i *discordgo.Interaction) string {
+	if b.cfg.NoSessions {
+		return ""
+	}
+	guild := i.GuildID
+	if guild == "" {
+		guild = "dm"
+	}
+	id := "discord:" + guild + ":" + i.ChannelID
+	if !b.isThread(s, i.ChannelID) {
+		id = b.flow.Recent(userKey(i.GuildID, interactionUser(i)), id+":")
+	}
+	return id
+}
+
+// exportInteraction answers /run export: the session (commandSession) as
+// a Jupyter notebook, attached to the command's answer.
+func (b *Bot) exportInteraction(ctx context.Context, s *discordgo.Session, i *discordgo.Interaction) {
+	b.metricReceived()
+	id := b.commandSession(s, i)
+	if id == "" {
+		b.ephemeral(ctx, s, i, answer.NothingToExport)
+		return
+	}
+	// The export waits for the session's cell in flight; Discord wants an
+	// answer within 3 s.
+	if err := s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}, discordgo.WithContext(ctx)); err != nil {
+		b.log.Error("deferring /run export", "err", err)
+		return
+	}
+	nb, n, err := b.flow.Notebook(ctx, id)
+	if err != nil {
+		b.log.Error("writing a session's notebook", "session", id, "err", err)
+	}
+	text := answer.ExportText(n)
+	edit := &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions(),
+		Files: []*discordgo.File{{Name: answer.ExportName, ContentType: "application/x-ipynb+json", Reader: bytes.NewReader(nb)}}}
+	if err != nil || n == 0 {
+		text, edit.Files = answer.NothingToExport, nil
+	}
+	if _, err := s.InteractionResponseEdit(i, edit, discordgo.WithContext(ctx)); err != nil {
+		b.log.Error("answering /run export", "err", err)
 		return
 	}
 	b.metricReplied()

@@ -1,6 +1,7 @@
 package discord_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -172,4 +173,44 @@ func TestRunReactionContinuesTheSessionOnDiscord(t *testing.T) {
 	second := e.post(th, llm, "", "Then:\n```python\nprint(df)\n```")
 	e.fbot.ReactionAdd(th, second.ID, e.guild, discord.DefaultRunReaction, e.user)
 	e.cell(second, "[2]", "after df=load(): print(df)")
+}
+
+// TestExportOnDiscord: "!run export" in a thread and /run export post the
+// thread's session as a notebook, one code cell per cell.
+func TestExportOnDiscord(t *testing.T) {
+	t.Parallel()
+	e := start(t, fakerunner.NewSessions(), nil)
+	th := e.thread()
+	e.cell(e.post(th, e.user, "", run("a=1")), "[1]", "after : a=1")
+	e.cell(e.post(th, e.user, "", run("print(a)")), "[2]", "after a=1: print(a)")
+	cells := func(data []byte) int {
+		var nb struct {
+			Cells []struct {
+				Count int `json:"execution_count"`
+			} `json:"cells"`
+		}
+		if err := json.Unmarshal(data, &nb); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		return len(nb.Cells)
+	}
+
+	ask := e.post(th, e.user, "", "!run export")
+	r := posted(t, e.replyTo(th, ask.ID))
+	if r.Content != answerflow.ExportText(2) || len(r.Attachments) != 1 || r.Attachments[0].Filename != answerflow.ExportName {
+		t.Fatalf("reply %q with %+v", r.Content, r.Attachments)
+	}
+	if data, _ := fake.AttachmentData(r.Attachments[0].URL); cells(data) != 2 {
+		t.Fatalf("%d cells", cells(data))
+	}
+
+	in := e.fbot.InteractionCreate(map[string]any{
+		"type": discordgo.InteractionApplicationCommand, "channel_id": th, "guild_id": e.guild,
+		"member": map[string]any{"user": e.user},
+		"data": map[string]any{"id": "1", "name": "run", "type": discordgo.ChatApplicationCommand,
+			"options": []any{map[string]any{"name": "export", "type": discordgo.ApplicationCommandOptionBoolean, "value": true}}},
+	})
+	if o := e.original(in); o.Content() != answerflow.ExportText(2) {
+		t.Fatalf("/run export answered %q", o.Content())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/runblock/runblock/bots/internal/answer"
+	"github.com/runblock/runblock/formatting"
 )
 
 // The block_id of the actions block of a reply's buttons: buttonsBlockID
@@ -16,15 +17,46 @@ const (
 	urlButtonsBlockID = "runblock.url"
 )
 
-// buttonsOption shows a reply's buttons (answer.Button) as a Block Kit
-// actions block in an attachment below its text, which stays the message's
-// text as before: a section block would cut it at 3,000 characters. An
-// update without buttons sends none, which removes the earlier ones.
-func buttonsOption(buttons []answer.Button) slack.MsgOption {
-	if len(buttons) == 0 {
-		return slack.MsgOptionAttachments([]slack.Attachment{}...)
+// attachmentsOption is a reply's attachments, below its text, which
+// stays the message's text (a section block would cut it at 3,000
+// characters): its native table (Slack takes one a message), then its
+// buttons (answer.Button) as an actions block; none is an empty list,
+// which removes the earlier ones from an updated reply.
+func attachmentsOption(tables []formatting.Table, buttons []answer.Button) slack.MsgOption {
+	atts := []slack.Attachment{}
+	if len(tables) > 0 {
+		atts = append(atts, slack.Attachment{Fallback: "A table", Blocks: slack.Blocks{BlockSet: []slack.Block{tableBlock(tables[0])}}})
 	}
-	return slack.MsgOptionAttachments(buttonsAttachment(buttonsBlockID, buttons))
+	if len(buttons) > 0 {
+		atts = append(atts, buttonsAttachment(buttonsBlockID, buttons))
+	}
+	return slack.MsgOptionAttachments(atts...)
+}
+
+// tableBlock is t as a table block, within its limits: text cells, the
+// numeric columns aligned right.
+func tableBlock(t formatting.Table) *slack.TableBlock {
+	t = t.Slack()
+	tb := &slack.TableBlock{Type: slack.MBTTable}
+	settings := make([]slack.ColumnSetting, len(t.Columns))
+	for i, numeric := range t.Numeric {
+		settings[i].Align = slack.ColumnAlignmentLeft
+		if numeric {
+			settings[i].Align = slack.ColumnAlignmentRight
+		}
+	}
+	tb.WithColumnSettings(settings...)
+	for _, row := range append([][]string{t.Columns}, t.Rows...) {
+		cells := make([]slack.TableCell, len(row))
+		for i, c := range row {
+			if c == "" {
+				c = " " // a cell's text may not be empty: the index's header
+			}
+			cells[i] = slack.NewTableRawTextCell(c)
+		}
+		tb.AddRow(cells...)
+	}
+	return tb
 }
 
 // buttonsAttachment is the attachment of a reply's buttons, in the actions

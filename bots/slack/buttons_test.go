@@ -6,9 +6,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/slack-go/slack"
 
 	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
@@ -96,8 +97,8 @@ func TestButtonsDelete(t *testing.T) {
 		if err := h.fake.WaitGone(h.ctx, ch, r.TS); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		// The reply is forgotten: its buttons, clicked again, are too old.
-		h.told(h.click(r, author, ids[answer.ActionDelete]), answer.TooOld)
+		// The reply is gone, and its buttons say so.
+		h.told(h.click(r, author, ids[answer.ActionDelete]), answer.Deleted)
 	}
 }
 
@@ -121,27 +122,54 @@ func TestButtonsRunAgainAndFullOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(buttonIDs(t, again)) != 3 {
+	if len(buttonIDs(t, again)) != 4 { // with Export notebook: a cell of the thread's session
 		t.Fatalf("the new reply's buttons: %q", again.Attachments)
 	}
 	jobs := runner.Jobs()
 	if len(jobs) != 2 || jobs[0].User != "slack:"+fakeslack.TeamID+":"+author || jobs[1].User != "slack:"+fakeslack.TeamID+":"+clicker {
 		t.Fatalf("jobs of %v, want the author's then the clicker's", []string{jobs[0].User, jobs[len(jobs)-1].User})
 	}
-	h.click(r, clicker, ids[answer.ActionFull])
-	full, err := h.fake.WaitMessage(h.ctx, ch, func(x fakeslack.Message) bool {
-		return x.BotID == fakeslack.BotID && x.ThreadTS == m.TS && x.Text == answer.FullOutputIs
-	})
-	if err != nil {
+	// The reply has its whole output as a file: Full output points to
+	// it, to the clicker alone, and posts no second copy.
+	outputs := func(fs []fakeslack.File) int {
+		n := 0
+		for _, f := range fs {
+			if f.Filename == "output.txt" && f.Length == len(strings.Repeat("line\n", 10)) {
+				n++
+			}
+		}
+		return n
+	}
+	if _, err := h.fake.WaitFiles(h.ctx, ch, m.TS, func(fs []fakeslack.File) bool { return outputs(fs) == 2 }); err != nil {
+		t.Fatal(err) // the reply's and the Run again's
+	}
+	h.told(h.click(r, clicker, ids[answer.ActionFull]), answer.FullOutputIn)
+	if n := outputs(h.fake.Files(ch, m.TS)); n != 2 {
+		t.Fatalf("%d output.txt files in the thread, want the two replies' only", n)
+	}
+	for _, x := range h.fake.BotReplies(ch, m.TS) {
+		if x.Text == answer.FullOutputIs {
+			t.Fatal("Full output posted a second copy")
+		}
+	}
+}
+
+// TestButtonsDeleteOfAReplyGone: a Delete on a reply that is gone (a
+// moderator deleted it, or another click a moment before) is told so,
+// never that it failed, and the buttons do not come back.
+func TestButtonsDeleteOfAReplyGone(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, echo, true)
+	ch, author := h.channel(), h.user()
+	m := h.mention(ch, author, "```python\nprint(1)\n```")
+	r := h.reply(m, "ran print(1)")
+	ids := buttonIDs(t, r)
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(h.fake.APIURL()))
+	if _, _, err := api.DeleteMessageContext(h.ctx, ch, r.TS); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.fake.WaitFiles(h.ctx, ch, m.TS, func(fs []fakeslack.File) bool {
-		return slices.ContainsFunc(fs, func(f fakeslack.File) bool {
-			return f.Filename == "output.txt" && f.Length == len(strings.Repeat("line\n", 10))
-		})
-	}); err != nil {
-		t.Fatalf("%v (full output reply %q)", err, full.Text)
-	}
+	h.told(h.click(r, author, ids[answer.ActionDelete]), answer.Deleted)
+	h.told(h.click(r, author, ids[answer.ActionDelete]), answer.Deleted)
 }
 
 func TestButtonsTooOld(t *testing.T) {
@@ -258,7 +286,7 @@ func TestResponseURLReplyDelete(t *testing.T) {
 	if n := len(h.fake.Calls("chat.delete")); n != 0 {
 		t.Fatalf("%d chat.delete calls for an answer the bot cannot delete", n)
 	}
-	h.told(h.click(r, author, ids[answer.ActionDelete]), answer.TooOld)
+	h.told(h.click(r, author, ids[answer.ActionDelete]), answer.Deleted)
 }
 
 // TestResponseURLReplyRunAgainAndFullOutput: Run again on an answer posted

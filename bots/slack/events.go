@@ -142,7 +142,7 @@ func (b *Bot) mentioned(self *who, src source) {
 	}
 	b.received()
 	src.text, src.triggered, src.first = stripMention(self, src.text), true, true
-	src.reset = answer.IsReset(src.text)
+	src.reset, src.export = answer.IsReset(src.text), answer.IsExport(src.text)
 	if !b.allowed(src.team, src.channel) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 		return
@@ -182,7 +182,7 @@ func (b *Bot) onMessage(ws *workspace, team string, ev *slackevents.MessageEvent
 		if dm {
 			// A mention in a DM is an explicit trigger like anywhere else.
 			src.what, src.triggered, src.text = "dm", mentions(self, ev.Text), stripMention(self, ev.Text)
-			src.reset = src.triggered && answer.IsReset(src.text)
+			src.reset, src.export = src.triggered && answer.IsReset(src.text), src.triggered && answer.IsExport(src.text)
 		}
 		b.start(src)
 	case "message_changed":
@@ -367,8 +367,8 @@ func (b *Bot) onSlash(ws *workspace, cmd slack.SlashCommand) {
 		b.start(src.notice(formatting.NoticeChannelNotAllowed))
 	case strings.TrimSpace(cmd.Text) == "":
 		b.spawn("modal", func(ctx context.Context) { b.openModal(ctx, ws, cmd) })
-	case answer.IsReset(cmd.Text):
-		b.slashReset(src)
+	case answer.IsReset(cmd.Text), answer.IsExport(cmd.Text):
+		b.slashSession(src, answer.IsExport(cmd.Text))
 	default:
 		b.start(src)
 	}

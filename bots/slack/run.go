@@ -52,8 +52,9 @@ type source struct {
 	responseURL string
 	// only, when set, is the notice to send instead of running.
 	only *formatting.Notice
-	// reset: the message asks for its session to start fresh.
-	reset bool
+	// reset: the message asks for its session to start fresh; export:
+	// for it as a notebook.
+	reset, export bool
 }
 
 // userKey is the scheduler's key for the user.
@@ -102,7 +103,7 @@ func (b *Bot) request(src source) answer.Request[source] {
 		// an earlier process.
 		Once: src.first, Look: !src.first || src.retry,
 		Notice:  src.only,
-		Session: b.session(src), Starts: src.first && src.ts == src.thread, Reset: src.reset,
+		Session: b.session(src), Starts: src.first && src.ts == src.thread, Reset: src.reset, Export: src.export,
 	}
 }
 
@@ -130,12 +131,13 @@ func (b *Bot) start(src source) {
 // uploaded beside it; ⏳ on the message while it waits, then ✅ or ❌.
 type platform struct{ b *Bot }
 
-func (p platform) Post(ctx context.Context, src source, r answer.Reply) (answer.Sent, error) {
-	return p.send(ctx, src, "", nil, r)
-}
-
-func (p platform) Edit(ctx context.Context, src source, rec answer.Record[source], r answer.Reply) (answer.Sent, error) {
-	return p.send(ctx, src, rec.Reply, rec.Files, r)
+// Send posts r in src's thread, or updates the reply of to with it; a
+// private line with no reply to update goes to the asker alone.
+func (p platform) Send(ctx context.Context, src source, to answer.Record[source], r answer.Reply) (answer.Sent, error) {
+	if r.Private && to.Reply == "" {
+		return answer.Sent{}, p.b.notify(ctx, src, r.Text)
+	}
+	return p.send(ctx, src, to.Reply, to.Files, r)
 }
 
 // send posts r in src's thread, or updates the reply ts with it; the
@@ -148,7 +150,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 		return answer.Sent{}, answer.ErrDropped
 	}
 	t := tag{reaction: r.Reaction} // the files go below
-	ts, err := b.reply(ctx, src, ts, r.Text, t, buttonsOption(r.Buttons))
+	ts, err := b.reply(ctx, src, ts, r.Text, t, attachmentsOption(r.Tables, r.Buttons))
 	if err != nil && !errors.Is(err, answer.ErrDropped) && src.responseURL != "" && post {
 		// A channel the bot is not a member of: the response_url still
 		// reaches it.
@@ -181,7 +183,7 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	if thread == "" {
 		thread = ts
 	}
-	files, failed := b.upload(ctx, src.ws, log, src.channel, thread, outputs(r.Full, r.Files))
+	files, failed := b.upload(ctx, src.ws, log, src.channel, thread, outputs(r.Full, r.Files, r.Tables))
 	text := r.Text
 	if len(failed) > 0 {
 		text += "\n" + formatting.FilesNote(formatting.Slack, nil, failed)
@@ -189,11 +191,12 @@ func (p platform) send(ctx context.Context, src source, ts string, earlier []str
 	if len(failed) > 0 || (len(earlier) > 0 || len(files) > 0) && src.ts != "" {
 		// The reply's metadata names the files too, for a later process.
 		t.files = files
-		if _, err := b.reply(ctx, src, ts, text, t, buttonsOption(r.Buttons)); err != nil {
+		if _, err := b.reply(ctx, src, ts, text, t, attachmentsOption(r.Tables, r.Buttons)); err != nil {
 			log.Warn("tagging the reply with its output file", "err", err)
 		}
 	}
-	return answer.Sent{ID: ts, Files: files}, nil
+	full := r.Full != "" && !slices.ContainsFunc(failed, func(f executor.OmittedFile) bool { return f.Path == fullOutputName })
+	return answer.Sent{ID: ts, Files: files, Full: full}, nil
 }
 
 // Delete deletes the reply of rec and its files.
@@ -204,6 +207,9 @@ func (p platform) Delete(ctx context.Context, rec answer.Record[source]) error {
 	}
 	_, _, err := ws.api.DeleteMessageContext(ctx, rec.Src.channel, rec.Reply)
 	p.b.deleteFiles(ctx, ws, p.b.log.With("channel", rec.Src.channel, "ts", rec.Src.ts), rec.Files)
+	if err != nil && err.Error() == "message_not_found" {
+		return fmt.Errorf("chat.delete %s: %w", rec.Reply, answer.ErrGone)
+	}
 	return p.b.gone(ws, err)
 }
 
@@ -229,19 +235,15 @@ func (p platform) React(ctx context.Context, src source, name string, add bool) 
 	}
 }
 
-// Indicate puts ⏳ on the message until the result is ready.
-func (p platform) Indicate(ctx context.Context, src source) func() func() {
+// Indicate puts ⏳ on the message until the result is ready, and the
+// result's reaction once it is sent.
+func (p platform) Indicate(ctx context.Context, src source) func() func(string) {
 	running := formatting.RunningReaction(formatting.Slack)
 	p.React(ctx, src, running, true)
-	return func() func() {
+	return func() func(string) {
 		p.React(ctx, src, running, false)
-		return func() {}
+		return func(reaction string) { p.React(ctx, src, reaction, true) }
 	}
-}
-
-// Notify sends text only to the user who asked.
-func (p platform) Notify(ctx context.Context, src source, text string) (string, error) {
-	return "", p.b.notify(ctx, src, text)
 }
 
 // Find finds the reply to src in its thread by its metadata.
@@ -255,12 +257,20 @@ type output struct {
 	title string
 }
 
+// fullOutputName is the name of the file with a cut reply's whole output.
+const fullOutputName = "output.txt"
+
 // outputs are the files of a reply: the whole output when the text had to
-// be cut, then the run's files in the order the snippet made them.
-func outputs(full string, files []executor.File) []output {
+// be cut, the rows of a native table that does not show them all as
+// table.csv, then the run's files in the order the snippet made them.
+func outputs(full string, files []executor.File, tables []formatting.Table) []output {
 	var out []output
+	if len(tables) > 0 && tables[0].Slack().Cut() {
+		csv := tables[0].CSV()
+		out = append(out, output{executor.File{Path: "table.csv", Size: int64(len(csv)), MIME: "text/csv", Content: []byte(csv)}, "The table's rows"})
+	}
 	if full != "" {
-		out = append(out, output{executor.File{Path: "output.txt", Size: int64(len(full)), MIME: "text/plain", Content: []byte(full)}, "Full output"})
+		out = append(out, output{executor.File{Path: fullOutputName, Size: int64(len(full)), MIME: "text/plain", Content: []byte(full)}, "Full output"})
 	}
 	for _, f := range files {
 		out = append(out, output{f, f.Path})
@@ -399,10 +409,13 @@ func sendResponseURL(ctx context.Context, url string, body map[string]any) error
 	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)); err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("response_url: %s", resp.Status)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusNotFound: // the message is gone
+		return fmt.Errorf("response_url: %s: %w", resp.Status, answer.ErrGone)
 	}
-	return nil
+	return fmt.Errorf("response_url: %s", resp.Status)
 }
 
 // responseURLClient bounds each post to a response_url.

@@ -29,21 +29,25 @@ func (s source) session() string {
 	return sessionPrefix(s.team, s.channel) + s.thread
 }
 
-// slashReset answers /run reset: it resets the session in the channel the
-// user last ran a cell in, since a slash command does not say which thread
-// it was typed in.
-func (b *Bot) slashReset(src source) {
+// slashSession answers /run reset and /run export: it resets (or posts
+// as a notebook) the session in the channel the user last ran a cell in,
+// since a slash command does not say which thread it was typed in.
+func (b *Bot) slashSession(src source, export bool) {
+	what := "reset"
+	if export {
+		what = "export"
+	}
 	id := b.flow.Recent(src.userKey(), sessionPrefix(src.team, src.channel))
 	if id == "" {
-		b.spawn("reset", func(ctx context.Context) {
-			if err := b.notify(ctx, src, "You have no session in this channel to reset."); err != nil {
-				b.log.Warn("answering /run reset", "err", err)
+		b.spawn(what, func(ctx context.Context) {
+			if err := b.notify(ctx, src, "You have no session in this channel to "+what+"."); err != nil {
+				b.log.Warn("answering /run "+what, "err", err)
 			}
 		})
 		return
 	}
 	src.thread = strings.TrimPrefix(id, sessionPrefix(src.team, src.channel))
-	src.what, src.reset = "reset", true
+	src.what, src.reset, src.export = what, !export, export
 	req := b.request(src)
 	req.Session = id
 	b.flow.Take(&req)

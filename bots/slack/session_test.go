@@ -29,7 +29,7 @@ func (h *harness) say(channel, thread, user, text string, files ...map[string]an
 func (h *harness) cell(m fakeslack.Message, header, want string) fakeslack.Message {
 	h.t.Helper()
 	r, err := h.fake.WaitMessage(h.ctx, m.Channel, func(x fakeslack.Message) bool {
-		return x.BotID == fakeslack.BotID && x.Metadata != nil && x.Metadata.EventPayload["source_ts"] == m.TS && strings.Contains(x.Text, want)
+		return x.BotID == fakeslack.BotID && x.Metadata != nil && x.Metadata.EventPayload["source_ts"] == m.TS && strings.Contains(x.Text, want) && !isLive(x.Text)
 	})
 	if err != nil {
 		h.t.Fatalf("no reply to %s holding %q: %v; replies: %+v", m.TS, want, err, h.fake.BotReplies(m.Channel, threadOf(m.ThreadTS, m.TS)))

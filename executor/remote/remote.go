@@ -595,7 +595,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 
 // runRequest is req in the body of /v1/run, without its session.
 func runRequest(req executor.Request) api.RunRequest {
-	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes, Colour: req.Colour}
+	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes, Colour: req.Colour, Script: req.Script}
 	for _, f := range req.Files {
 		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
 	}

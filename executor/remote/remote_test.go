@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -358,12 +359,12 @@ func TestForwardsArgsAndFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := r.Run(ctx, executor.Request{Code: "c", Stdin: "in", Args: []string{"a"}, MemoryBytes: 64 << 20, Timeout: 1500 * time.Millisecond,
-		Files: []executor.File{{Path: "d/x.bin", Content: []byte{0, 1}}}, Colour: true})
+		Files: []executor.File{{Path: "d/x.bin", Content: []byte{0, 1}}}, Colour: true, Script: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := <-got
-	if req.Code != "c" || req.Stdin != "in" || len(req.Args) != 1 || req.Args[0] != "a" || req.Memory != 64<<20 || time.Duration(req.Timeout) != 1500*time.Millisecond || !req.Colour {
+	if req.Code != "c" || req.Stdin != "in" || len(req.Args) != 1 || req.Args[0] != "a" || req.Memory != 64<<20 || time.Duration(req.Timeout) != 1500*time.Millisecond || !req.Colour || !req.Script {
 		t.Errorf("executor got %+v", req)
 	}
 	if len(req.Files) != 1 || req.Files[0].Path != "d/x.bin" || req.Files[0].Encoding != "base64" || req.Files[0].Content != "AAE=" {
@@ -463,5 +464,23 @@ func TestNewChecksTheToken(t *testing.T) {
 				t.Errorf("error %T, want a *remote.TokenError", err)
 			}
 		})
+	}
+}
+
+// TestResultsPassThrough: a cell's rich output comes back from the
+// executor as it sent it.
+func TestResultsPassThrough(t *testing.T) {
+	results := []executor.Display{{Data: map[string]string{"text/plain": "'a'", "image/png": "iVBORw0K"}, At: 3},
+		{Data: map[string]string{"text/plain": "42"}, Value: true, At: 3}}
+	f := newFake(t, 1, func(w http.ResponseWriter, _ *http.Request, req api.RunRequest) {
+		_ = json.NewEncoder(w).Encode(api.RunResponse{Result: executor.Result{Success: true, Stdout: "hi\n", Results: results}})
+	})
+	r := open(t, remote.Config{URLs: []string{f.srv.URL}})
+	res, err := run(t, r, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Results, results) {
+		t.Errorf("results %+v, want %+v", res.Results, results)
 	}
 }

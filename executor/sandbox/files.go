@@ -87,6 +87,9 @@ func encodeRequest(req executor.Request) []byte {
 	if req.Colour {
 		flags |= protocol.RequestColour
 	}
+	if !req.Script {
+		flags |= protocol.RequestCell
+	}
 	fmt.Fprintf(&b, "%d %d %d %d\n%s", len(req.Code), len(req.Args), len(req.Files), flags, req.Code)
 	for _, a := range req.Args {
 		b.WriteString(strconv.Itoa(len(a)) + "\n" + a)

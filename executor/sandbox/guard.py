@@ -48,6 +48,7 @@ def _runblock_run():
     CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: GuardArgConfig GuardArgMode GuardArgFontCache GuardArgPreload GuardArgSite
     READY, STARTED = b"ready\n", b"started\n"  # protocol: StatusReady StatusStarted
     SESSION = b"session "  # protocol: SessionStart
+    RESULTS = b".runblock-results"  # protocol: ResultsFile
 
     read, write, close = posix.read, posix.write, posix.close
     mode, _, unguarded = sys.argv[MODE].partition("+")
@@ -261,7 +262,7 @@ def _runblock_run():
     close(REQUEST)
     write(STATUS, STARTED)
     close(STATUS)
-    source, args, colour = _runblock_unpack(b"".join(chunks), workdir)
+    source, args, colour, cell = _runblock_unpack(b"".join(chunks), workdir)
     del chunks
     sys.argv = ["<snippet>"] + args
 
@@ -273,8 +274,9 @@ def _runblock_run():
     main["__name__"] = "__main__"
     main["__builtins__"] = builtins
     sys.modules["__main__"] = module
+    notebook = _runblock_notebook() if cell else None
     try:
-        codes = _runblock_compile(source)
+        codes = _runblock_compile(source, cell=cell)
     except SyntaxError as exc:
         _runblock_report(exc, None, source, colour=colour)
         sys.exit(1)
@@ -287,8 +289,11 @@ def _runblock_run():
     del gc
     failed, status = None, 0
     try:
-        for code in codes:
-            exec(code, main)
+        if notebook is None:
+            for code, _ in codes:
+                exec(code, main)
+        else:
+            notebook[0](codes, main)
     except SystemExit as exc:
         status = exc
     except BaseException as exc:
@@ -299,7 +304,26 @@ def _runblock_run():
         # Drop this runner's frame so the traceback starts in the snippet.
         _runblock_report(failed, failed.__traceback__.tb_next, source, colour=colour)
         status = 1
-    _runblock_exit(status, main)
+    last = None
+    if notebook is not None:
+        # A run's displays leave in a scratch file of its work dir, which
+        # the init (or the service, without one) reads once python is dead.
+        def last():
+            shown, records = notebook[1]()
+            if not shown:
+                return
+            path = workdir.encode("utf-8", "surrogateescape") + b"/" + RESULTS
+            try:
+                fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_NOFOLLOW | posix.O_NONBLOCK, 0o600)
+                try:
+                    view = memoryview(b"%d\n%s" % (shown, records))
+                    while view:
+                        view = view[write(fd, view):]
+                finally:
+                    close(fd)
+            except OSError as exc:
+                sys.stderr.write("runblock: the run's displays could not be passed on: %s\n" % exc)
+    _runblock_exit(status, main, last)
 
 
 def _runblock_exit(status, main, last=None):
@@ -446,11 +470,14 @@ def _runblock_session(head, workdir, save_open_figures):
     run's, see _runblock_unpack: its input files are written into the work
     dir first) and its stdin. After the cell the guard flushes, writes the
     end marker (MARK_OPEN nonce MARK_CLOSE) on stdout and on stderr, and
-    its result on the status pipe: "<nonce> <outcome> <files> <omitted>"
+    its result on the status pipe: "<nonce> <outcome> <files> <omitted>
+    <displays>"
     then the files it created or changed since the last cell, each
     "<path bytes> <content bytes>" then the path and the content, and the
-    omitted ones, each "<path bytes> <size> <reason>" then the path. A cell
-    that exits (SystemExit) sends its end as the session's python exits."""
+    omitted ones, each "<path bytes> <size> <reason>" then the path, then
+    its displays (the count is the end line's last field; see
+    _runblock_notebook's dump). A cell that exits (SystemExit) sends its
+    end as the session's python exits."""
     import builtins
     import gc
     import io
@@ -502,6 +529,7 @@ def _runblock_session(head, workdir, save_open_figures):
     sys.modules["__main__"] = module
     root = workdir.encode("utf-8", "surrogateescape")
     seen = _runblock_changes(root, {}, lim)[2]
+    run, dump, reset = _runblock_notebook()
     gc.freeze()
     del gc
 
@@ -519,34 +547,40 @@ def _runblock_session(head, workdir, save_open_figures):
                 send(fd, marker)
             except OSError:
                 pass
-        out = [b"%s %s %d %d\n" % (nonce, outcome, len(files), len(omitted))]
+        displays, records = dump()
+        out = [b"%s %s %d %d %d\n" % (nonce, outcome, len(files), len(omitted), displays)]
         for path, content in files:
             out += [b"%d %d\n" % (len(path), len(content)), path, content]
         for path, size, reason in omitted:
             out += [b"%d %d %s\n" % (len(path), size, reason), path]
+        out.append(records)
         send(STATUS, b"".join(out))
 
     while True:
         cell, nonce, nrequest, nstdin = line()
         request, stdin = take(int(nrequest)), take(int(nstdin))
         filename = "<cell %d>" % int(cell)
-        source, args, colour = _runblock_unpack(request, workdir)
+        source, args, colour, cell = _runblock_unpack(request, workdir)
         del request
         sys.argv = [filename] + args
         sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
         del stdin
         linecache.cache[filename] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), filename)
         failed, status, tb = None, None, None
+        reset()
         try:
-            codes = _runblock_compile(source, filename)
+            codes = _runblock_compile(source, filename, cell)
         except SyntaxError as exc:
             failed = exc
         except MemoryError as exc:
             failed = exc
         else:
             try:
-                for code in codes:
-                    exec(code, main)
+                if cell:
+                    run(codes, main)
+                else:
+                    for code, _ in codes:
+                        exec(code, main)
             except SystemExit as exc:
                 status = exc
             except BaseException as exc:
@@ -681,6 +715,233 @@ def _runblock_changes(root, before, lim):
     return files, omitted, now
 
 
+def _runblock_notebook():
+    """A cell's notebook side (a run not in script mode): display() as a
+    builtin, the value of the last expression, each shown object as a
+    Jupyter MIME bundle (protocol.go's "Rich output" says how they travel
+    and within which bounds). Returns (run, dump, reset): run(codes, main)
+    runs a cell's codes (_runblock_cell_compile) and shows its value;
+    dump() is the records of what was shown; reset() starts a new cell."""
+    import builtins
+    import io
+    import sys
+
+    TEXT_MAX, ENTRY_MAX, RUN_MAX, COUNT_MAX = 65536, 1048576, 4194304, 100  # protocol: DisplayTextMax DisplayEntryMax DisplayRunMax DisplayCountMax
+    TABLE_ROWS, TABLE_COLUMNS = 100, 20  # protocol: DisplayTableRows DisplayTableColumns
+    CO_COROUTINE = 0x80
+    # Jupyter's order; text/html is carried, never the only form.
+    REPRS = (("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"), ("image/svg+xml", "_repr_svg_"),
+             ("text/markdown", "_repr_markdown_"), ("text/latex", "_repr_latex_"), ("application/json", "_repr_json_"),
+             ("text/html", "_repr_html_"))
+    TABLE = "application/vnd.dataresource+json"
+
+    # What the snippet prints through sys.stdout is counted, to place each
+    # display among it (what it writes to descriptor 1 itself is not).
+    class Out(io.FileIO):
+        written = 0
+
+        def write(self, b):
+            n = super().write(b)
+            if n:
+                self.written += n
+            return n
+
+    old = sys.stdout
+    out = Out(old.fileno(), "w", closefd=False)
+    sys.stdout = io.TextIOWrapper(out, encoding=old.encoding, errors=old.errors, write_through=True)
+    state = {"records": [], "size": 0, "over": 0}
+
+    def text(value):
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        return value if isinstance(value, str) else None
+
+    def encode(mime, value):
+        if isinstance(value, tuple) and len(value) == 2:  # (data, metadata)
+            value = value[0]
+        if value is None:
+            return None
+        if mime.startswith("image/") and mime != "image/svg+xml" and isinstance(value, (bytes, bytearray)):
+            import binascii
+            return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
+        if mime.endswith("json") and not isinstance(value, (str, bytes)):
+            import json
+            return json.dumps(value, default=str)
+        return text(value)
+
+    def table(obj, pd):
+        frame = obj.to_frame() if isinstance(obj, pd.Series) else obj
+        rows, columns = frame.shape
+        doc = frame.iloc[:TABLE_ROWS, :TABLE_COLUMNS].to_json(orient="table", date_format="iso", default_handler=str)
+        return doc[:-1] + ',"total_rows":%d,"total_columns":%d}' % (rows, columns)
+
+    def sympy_forms(obj, sympy, data):
+        data["text/plain"] = sympy.pretty(obj, use_unicode=True)
+        latex = sympy.latex(obj)
+        data["text/latex"] = "$\\displaystyle " + latex + "$"
+        try:
+            import binascii
+            from matplotlib import mathtext
+            png = io.BytesIO()
+            mathtext.math_to_image("$" + latex + "$", png, dpi=120, format="png")
+            data["image/png"] = binascii.b2a_base64(png.getvalue(), newline=False).decode("ascii")
+        except Exception:
+            pass  # no matplotlib, or LaTeX its mathtext does not know
+
+    def bundle(obj):
+        data = {}
+        if isinstance(obj, type):  # a class: its repr methods are unbound
+            return data
+        mods = sys.modules
+        sympy = mods.get("sympy")
+        if sympy is not None and isinstance(obj, (sympy.Basic, sympy.MatrixBase)):
+            try:
+                sympy_forms(obj, sympy, data)
+            except Exception:
+                pass
+            return data
+        try:
+            forms = obj._repr_mimebundle_()
+            if isinstance(forms, tuple) and len(forms) == 2:
+                forms = forms[0]
+            for mime, value in dict(forms).items():
+                value = encode(str(mime), value)
+                if value is not None:
+                    data[str(mime)] = value
+        except Exception:
+            pass
+        pd = mods.get("pandas")
+        frame = pd is not None and isinstance(obj, (pd.DataFrame, pd.Series))
+        for mime, name in REPRS:
+            # A table's HTML (6 ms of a 100x20 DataFrame's 20 ms) would be
+            # carried, never shown: its Table Schema stands for it.
+            if mime in data or (frame and mime == "text/html"):
+                continue
+            try:
+                value = encode(mime, getattr(obj, name)())
+            except Exception:
+                continue
+            if value is not None:
+                data[mime] = value
+        try:
+            if frame:
+                data[TABLE] = table(obj, pd)
+            elif TABLE not in data and hasattr(obj, "_repr_data_resource_"):
+                value = encode(TABLE, obj._repr_data_resource_())
+                if value is not None:
+                    data[TABLE] = value
+        except Exception:
+            pass
+        return data
+
+    def cut(value):
+        if len(value) <= TEXT_MAX:
+            return value
+        return value[:TEXT_MAX] + "\n… (%d more characters not shown)" % (len(value) - TEXT_MAX)
+
+    def show(obj, value=False):
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        at = out.written
+        records = state["records"]
+        if len(records) >= COUNT_MAX and not value:
+            state["over"] += 1
+            return
+        data = bundle(obj)
+        if "text/plain" not in data:
+            try:
+                data["text/plain"] = repr(obj)
+            except Exception as exc:
+                data["text/plain"] = "<repr of %s failed: %s: %s>" % (type(obj).__name__, type(exc).__name__, exc)
+        plain = data["text/plain"] = cut(text(data["text/plain"]) or "")
+        notes = []
+        for mime in list(data):
+            if len(data[mime]) > ENTRY_MAX:
+                notes.append("[%s not shown: %d bytes, over the limit of %d]" % (mime, len(data.pop(mime)), ENTRY_MAX))
+        if sum(len(k) + len(v) for k, v in data.items()) + state["size"] > RUN_MAX:
+            data = {"text/plain": plain}
+            notes.append("[rich forms not shown: the run's displays are over %d bytes]" % RUN_MAX)
+        if notes:
+            data["text/plain"] = "\n".join([plain] + notes)
+        if len(data["text/plain"]) + state["size"] > RUN_MAX:
+            data = {"text/plain": notes[-1]}
+        state["size"] += sum(len(k) + len(v) for k, v in data.items())
+        records.append((data, value, at))
+
+    def display(*objs, **kwargs):
+        for obj in objs:
+            show(obj)
+
+    builtins.display = display
+
+    def run(codes, main):
+        loop = None
+        try:
+            for code, value in codes:
+                if code.co_flags & CO_COROUTINE:
+                    if loop is None:
+                        import asyncio
+                        loop = asyncio.new_event_loop()
+                        asyncio.set_event_loop(loop)
+                    result = loop.run_until_complete(eval(code, main))
+                else:
+                    result = eval(code, main)
+                if value and result is not None:
+                    show(result, True)
+        finally:
+            if loop is not None:
+                loop.close()
+
+    def dump():
+        records = state["records"]
+        if state["over"]:
+            note = "[%d more displays not shown: a run shows at most %d]" % (state["over"], COUNT_MAX)
+            records.append(({"text/plain": note}, False, out.written))
+            state["over"] = 0
+        chunks = []
+        for data, value, at in records:
+            chunks.append(b"%d %d %d\n" % (len(data), value, at))
+            for mime, v in data.items():
+                m, v = mime.encode("utf-8", "replace"), v.encode("utf-8", "replace")
+                chunks += [b"%d %d\n" % (len(m), len(v)), m, v]
+        return len(records), b"".join(chunks)
+
+    def reset():
+        state["records"], state["size"], state["over"] = [], 0, 0
+        out.written = 0
+
+    return run, dump, reset
+
+
+def _runblock_cell_compile(source, filename, flags=0):
+    """A cell's code as [(code, value)], compiled with top-level await
+    allowed: the statements, then, when the last one is an expression not
+    ended by ";", that expression (value True) to show as IPython does."""
+    import _ast
+
+    ONLY_AST, TOP_LEVEL_AWAIT = 0x400, 0x2000
+    tree = compile(source, filename, "exec", ONLY_AST | TOP_LEVEL_AWAIT | flags, dont_inherit=True)
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, _ast.Expr):
+        rest = source.split(b"\n")[last.end_lineno - 1][last.end_col_offset:]
+        if not rest.lstrip().startswith(b";"):
+            tree.body.pop()
+        else:
+            last = None
+    else:
+        last = None
+    codes = []
+    if tree.body or last is None:
+        code = compile(tree, filename, "exec", TOP_LEVEL_AWAIT | flags, dont_inherit=True)
+        flags |= code.co_flags & _runblock_future_flags
+        codes.append((code, False))
+    if last is not None:
+        codes.append((compile(_ast.Expression(last.value), filename, "eval", TOP_LEVEL_AWAIT | flags, dont_inherit=True), True))
+    return codes
+
+
 def _runblock_reseed():
     """A fork shares its parent's random state: every run would draw the
     same numbers. Reseed the generators a preload may have seeded."""
@@ -692,16 +953,25 @@ def _runblock_reseed():
             getattr(module, reseed)()
 
 
-def _runblock_compile(source, filename="<snippet>"):
-    """The snippet's code, as one code object or, when it is large, as
-    consecutive pieces of whole top-level statements: compiling a 1 MiB
-    module at once peaks at ~380 MiB. A piece ends before a line that starts
-    in column 0 and can start a statement; a piece that does not compile
-    (the cut fell inside a string or brackets) grows to the next cut. All
-    pieces are compiled before any runs, so a syntax error still stops the
-    whole snippet, reported as compiling it whole reports it."""
+def _runblock_compile(source, filename="<snippet>", cell=False):
+    """The snippet's code, as [(code, value)] (see _runblock_cell_compile
+    for a cell; a script's value is never True): one code object or, when
+    it is large, consecutive pieces of whole top-level statements:
+    compiling a 1 MiB module at once peaks at ~380 MiB. A piece ends before
+    a line that starts in column 0 and can start a statement; a piece that
+    does not compile (the cut fell inside a string or brackets) grows to
+    the next cut. All pieces are compiled before any runs, so a syntax
+    error still stops the whole snippet, reported as compiling it whole
+    reports it."""
+    TOP_LEVEL_AWAIT = 0x2000 if cell else 0
+
+    def whole(source, flags=0):
+        if cell:
+            return _runblock_cell_compile(source, filename, flags)
+        return [(compile(source, filename, "exec", flags=flags, dont_inherit=True), False)]
+
     if len(source) <= 256 << 10:
-        return [compile(source, filename, "exec")]
+        return whole(source)
     import re
 
     cuts = [m.start() + 1 for m in re.finditer(rb"\n(?=[^\s#)\]}])(?!(?:else|elif|except|finally)\b)", source)]
@@ -714,13 +984,16 @@ def _runblock_compile(source, filename="<snippet>"):
             i += 1
         piece = b"\n" * line + source[start:cuts[i]]
         try:
-            code = compile(piece, filename, "exec", flags=flags, dont_inherit=True)
+            if cuts[i] == len(source):
+                codes += whole(piece, flags)
+                break
+            code = compile(piece, filename, "exec", flags=flags | TOP_LEVEL_AWAIT, dont_inherit=True)
         except SyntaxError:
             if cuts[i] == len(source):
-                return [compile(source, filename, "exec")]
+                return whole(source)
             i += 1
             continue
-        codes.append(code)
+        codes.append((code, False))
         flags |= code.co_flags & _runblock_future_flags
         line += source.count(b"\n", start, cuts[i])
         start = cuts[i]
@@ -743,10 +1016,11 @@ def _runblock_unpack(data, workdir):
     # The request is "<code bytes> <args> <files> <flags>\n" then the code,
     # each argument as "<bytes>\n<arg>", each file as "<path bytes> <bytes>\n<path><content>".
     # The service has checked the paths (relative, clean, no "..").
-    # Returns the code, the arguments and whether the reply renders colour.
+    # Returns the code, the arguments, whether the reply renders colour
+    # and whether the snippet runs as a cell (not as a script).
     import posix
 
-    COLOUR = 1  # protocol: RequestColour
+    COLOUR, CELL = 1, 2  # protocol: RequestColour RequestCell
 
     def header(pos):
         end = data.index(b"\n", pos)
@@ -780,7 +1054,7 @@ def _runblock_unpack(data, workdir):
         finally:
             posix.close(fd)
         pos += n
-    return source, args, bool(flags & COLOUR)
+    return source, args, bool(flags & COLOUR), bool(flags & CELL)
 
 
 def _runblock_report(exc, tb, source, filename="<snippet>", colour=False):
@@ -803,6 +1077,12 @@ def _runblock_report(exc, tb, source, filename="<snippet>", colour=False):
         return frames[0] if frames else None
 
     tb = strip(tb)
+    # A cell's runner (asyncio's loop for top-level await) is not the
+    # snippet's: its traceback starts at the snippet's first frame.
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename != filename:
+        first = first.tb_next
+    tb = first or tb
     seen = {id(exc)}
     chained = exc.__cause__ or exc.__context__
     while chained is not None and id(chained) not in seen:

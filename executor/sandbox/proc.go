@@ -391,6 +391,9 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	if err := p.files(&res, req.Files); err != nil {
 		return res, err
 	}
+	if !req.Script {
+		p.displays(&res)
+	}
 	switch {
 	case res.Success:
 	case killedForMemory:
@@ -472,6 +475,27 @@ func (p *proc) files(res *executor.Result, in []executor.File) error {
 	}
 	finishFiles(res, in, got, omitted, p.plan.caps.MaxFiles, p.plan.caps.MaxBytes)
 	return nil
+}
+
+// displays fills in what a cell showed (see protocol.go's Rich output):
+// sent by the init, or read here from the host work dir. A killed run
+// wrote none.
+func (p *proc) displays(res *executor.Result) {
+	var raw []byte
+	switch {
+	case len(p.initStatus) > 0:
+		if st, err := p.report(); err == nil {
+			raw = st.Displays
+		}
+	case p.hostDir != "":
+		raw = stage.ReadDisplays(p.hostDir)
+	}
+	ds, err := decodeDisplays(raw)
+	if err != nil {
+		res.Stderr += displaysLost(err)
+		return
+	}
+	res.Results = placeDisplays(ds, res.StdoutBytes)
 }
 
 // exitStatus fills in how python ended: from stage 1's report when it ran

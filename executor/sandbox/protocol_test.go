@@ -28,7 +28,11 @@ func pythonProtocol() (lines map[string]string, confKeys []string) {
 		"GuardArgSite":  strconv.Itoa(protocol.GuardArgSite),
 		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady+"\n"),
 		"StatusStarted": "b" + strconv.Quote(protocol.StatusStarted+"\n"),
-		"RequestColour": strconv.Itoa(protocol.RequestColour),
+		"RequestColour": strconv.Itoa(protocol.RequestColour), "RequestCell": strconv.Itoa(protocol.RequestCell),
+		"DisplayTextMax": strconv.Itoa(protocol.DisplayTextMax), "DisplayEntryMax": strconv.Itoa(protocol.DisplayEntryMax),
+		"DisplayRunMax": strconv.Itoa(protocol.DisplayRunMax), "DisplayCountMax": strconv.Itoa(protocol.DisplayCountMax),
+		"DisplayTableRows": strconv.Itoa(protocol.DisplayTableRows), "DisplayTableColumns": strconv.Itoa(protocol.DisplayTableColumns),
+		"ResultsFile": "b" + strconv.Quote(protocol.ResultsFile),
 	}
 	// Sessions: the start, the end marker, the outcomes and the reasons a
 	// file does not come back.

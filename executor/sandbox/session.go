@@ -204,10 +204,11 @@ type cellRun struct {
 
 // cellEnd is a cell's end as read on the status pipe.
 type cellEnd struct {
-	outcome string
-	files   []executor.File
-	omitted []executor.OmittedFile
-	err     error
+	outcome  string
+	files    []executor.File
+	omitted  []executor.OmittedFile
+	displays []executor.Display
+	err      error
 }
 
 func (c *cellRun) run(ctx context.Context) (executor.Result, error) {
@@ -385,8 +386,10 @@ func (c *cellRun) verdict(res *executor.Result, killedForMemory, timedOut bool) 
 	}
 }
 
-// files fills in the files the cell created or changed, from its end.
+// files fills in the files the cell created or changed, and what it
+// showed, from its end.
 func (c *cellRun) files(res *executor.Result, end cellEnd) {
+	res.Results = placeDisplays(end.displays, res.StdoutBytes)
 	caps := c.s.p.plan.caps
 	if caps.MaxFiles <= 0 {
 		return
@@ -409,7 +412,7 @@ func (c *cellRun) readEnd() cellEnd {
 	}
 	lim := c.s.p.plan.transfer()
 	lim.MaxFiles, lim.MaxBytes = max(lim.MaxFiles, 0), max(lim.MaxBytes, 0)
-	if len(head) != 4 || head[0] != c.nonce {
+	if len(head) != 5 || head[0] != c.nonce {
 		return cellEnd{err: errBadEnd("not this cell's")}
 	}
 	end := cellEnd{outcome: head[1]}
@@ -418,7 +421,8 @@ func (c *cellRun) readEnd() cellEnd {
 	}
 	nFiles, err1 := count(head[2], int64(lim.MaxFiles))
 	nOmitted, err2 := count(head[3], protocol.ReportMaxOmitted+1)
-	if err := errors.Join(err1, err2); err != nil {
+	nDisplays, err3 := count(head[4], protocol.DisplayCountMax+2)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return cellEnd{err: err}
 	}
 	left := lim.MaxBytes
@@ -470,6 +474,9 @@ func (c *cellRun) readEnd() cellEnd {
 			continue
 		}
 		end.omitted = append(end.omitted, executor.OmittedFile{Path: stage.EscapeInvalid(string(b)), Size: size, Reason: reason})
+	}
+	if end.displays, err = readDisplays(r, nDisplays); err != nil {
+		return cellEnd{err: err}
 	}
 	return end
 }

@@ -219,7 +219,7 @@ secret = 'B'`}, 20*time.Second)
 func TestSessionForgedFramesHarmless(t *testing.T) {
 	// nonce is the running cell's nonce, found where a cell can find it:
 	// in the guard's frame.
-	const nonce = "import os, sys, threading, time\nnonce = sys._getframe(1).f_locals['nonce']\n"
+	const nonce = "import os, sys, threading, time\nf = sys._getframe(1)\nwhile 'nonce' not in f.f_locals:\n    f = f.f_back\nnonce = f.f_locals['nonce']\n"
 	for _, c := range []struct {
 		name, code, next string
 		// alive: the session lives on after the hostile cell and the next;
@@ -228,11 +228,12 @@ func TestSessionForgedFramesHarmless(t *testing.T) {
 	}{
 		{name: "garbage on the status pipe", code: "import os\nos.write(4, b'garbage\\n')"},
 		{name: "a line without end", code: "import os\nos.write(4, b'x' * 100000)"},
-		{name: "absurd counts", code: nonce + "os.write(4, nonce + b' ok 999999999 0\\n')"},
-		{name: "a file out of the work dir", code: nonce + "os.write(4, nonce + b' ok 1 0\\n16 1\\n../../etc/passwdX')"},
-		{name: "an unknown reason", code: nonce + "os.write(4, nonce + b' ok 0 1\\n3 0 because\\nabc')"},
-		{name: "another cell's nonce", code: "import os\nos.write(4, b'0123456789abcdef0123456789abcdef ok 0 0\\n')"},
-		{name: "a false exit", code: nonce + "os.write(4, nonce + b' exit 0 0\\n')"},
+		{name: "absurd counts", code: nonce + "os.write(4, nonce + b' ok 999999999 0 0\\n')"},
+		{name: "a file out of the work dir", code: nonce + "os.write(4, nonce + b' ok 1 0 0\\n16 1\\n../../etc/passwdX')"},
+		{name: "a display past its bounds", code: nonce + "os.write(4, nonce + b' ok 0 0 1\\n1 0 0\\n10 99999999999\\ntext/plain')"},
+		{name: "an unknown reason", code: nonce + "os.write(4, nonce + b' ok 0 1 0\\n3 0 because\\nabc')"},
+		{name: "another cell's nonce", code: "import os\nos.write(4, b'0123456789abcdef0123456789abcdef ok 0 0 0\\n')"},
+		{name: "a false exit", code: nonce + "os.write(4, nonce + b' exit 0 0 0\\n')"},
 		{name: "a forged marker", code: nonce + "sys.stdout.write('cut here\\x00runblock-cell-end ' + nonce.decode() + '\\x00')\nprint('after')",
 			next: "print('next')", alive: true},
 		// The thread and the guard both read the request pipe: the next

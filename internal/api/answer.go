@@ -174,12 +174,17 @@ func (r pistonResponse) answerSize() int64 {
 	return int64(len(r.Run.Stdout) + len(r.Run.Stderr) + len(r.Run.Output))
 }
 
-// resultSize is at least the size of res in JSON: its outputs, and its
-// files' content in base64.
+// resultSize is at least the size of res in JSON: its outputs, its
+// files' content in base64 and its displays' forms.
 func resultSize(res executor.Result) int64 {
 	n := int64(len(res.Stdout) + len(res.Stderr))
 	for _, f := range res.Files {
 		n += int64(len(f.Content)+2) / 3 * 4
+	}
+	for _, d := range res.Results {
+		for _, v := range d.Data {
+			n += int64(len(v))
+		}
 	}
 	return n
 }

@@ -384,12 +384,14 @@ func jsonKind(goKind string) string {
 }
 
 // run checks p against the server's limits and runs it as client's job
-// through the scheduler.
+// through the scheduler, as a script: the snekbox and Piston clients
+// expect exactly what it writes, no notebook value or display().
 func (h *Handler) run(r *http.Request, client string, p program) (executor.Result, error) {
 	req, err := p.request(h.lim)
 	if err != nil {
 		return executor.Result{}, err
 	}
+	req.Script = true
 	return h.cfg.Scheduler.Submit(r.Context(), executor.Job{User: client, Request: req})
 }
 

@@ -41,6 +41,9 @@ type RunRequest struct {
 	// an executor whose python is 3.13 or later writes the traceback of an
 	// uncaught exception with SGR escape sequences. Absent or false: plain.
 	Colour bool `json:"colour,omitempty"`
+	// Script runs the code as a script (executor.Request.Script): no
+	// results, no display(). Absent or false: a notebook cell.
+	Script bool `json:"script,omitempty"`
 }
 
 // sessionKey is the session manager's key of a client's session id.
@@ -224,7 +227,7 @@ func (h *Handler) nativeRequest(body RunRequest, field string) (executor.Request
 		return executor.Request{}, err
 	}
 	req, err := p.request(h.lim)
-	req.Colour = body.Colour
+	req.Colour, req.Script = body.Colour, body.Script
 	return req, err
 }
 

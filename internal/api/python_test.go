@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -47,6 +48,7 @@ func TestSnekboxBodies(t *testing.T) {
 		{"error merged", `{"input": "print('before')\n1/0"}`, `(?s)^before\n.*ZeroDivisionError: division by zero\n$`, 1},
 		{"traceback", `{"args": ["main.py"], "files": [{"path": "main.py", "content": "` + b64("def f():\n    raise ValueError('x')\nf()") + `"}]}`, `(?s)^Traceback.*File "main.py", line 3.*ValueError: x\n$`, 1},
 		{"exit", `{"input": "raise SystemExit(3)"}`, `^$`, 3},
+		{"a script, not a cell", `{"input": "1 + 1\ndisplay(2)"}`, `(?s)NameError: name 'display' is not defined\n$`, 1},
 		{"timeout", `{"input": "while True: pass"}`, ``, 137},
 		{"memory", `{"input": "x = bytearray(1 << 30)"}`, ``, 137},
 	} {
@@ -93,6 +95,8 @@ func TestPistonBodies(t *testing.T) {
 			`^from lib\n$`, `^$`, 0.0, nil},
 		{"error", `{"language":"python3","version":"*","files":[{"content":"1/0"}]}`,
 			`^$`, `ZeroDivisionError: division by zero\n$`, 1.0, nil},
+		{"a script, not a cell", `{"language":"python","version":"*","files":[{"content":"1 + 1\ndisplay(2)"}]}`,
+			`^$`, `NameError: name 'display' is not defined\n$`, 1.0, nil},
 		{"timeout", `{"language":"python","version":"*","files":[{"content":"while True: pass"}],"run_timeout":300}`,
 			`^$`, ``, nil, "SIGKILL"},
 	} {
@@ -134,5 +138,28 @@ func TestNativeFiles(t *testing.T) {
 	m := resp.json(t)
 	if resp.status != http.StatusOK || m["stdout"] != "text b'\\x00\\x01' ['-c', 'x']\n" || m["success"] != true {
 		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+}
+
+// TestNativeResults: /v1/run answers a cell's displays and last value as
+// Jupyter MIME bundles in "results", in order, streamed or not.
+func TestNativeResults(t *testing.T) {
+	s := python(t)
+	body := `{"code":"print('hi')\ndisplay('a')\nx = 41\nx + 1"}`
+	want := `[{"data":{"text/plain":"'a'"},"stdout_offset":3},{"data":{"text/plain":"42"},"value":true,"stdout_offset":3}]`
+	resp := post(t, s.url+"/v1/run", body, "Content-Type", "application/json")
+	var got struct {
+		Stdout  string          `json:"stdout"`
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(resp.body, &got); err != nil || resp.status != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.status, resp.body)
+	}
+	if got.Stdout != "hi\n" || string(got.Results) != want {
+		t.Errorf("stdout %q results %s, want %s", got.Stdout, got.Results, want)
+	}
+	st := postStream(t, s.url, body, nil, "Content-Type", "application/json")
+	if err := json.Unmarshal(st.last, &got); err != nil || string(got.Results) != want {
+		t.Errorf("streamed: last line %s, want results %s", st.last, want)
 	}
 }

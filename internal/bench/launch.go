@@ -32,6 +32,11 @@ const (
 	launchHello = "hello" // print('hello'), pre-forked
 	launchPlot  = "plot"  // the plot snippet, pre-forked with the default preload
 	launchCell  = "cell"  // print('hello') as a cell of a live session
+	// launchCellScript is print('hello') as a script in a live session:
+	// no value, no display(); launchCellValue is 'hello' as a cell whose
+	// value is shown. Their difference is what showing a value costs.
+	launchCellScript = "cell-script"
+	launchCellValue  = "cell-value"
 	// launchReplay is print('hello') as the first cell of a new session
 	// whose state is rebuilt from replayCells earlier cells: a session's
 	// start and its replay.
@@ -212,15 +217,15 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 		return nil
 	}
 	hello := func(res executor.Result) bool { return res.Success && res.Stdout == helloOut }
-	ls := []launcher{{launchHello, "print('hello'), " + label, b.submit(sched, helloCode, nil, hello)}}
+	ls := []launcher{{launchHello, "print('hello'), " + label, b.submit(sched, executor.Request{Code: helloCode}, nil, hello)}}
 	if plot {
-		ls = append(ls, launcher{launchPlot, "plot, " + label, b.submit(sched, plotCode, nil, plotOK)})
+		ls = append(ls, launcher{launchPlot, "plot, " + label, b.submit(sched, executor.Request{Code: plotCode}, nil, plotOK)})
 	}
 	// The cells go to conc sessions, started (and warmed) before the
 	// patterns, so that a launch is a cell of a live session.
 	cell := func(i int) *executor.Session { return &executor.Session{ID: fmt.Sprintf("bench-cell-%d", i%conc)} }
 	for i := range conc {
-		if ok, err := b.submit(sched, helloCode, cell, hello)(ctx, i); !ok || err != nil {
+		if ok, err := b.submit(sched, executor.Request{Code: helloCode}, cell, hello)(ctx, i); !ok || err != nil {
 			b.note("launches: a session for the cell row did not start (%v): no session rows", err)
 			return b.launchRows(ctx, ls)
 		}
@@ -233,20 +238,29 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 		return &executor.Session{ID: fmt.Sprintf("bench-replay-%d", i), Replay: replay}
 	}
 	ls = append(ls,
-		launcher{launchCell, "print('hello'), a cell of a live session", b.submit(sched, helloCode, cell, hello)},
-		launcher{launchReplay, fmt.Sprintf("print('hello') in a new session, after a replay of %d cells", replayCells), b.submit(sched, helloCode, fresh,
+		launcher{launchCell, "print('hello'), a cell of a live session", b.submit(sched, executor.Request{Code: helloCode}, cell, hello)},
+		launcher{launchCellScript, "print('hello'), a script in a live session", b.submit(sched, executor.Request{Code: helloCode, Script: true}, cell, hello)},
+		launcher{launchCellValue, "'hello' shown as a cell's value, live session", b.submit(sched, executor.Request{Code: valueCode}, cell, shownValue)},
+		launcher{launchReplay, fmt.Sprintf("print('hello') in a new session, after a replay of %d cells", replayCells), b.submit(sched, executor.Request{Code: helloCode}, fresh,
 			func(res executor.Result) bool {
 				return hello(res) && res.Session != nil && res.Session.Restored == replayCells
 			})})
 	return b.launchRows(ctx, ls)
 }
 
-// submit launches code through sched, each launch as a user of its own
+// valueCode is a cell whose value is shown, the value's hello.
+const valueCode = "'hello'"
+
+// shownValue reports whether res shows valueCode's value, and nothing else.
+func shownValue(res executor.Result) bool {
+	return res.Success && res.Stdout == "" && len(res.Results) == 1 && res.Results[0].Value && res.Results[0].Data["text/plain"] == "'hello'"
+}
+
+// submit launches req through sched, each launch as a user of its own
 // (one waiting job per user is the service's default), as a cell of
 // session(i) when session is set, and judges its result with ok.
-func (b *benchmark) submit(sched *executor.Scheduler, code string, session func(i int) *executor.Session, ok func(executor.Result) bool) launchFunc {
+func (b *benchmark) submit(sched *executor.Scheduler, req executor.Request, session func(i int) *executor.Session, ok func(executor.Result) bool) launchFunc {
 	return func(ctx context.Context, i int) (bool, error) {
-		req := executor.Request{Code: code}
 		if session != nil {
 			req.Session = session(i)
 		}

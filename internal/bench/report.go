@@ -282,6 +282,7 @@ const (
 	targetIdleVsBare     = 0.4  // pre-forked hello p50, against bare python
 	targetSpeedVsBare    = 1.2  // HumanEval at NumCPU, pre-forked and forked on demand, against bare python
 	targetPlotP50MS      = 70.0 // pre-forked plot p50, default preload
+	targetValueCostMS    = 1.0  // a cell's shown value over a script cell, p50 (issue 34)
 	targetPreloadCost    = 1.05 // plain runs with the default preload against without it: the noise of one run
 	targetFloodRSSVsPool = 1.1  // "unchanged", within the noise of a peak RSS
 )
@@ -461,6 +462,24 @@ func (r *Report) evaluate() {
 			detail: fmt.Sprintf("prefork %.1f MiB vs pool %.1f MiB = %.2fx%s", p.PeakRSSMiB, f.PeakRSSMiB, p.PeakRSSMiB/f.PeakRSSMiB, fellBack(p.ForkServer))}
 	}
 	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("service peak RSS under a stdout flood, prefork <= %.1fx pool", targetFloodRSSVsPool), c))
+
+	c = check{detail: "the live session's script and value cells not measured sequentially"}
+	if v, s := r.launch(launchCellValue, patternSequential), r.launch(launchCellScript, patternSequential); v != nil && s != nil && v.OK > 0 && s.OK > 0 {
+		d := v.P50MS - s.P50MS
+		c = check{measured: true, ok: d <= targetValueCostMS && v.OK == v.Runs,
+			detail: fmt.Sprintf("value %.2f ms - script %.2f ms = %.2f ms, %d/%d ok", v.P50MS, s.P50MS, d, v.OK, v.Runs)}
+	}
+	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("a shown value costs <= %g ms p50 over a script cell (live session)", targetValueCostMS), c))
+}
+
+// launch returns the launch stats of row name in pattern, or nil.
+func (r *Report) launch(name, pattern string) *LaunchStats {
+	for i := range r.Launches {
+		if r.Launches[i].Name == name && r.Launches[i].Pattern == pattern {
+			return &r.Launches[i]
+		}
+	}
+	return nil
 }
 
 // plotRow returns the plot row named name, or nil.

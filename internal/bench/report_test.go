@@ -123,6 +123,8 @@ func sample() *Report {
 			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternBurst, Runs: 100, OK: 99, Errors: 1, P50MS: 80, P95MS: 150, P99MS: 160, WallS: 0.2},
 			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 40, P95MS: 50, P99MS: 60, WallS: 4},
 			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternStaggered, Error: "context canceled"},
+			{Name: launchCellScript, Label: "print('hello'), a script in a live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.6, P95MS: 1, P99MS: 2, WallS: 0.1},
+			{Name: launchCellValue, Label: "'hello' shown as a cell's value, live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.9, P95MS: 1.5, P99MS: 3, WallS: 0.1},
 		},
 		LaunchRuns:  100,
 		LaunchGapMS: 50,
@@ -187,6 +189,7 @@ func TestEvaluate(t *testing.T) {
 		preloadCost
 		pss
 		floodVsPool
+		valueCost
 		targets
 	)
 	tests := []struct {
@@ -248,6 +251,10 @@ func TestEvaluate(t *testing.T) {
 		{"prefork flood within 10%", func(r *Report) { r.FloodPrefork.PeakRSSMiB = 22.2 }, nil},
 		{"prefork flood over 10%", func(r *Report) { r.FloodPrefork.PeakRSSMiB = 22.3 }, map[int]string{floodVsPool: X}},
 		{"no prefork flood", func(r *Report) { r.FloodPrefork = nil }, map[int]string{floodVsPool: N}},
+		{"a shown value costs over 1 ms", func(r *Report) { r.launch(launchCellValue, patternSequential).P50MS = 1.7 }, map[int]string{valueCost: X}},
+		{"a shown value costs 1 ms", func(r *Report) { r.launch(launchCellValue, patternSequential).P50MS = 1.6 }, nil},
+		{"a shown value failing", func(r *Report) { r.launch(launchCellValue, patternSequential).OK = 99 }, map[int]string{valueCost: X}},
+		{"no script cell row", func(r *Report) { r.Launches = r.Launches[:5] }, map[int]string{valueCost: N}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,7 +391,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 11 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
+	if len(back.Targets) != 12 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }

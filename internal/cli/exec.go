@@ -17,6 +17,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
+	"github.com/runblock/runblock/formatting/notebook"
 	"github.com/runblock/runblock/internal/config"
 )
 
@@ -59,7 +60,7 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	}
 	usageErr := func(msg string) int { return fail(2, "usage", errors.New(msg)) }
 	if len(files) != 1 {
-		return usageErr("give one FILE, or - for standard input")
+		return usageErr("give one FILE (a .ipynb notebook runs its code cells), or - for standard input")
 	}
 	if *timeout < 0 {
 		return usageErr("--timeout must be positive, such as 5s")
@@ -72,7 +73,18 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 		}
 		req.MemoryBytes = n
 	}
-	if req.Code, err = readLimited(files[0], c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
+	var nb *notebook.Notebook
+	if strings.HasSuffix(files[0], ".ipynb") {
+		b, err := readLimited(files[0], c.stdin, notebook.MaxBytes)
+		if err != nil {
+			return fail(exitNotRun, "input", err)
+		}
+		parsed, err := notebook.Parse([]byte(b))
+		if err != nil {
+			return fail(exitNotRun, executor.ErrInvalid, fmt.Errorf("%s: %w", files[0], err))
+		}
+		nb = &parsed
+	} else if req.Code, err = readLimited(files[0], c.stdin, c.cfg.Executor.MaxCodeBytes); err != nil {
 		return fail(exitNotRun, "input", err)
 	}
 	if *stdinFile != "" {
@@ -100,6 +112,9 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 		return fail(exitNotRun, executor.ErrorCode(err), err)
 	}
 	defer ex.Close()
+	if nb != nil {
+		return execNotebook(ctx, c, ex, notebookRun{path: files[0], nb: *nb, req: req, json: *jsonOut, out: *outDir, fail: fail})
+	}
 	res, err := ex.Run(ctx, req)
 	if err != nil {
 		return fail(exitNotRun, executor.ErrorCode(err), err)
@@ -111,13 +126,42 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 		}
 		return 0
 	}
-	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
-	fmt.Fprintln(c.stdout, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
+	printResult(c.stdout, res)
 	if err := saveFiles(c.stdout, *outDir, res); err != nil {
 		fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
 		return 1
 	}
 	return exitStatus(res)
+}
+
+// printResult prints a run as the console renders it, whole, each of its
+// displays' text/plain where it was shown among its output.
+func printResult(w io.Writer, res executor.Result) {
+	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
+	fmt.Fprintln(w, strings.TrimRight(formatting.Render(formatting.Console, withDisplays(res), whole).Text, "\n"))
+}
+
+// withDisplays is res with the text/plain of each of its displays in its
+// stdout, on lines of its own, where it was shown.
+func withDisplays(res executor.Result) executor.Result {
+	if len(res.Results) == 0 {
+		return res
+	}
+	var b strings.Builder
+	from := 0
+	for _, d := range res.Results {
+		at := max(notebook.Offset(res.Stdout, d.At), from)
+		b.WriteString(res.Stdout[from:at])
+		from = at
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(d.Data["text/plain"])
+		b.WriteByte('\n')
+	}
+	b.WriteString(res.Stdout[from:])
+	res.Stdout = b.String()
+	return res
 }
 
 // Exit statuses of plain exec for runs the sandbox ended, as timeout(1)

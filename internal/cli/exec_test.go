@@ -195,3 +195,106 @@ func TestExecExitStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestExecShowsValues: exec prints what a cell displays and its last
+// value where they were shown, and --json carries them as results.
+func TestExecShowsValues(t *testing.T) {
+	requirePython(t)
+	p := filepath.Join(t.TempDir(), "cell.py")
+	if err := os.WriteFile(p, []byte("print('a', end='')\ndisplay(1)\nprint('b')\n6 * 7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"exec", p}, env, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "a\n1\nb\n42\n") {
+		t.Errorf("stdout %q, want a, 1, b, 42 on lines of their own", stdout.String())
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"exec", "--json", p}, env, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res executor.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 2 || res.Results[0].Data["text/plain"] != "1" || res.Results[0].At != 1 ||
+		res.Results[1].Data["text/plain"] != "42" || !res.Results[1].Value || res.Stdout != "ab\n" {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestExecNotebook: exec runs a notebook's code cells in order as one
+// session, prints each under [n], stops at the first that fails, and
+// with --out writes the executed notebook and the files beside it.
+func TestExecNotebook(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := config.Env{"RUNBLOCK_ALLOW_UNISOLATED": "1"}
+	nb := write("nb.ipynb", `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+		{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# Title"},
+		{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": null, "outputs": [], "source": ["x = 41\n", "open('out.txt', 'w').write('z')"]},
+		{"cell_type": "code", "id": "b", "metadata": {}, "execution_count": null, "outputs": [], "source": "print('hi')\nx + 1"},
+		{"cell_type": "code", "id": "c", "metadata": {}, "execution_count": null, "outputs": [], "source": "1 / 0"},
+		{"cell_type": "code", "id": "d", "metadata": {}, "execution_count": null, "outputs": [], "source": "print('never')"}]}`)
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"exec", "--out", out, nb}, env, nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1 (the third cell fails): %s %s", code, stdout.String(), stderr.String())
+	}
+	got := stdout.String()
+	for _, want := range []string{"[1]\nOK · ", "[2]\nOK · ", "\nhi\n42\n", "[3]\nError · ", "ZeroDivisionError", "notebook saved as " + filepath.Join(out, "nb.ipynb"), "out.txt"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "never") || strings.Contains(got, "[4]") {
+		t.Errorf("a cell after the failed one ran:\n%s", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "out.txt")); err != nil || string(b) != "z" {
+		t.Errorf("out.txt: %q %v", b, err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "nb.ipynb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written struct {
+		Cells []struct {
+			Count   *int `json:"execution_count"`
+			Outputs []struct {
+				Type  string              `json:"output_type"`
+				Data  map[string][]string `json:"data"`
+				EName string              `json:"ename"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(b, &written); err != nil || len(written.Cells) != 5 {
+		t.Fatalf("written notebook %s: %v", b, err)
+	}
+	second := written.Cells[2]
+	if second.Count == nil || *second.Count != 2 || len(second.Outputs) != 2 || second.Outputs[1].Type != "execute_result" || second.Outputs[1].Data["text/plain"][0] != "42" {
+		t.Errorf("the second code cell: %s", b)
+	}
+	if c := written.Cells[3]; len(c.Outputs) != 1 || c.Outputs[0].EName != "ZeroDivisionError" {
+		t.Errorf("the failed cell: %s", b)
+	}
+	if c := written.Cells[4]; c.Count != nil || len(c.Outputs) != 0 {
+		t.Errorf("the cell that did not run: %s", b)
+	}
+
+	bad := write("bad.ipynb", `{"nbformat": 3, "worksheets": []}`)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"exec", bad}, env, nil, &stdout, &stderr); code != exitNotRun || !strings.Contains(stderr.String(), "nbformat 3") {
+		t.Errorf("exit %d, stderr %q: want %d and why", code, stderr.String(), exitNotRun)
+	}
+}

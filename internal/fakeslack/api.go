@@ -221,6 +221,9 @@ func (s *Server) answerLocked(c Call) (int, map[string]any) {
 		if set {
 			m.Metadata = meta
 		}
+		if !validTables(c.Get("attachments")) {
+			return http.StatusOK, failed("invalid_blocks")
+		}
 		if a := c.Get("attachments"); a != "" {
 			m.Attachments = a
 		}
@@ -288,6 +291,9 @@ func (s *Server) postMessageLocked(c Call, id Identity) (int, map[string]any) {
 	meta, _, ok := metadataOf(c)
 	if !ok {
 		return http.StatusOK, failed("invalid_metadata_format")
+	}
+	if !validTables(c.Get("attachments")) {
+		return http.StatusOK, failed("invalid_blocks")
 	}
 	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: c.Get("thread_ts"), User: id.BotUserID, BotID: id.BotID, Text: c.Get("text"), Metadata: meta, Attachments: c.Get("attachments")}
 	if m.ThreadTS != "" && s.findLocked(ch, m.ThreadTS) == nil {
@@ -466,4 +472,52 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Limits of Slack's table block, which validTables holds a message to.
+const (
+	TableMaxRows    = 100 // the header row's included
+	TableMaxColumns = 20  // cells a row, and column settings
+)
+
+// validTables reports whether the table blocks in a message's attachments
+// keep to Slack's rules: one table a message, at most TableMaxRows rows of
+// at most TableMaxColumns cells, each raw_text cell with text.
+func validTables(attachments string) bool {
+	if attachments == "" {
+		return true
+	}
+	var atts []struct {
+		Blocks []struct {
+			Type           string             `json:"type"`
+			Rows           [][]map[string]any `json:"rows"`
+			ColumnSettings []json.RawMessage  `json:"column_settings"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(attachments), &atts); err != nil {
+		return true // not blocks: not this check's business
+	}
+	tables := 0
+	for _, a := range atts {
+		for _, b := range a.Blocks {
+			if b.Type != "table" {
+				continue
+			}
+			tables++
+			if tables > 1 || len(b.Rows) == 0 || len(b.Rows) > TableMaxRows || len(b.ColumnSettings) > TableMaxColumns {
+				return false
+			}
+			for _, row := range b.Rows {
+				if len(row) == 0 || len(row) > TableMaxColumns {
+					return false
+				}
+				for _, cell := range row {
+					if text, _ := cell["text"].(string); cell["type"] == "raw_text" && text == "" {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
 }

@@ -317,12 +317,32 @@ func (h *handler) request(in RunInput) (executor.Request, error) {
 	return req, nil
 }
 
-// content is a run's answer for the model: one text block (stdout, stderr,
-// then the status line, as the console renders it), every PNG as an image
-// and every other file as an embedded resource.
+// content is a run's answer for the model: its stdout, with each of its
+// displays and its last value where it was shown (an image as image
+// content, the rest as text: markdown, else text/plain), then the rest of
+// stdout, stderr and the status line in one text block, as the console
+// renders it; every PNG file as an image and every other file as an
+// embedded resource.
 func content(res executor.Result) []sdk.Content {
+	var out []sdk.Content
 	var text strings.Builder
-	for _, s := range []string{res.Stdout, res.Stderr} {
+	from := 0
+	for _, d := range res.Results {
+		at := min(int(max(d.At, 0)), len(res.Stdout))
+		for at > from && at < len(res.Stdout) && !utf8.RuneStart(res.Stdout[at]) {
+			at--
+		}
+		if at > from {
+			text.WriteString(res.Stdout[from:at])
+			from = at
+		}
+		if text.Len() > 0 {
+			out = append(out, &sdk.TextContent{Text: text.String()})
+			text.Reset()
+		}
+		out = append(out, displayContent(d)...)
+	}
+	for _, s := range []string{res.Stdout[from:], res.Stderr} {
 		if s == "" {
 			continue
 		}
@@ -338,7 +358,7 @@ func content(res executor.Result) []sdk.Content {
 	if note := formatting.FilesNote(formatting.Console, nil, res.FilesOmitted); note != "" {
 		text.WriteString("\n" + plain(note))
 	}
-	out := []sdk.Content{&sdk.TextContent{Text: text.String()}}
+	out = append(out, &sdk.TextContent{Text: text.String()})
 	for _, f := range res.Files {
 		mt := f.MIME
 		if mt == "" {
@@ -356,6 +376,29 @@ func content(res executor.Result) []sdk.Content {
 			rc.Blob = f.Content
 		}
 		out = append(out, &sdk.EmbeddedResource{Resource: rc})
+	}
+	return out
+}
+
+// displayContent is one display for the model: its PNG or JPEG as an
+// image, its markdown as text, else its text/plain unless it had an image.
+func displayContent(d executor.Display) []sdk.Content {
+	var out []sdk.Content
+	for _, mt := range []string{"image/png", "image/jpeg"} {
+		if b, err := base64.StdEncoding.DecodeString(d.Data[mt]); err == nil && len(b) > 0 {
+			out = append(out, &sdk.ImageContent{Data: b, MIMEType: mt})
+			break
+		}
+	}
+	t, ok := d.Data["text/markdown"]
+	if !ok && len(out) == 0 {
+		t = d.Data["text/plain"]
+	}
+	if t != "" {
+		if !strings.HasSuffix(t, "\n") {
+			t += "\n"
+		}
+		out = append(out, &sdk.TextContent{Text: t})
 	}
 	return out
 }

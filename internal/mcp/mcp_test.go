@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -198,6 +200,24 @@ func TestRunPythonOverHTTP(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("out.csv did not come back as a text resource: %+v", res.Content)
+		}
+	})
+
+	t.Run("values and displays in order", func(t *testing.T) {
+		code := "class P:\n    def _repr_png_(self):\n        return b'\\x89PNG\\r\\n\\x1a\\nfake'\nprint('a')\ndisplay(1)\nprint('b')\ndisplay(P())\n6 * 7"
+		res := call(t, cs, map[string]any{"code": code})
+		var got []string
+		for _, c := range res.Content {
+			switch c := c.(type) {
+			case *sdk.TextContent:
+				got = append(got, c.Text)
+			case *sdk.ImageContent:
+				got = append(got, c.MIMEType+" "+strconv.Quote(string(c.Data)))
+			}
+		}
+		want := []string{"a\n", "1\n", "b\n", `image/png "\x89PNG\r\n\x1a\nfake"`, "42\n"}
+		if res.IsError || len(got) != len(want)+1 || !slices.Equal(got[:len(want)], want) || !strings.HasPrefix(got[len(want)], "OK · ") {
+			t.Fatalf("isError %v, content %q, want %q then the OK line", res.IsError, got, want)
 		}
 	})
 

@@ -31,23 +31,22 @@ import (
 // Platform is what the flow needs of a chat platform; S is the platform's
 // own description of where a message is and how to answer it.
 type Platform[S any] interface {
-	// Post sends r as a new reply to src.
-	Post(ctx context.Context, src S, r Reply) (Sent, error)
-	// Edit replaces the reply of rec with r; rec's files go.
-	Edit(ctx context.Context, src S, rec Record[S], r Reply) (Sent, error)
-	// Delete deletes the reply of rec and its files.
+	// Send sends r in answer to src: a new reply when to.Reply is "",
+	// else in place of that reply, whose files (to.Files) go. A Private
+	// r with no reply to replace goes to the asker alone where the
+	// platform can (then Sent.ID is ""), else as a reply to src.
+	Send(ctx context.Context, src S, to Record[S], r Reply) (Sent, error)
+	// Delete deletes the reply of rec and its files; ErrGone when the
+	// reply is gone already.
 	Delete(ctx context.Context, rec Record[S]) error
 	// React adds (or removes) a reaction on src's message, if it has one;
 	// a failure costs only the decoration and is the platform's to log.
 	React(ctx context.Context, src S, emoji string, add bool)
 	// Indicate shows that src's run is queued or running until the flow
 	// calls the returned stop, once the result is ready and before it is
-	// sent; stop returns clear, which the flow calls once it is sent.
-	Indicate(ctx context.Context, src S) (stop func() (clear func()))
-	// Notify sends a line meant for the asker alone: where only they see
-	// it when the platform can (then id is ""), else as a reply to src,
-	// whose id it returns.
-	Notify(ctx context.Context, src S, text string) (id string, err error)
+	// sent; stop returns settle, which the flow calls once it is sent,
+	// with the result's reaction to put on src ("" for none).
+	Indicate(ctx context.Context, src S) (stop func() (settle func(reaction string)))
 	// Find looks on the platform for the reply to src that a process
 	// before this one sent; nil when there is none.
 	Find(ctx context.Context, src S) (*Record[S], error)
@@ -62,12 +61,18 @@ type Platform[S any] interface {
 // more.
 var ErrDropped = errors.New("reply dropped")
 
+// ErrGone is what a Platform's Delete returns for a reply that is not
+// there (deleted already): the delete is done.
+var ErrGone = errors.New("reply gone")
+
 // Reply is an answer ready to send.
 type Reply struct {
 	Text string
 	// Full is the whole output when Text had to be cut, for a file.
 	Full  string
 	Files []executor.File // the run's files, after Full
+	// Tables are for the platform's own tables (formatting.Reply.Tables).
+	Tables []formatting.Table
 	// Reaction is the reaction the message gets once the reply is sent:
 	// a run's result (✅ or ❌); "" for a notice or a refusal.
 	Reaction string
@@ -92,6 +97,9 @@ type Reply struct {
 type Sent struct {
 	ID    string   // the reply; "" when it went where it cannot be edited
 	Files []string // files the platform sent apart from the reply, to delete with it
+	// Full: the platform sent the whole output (Reply.Full) as a file
+	// beside the reply, which Full output points to.
+	Full bool
 }
 
 // Record is what the flow remembers of a message it answered, so that an
@@ -144,6 +152,8 @@ type Request[S any] struct {
 	// Reset: the message asks for the session to start fresh.
 	Session       string
 	Starts, Reset bool
+	// Export: the message asks for the session as a notebook (export.go).
+	Export bool
 
 	turn   *turns.Turn
 	ticket *ticket[S]
@@ -269,59 +279,68 @@ func (f *Flow[S]) Last(key string) (S, bool) {
 
 // Answer answers req: one reply per message, edited in place by re-runs;
 // the platform's indication while it waits and runs, then the result's
-// reaction.
+// reaction. It goes through the phases of an answering, in order: take
+// the message, run it (its place in the queue, then its output so far),
+// settle the reply, remember it.
 func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
-	log := f.logger(req)
 	if req.taken.IsZero() {
 		req.taken = f.cfg.Now()
 	}
-	// The turn comes before anything that may block, and passes on once
-	// the scheduler has the job (or once there is none to give it).
-	turn := req.turn
-	defer func() { turn.Done() }()
-	defer func() { req.ticket.release() }()
-	turn.Wait(ctx)
-	if req.Notice != nil {
-		turn.Done()
-		f.notify(ctx, log, req.Src, formatting.RenderNotice(f.cfg.Platform, *req.Notice))
+	a := &answering[S]{f: f, req: req, log: f.logger(req), turn: req.turn}
+	defer a.release() // also when the run panics
+	ex, ok := a.take(ctx)
+	if !ok {
 		return
 	}
-	if req.Reset {
-		turn.Done()
-		f.reset(ctx, log, req)
-		return
+	out, replyID := a.run(ctx, ex)
+	if sent, prev, ok := a.settle(ctx, out, replyID); ok {
+		a.remember(ctx, out, sent, prev)
 	}
-	var rec *Record[S]
-	if req.Key != "" {
-		if req.ticket == nil {
-			req.ticket = f.keys.take(req.Key, req.Src)
-		}
-		if !req.ticket.tryLock() {
-			// The message's earlier event is being answered: wait for
-			// it without holding up the asker's later messages, then
-			// queue again.
-			turn.Done()
-			req.ticket.lock()
-			if req.User != "" {
-				turn = f.turns.Take(req.User)
-				turn.Wait(ctx)
-			}
-		}
-		if req.ticket.stale() {
-			log.Debug("a newer event for the message came meanwhile; it is answered instead")
-			return
-		}
-		rec = f.recall(ctx, log, req)
-		switch {
-		case rec != nil && req.Once:
-			log.Info("already answered; a redelivered event is not answered again", "reply", rec.Reply)
-			return
-		case rec == nil && req.Rerun:
-			return
-		case req.Rerun && req.Window > 0 && f.cfg.Now().Sub(rec.Created) > req.Window:
-			log.Debug("edited past the edit window; not re-run")
-			return
-		}
+}
+
+// answering is one Request being answered, phase by phase. The asker's
+// turn comes before anything that may block and passes on once the
+// scheduler has the job (or once there is none to give it); the
+// message's lock and the session's turn are held to the end.
+type answering[S any] struct {
+	f    *Flow[S]
+	req  Request[S]
+	log  *slog.Logger
+	turn *turns.Turn // the asker's
+	rec  *Record[S]  // the message's earlier answer; nil for none
+	cell *cellRun[S] // a session's cell; nil for a run alone
+	ind  indication
+}
+
+// release gives up what the answering holds.
+func (a *answering[S]) release() {
+	a.cell.done()
+	a.ind.end("")
+	a.req.ticket.release()
+	a.turn.Done()
+}
+
+// take waits for the asker's turn and, for a message with a key, its
+// lock, and returns the code to run; false when the answer ends here: a
+// notice, a reset, a redelivery, an edit out of time, no code.
+func (a *answering[S]) take(ctx context.Context) (formatting.Extraction, bool) {
+	f, req := a.f, a.req
+	a.turn.Wait(ctx)
+	switch {
+	case req.Notice != nil:
+		a.turn.Done()
+		f.notify(ctx, a.log, req.Src, formatting.RenderNotice(f.cfg.Platform, *req.Notice))
+		return formatting.Extraction{}, false
+	case req.Reset:
+		a.turn.Done()
+		f.reset(ctx, a.log, req)
+		return formatting.Extraction{}, false
+	case req.Export:
+		a.turn.Done()
+		f.export(ctx, a.log, req)
+		return formatting.Extraction{}, false
+	case req.Key != "" && !a.lock(ctx):
+		return formatting.Extraction{}, false
 	}
 	opts := req.Extract
 	opts.Platform = f.cfg.Platform
@@ -329,96 +348,159 @@ func (f *Flow[S]) Answer(ctx context.Context, req Request[S]) {
 	if req.Stdin != "" {
 		ex.Stdin = req.Stdin
 	}
-	if !ex.Found {
-		turn.Done()
-		f.noCode(ctx, log, req, rec, ex)
-		return
+	switch {
+	case !ex.Found && f.sessions(req) && hasNotebook(req.Files):
+		a.turn.Done()
+		f.importNotebook(ctx, a.log, req)
+		return ex, false
+	case !ex.Found:
+		a.turn.Done()
+		f.noCode(ctx, a.log, req, a.rec, ex)
+		return ex, false
 	}
+	return ex, true
+}
 
-	ind := indication{stop: f.p.Indicate(ctx, req.Src)}
-	defer ind.end() // also when the run panics
-	replyID := ""
-	if rec != nil {
-		f.unreact(ctx, req.Src, *rec)
-		replyID = rec.Reply
+// lock locks the message and recalls its earlier answer; false when it is
+// not to be answered (again).
+func (a *answering[S]) lock(ctx context.Context) bool {
+	f, req := a.f, &a.req
+	if req.ticket == nil {
+		req.ticket = f.keys.take(req.Key, req.Src)
 	}
-	prog := progress.Watch(ctx, log, progress.Chat{
-		Post: func(ctx context.Context, text string) (string, error) {
-			s, err := f.p.Post(ctx, req.Src, Reply{Text: text})
-			return s.ID, err
-		},
-		Edit: func(ctx context.Context, id, text string) error {
-			_, err := f.p.Edit(ctx, req.Src, Record[S]{Src: req.Src, Reply: id}, Reply{Text: text})
-			return err
-		},
-		Render: func(pr executor.Progress) string { return formatting.RenderProgress(f.cfg.Platform, pr) },
-	}, replyID)
+	if !req.ticket.tryLock() {
+		// The message's earlier event is being answered: wait for it
+		// without holding up the asker's later messages, then queue
+		// again.
+		a.turn.Done()
+		req.ticket.lock()
+		if req.User != "" {
+			a.turn = f.turns.Take(req.User)
+			a.turn.Wait(ctx)
+		}
+	}
+	if req.ticket.stale() {
+		a.log.Debug("a newer event for the message came meanwhile; it is answered instead")
+		return false
+	}
+	a.rec = f.recall(ctx, a.log, *req)
+	switch {
+	case a.rec != nil && req.Once:
+		a.log.Info("already answered; a redelivered event is not answered again", "reply", a.rec.Reply)
+		return false
+	case a.rec == nil && req.Rerun:
+		return false
+	case req.Rerun && req.Window > 0 && f.cfg.Now().Sub(a.rec.Created) > req.Window:
+		a.log.Debug("edited past the edit window; not re-run")
+		return false
+	}
+	return true
+}
+
+// run queues and runs ex, alone or as a cell of the request's session,
+// showing its place in the queue, then its output so far, in the reply.
+// It returns the result and the reply the waiting showed it in ("" for
+// none).
+func (a *answering[S]) run(ctx context.Context, ex formatting.Extraction) (Reply, string) {
+	f, req := a.f, a.req
+	a.ind = indication{stop: f.p.Indicate(ctx, req.Src)}
+	replyID := ""
+	if a.rec != nil {
+		f.unreact(ctx, req.Src, *a.rec)
+		replyID = a.rec.Reply
+	}
+	prog := f.watchProgress(ctx, a.log, req.Src, replyID)
 	defer prog.Stop() // Stop is idempotent; this one covers a panicking runner
-	lv := f.watchLive(ctx, log, req.Src, ex, prog)
+	lv := f.watchLive(ctx, a.log, req.Src, ex, prog)
 	defer lv.stop()
 	runCtx := executor.WithOutput(ctx, lv.output)
 	var out Reply
-	var cell *cellRun[S]
 	if f.sessions(req) {
-		cell = f.enter(ctx, log, req)
-		defer cell.done()
-		if r, ok := f.replies.Get(req.Key); ok && rec != nil {
-			rec = &r // a re-run of the cells above may have changed it
+		a.cell = f.enter(ctx, a.log, req)
+		if r, ok := f.replies.Get(req.Key); ok && a.rec != nil {
+			a.rec = &r // a re-run of the cells above may have changed it
 		}
-		out = cell.run(runCtx, log, turn, ex, lv.progress)
+		out = a.cell.run(runCtx, a.log, a.turn, ex, lv.progress)
 	} else {
-		out = f.Run(runCtx, log, turn, req.User, ex, req.Files, lv.progress)
+		out = f.Run(runCtx, a.log, a.turn, req.User, ex, req.Files, lv.progress)
 	}
 	replyID = lv.stop()
-	ind.stopIt()
-	if out.Reaction == "" && ctx.Err() != nil {
-		return // abandoned at shutdown: runerror logged it
-	}
-	if out.Private && replyID == "" {
-		ind.end()
-		if req.tell != nil { // a button's clicker: only they see it
-			f.tell(ctx, log, Click[S]{Tell: req.tell}, out.Text)
-			return
-		}
-		f.remember(req, f.notify(ctx, log, req.Src, out.Text))
-		return
-	}
+	a.ind.stopIt()
+	return out, replyID
+}
+
+// watchProgress shows a run's place in the queue in the reply id (""
+// posts one).
+func (f *Flow[S]) watchProgress(ctx context.Context, log *slog.Logger, src S, id string) *progress.Watcher {
+	return progress.Watch(ctx, log, progress.Chat{
+		Post: func(ctx context.Context, text string) (string, error) {
+			s, err := f.p.Send(ctx, src, Record[S]{}, Reply{Text: text})
+			return s.ID, err
+		},
+		Edit: func(ctx context.Context, id, text string) error {
+			_, err := f.p.Send(ctx, src, Record[S]{Src: src, Reply: id}, Reply{Text: text})
+			return err
+		},
+		Render: func(pr executor.Progress) string { return formatting.RenderProgress(f.cfg.Platform, pr) },
+	}, id)
+}
+
+// settle sends out: a refusal with no reply to replace to the asker
+// alone, else the reply, posted or in place of the earlier one (or of
+// the waiting's, replyID), with its buttons and its reaction. It returns
+// what was sent and the record it replaced; false when there is nothing
+// to remember.
+func (a *answering[S]) settle(ctx context.Context, out Reply, replyID string) (Sent, Record[S], bool) {
+	f, req := a.f, a.req
 	prev := Record[S]{Src: req.Src, Reply: replyID, Created: req.taken}
-	if rec != nil {
-		prev = *rec
+	switch {
+	case out.Reaction == "" && ctx.Err() != nil:
+		return Sent{}, prev, false // abandoned at shutdown: runerror logged it
+	case out.Private && replyID == "":
+		a.ind.end("")
+		if req.tell != nil { // a button's clicker: only they see it
+			f.tell(ctx, a.log, Click[S]{Tell: req.tell}, out.Text)
+			return Sent{}, prev, false
+		}
+		f.remember(req, f.notify(ctx, a.log, req.Src, out.Text))
+		return Sent{}, prev, false
+	}
+	if a.rec != nil {
+		prev = *a.rec
 	}
 	token := f.arm(req, &out)
-	var sent Sent
-	var err error
-	if prev.Reply == "" {
-		sent, err = f.p.Post(ctx, req.Src, out)
-	} else {
-		sent, err = f.p.Edit(ctx, req.Src, prev, out)
-	}
+	sent, err := f.p.Send(ctx, req.Src, prev, out)
 	f.sent(token, sent)
-	ind.end()
 	switch {
 	case err != nil && ctx.Err() != nil:
-		log.Info("reply abandoned at shutdown", "err", err)
-		return
+		a.log.Info("reply abandoned at shutdown", "err", err)
 	case errors.Is(err, ErrDropped):
-		return
 	case err != nil:
-		log.Error("sending the reply", "err", err)
-		return
+		a.log.Error("sending the reply", "err", err)
 	}
+	if err != nil {
+		a.ind.end("")
+		return sent, prev, false
+	}
+	a.ind.end(out.Reaction)
 	f.cfg.Replied()
 	if out.Reaction != "" {
-		log.Info("answered", "outcome", out.outcome, "duration", out.took)
-		f.p.React(ctx, req.Src, out.Reaction, true)
+		a.log.Info("answered", "outcome", out.outcome, "duration", out.took)
 	}
+	return sent, prev, true
+}
+
+// remember records the reply sent in place of prev, and for a cell, in
+// its session's record, re-running the cells below an edited one.
+func (a *answering[S]) remember(ctx context.Context, out Reply, sent Sent, prev Record[S]) {
+	f, req := a.f, a.req
 	if req.Key != "" && sent.ID != "" {
 		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: sent.ID, Files: sent.Files, Reaction: out.Reaction, Created: prev.Created})
 	}
-	if cell != nil {
-		f.nb.replied(cell.s, sent.ID)
+	if a.cell != nil {
+		f.nb.replied(a.cell.s, sent.ID)
 		if out.below {
-			cell.below(ctx, log)
+			a.cell.below(ctx, a.log)
 		}
 	}
 }
@@ -429,7 +511,7 @@ func (f *Flow[S]) noCode(ctx context.Context, log *slog.Logger, req Request[S], 
 	text := formatting.RenderNotice(f.cfg.Platform, ex.Notice())
 	switch {
 	case rec != nil: // edited into something that does not run: say so in place
-		sent, err := f.p.Edit(ctx, req.Src, *rec, Reply{Text: text})
+		sent, err := f.p.Send(ctx, req.Src, *rec, Reply{Text: text})
 		if err != nil {
 			if !errors.Is(err, ErrDropped) {
 				log.Error("updating the reply", "err", err)
@@ -469,7 +551,7 @@ func (f *Flow[S]) Delete(ctx context.Context, req Request[S]) {
 	}
 	f.replies.Remove(req.Key)
 	f.nb.forget(req.Key)
-	if err := f.p.Delete(ctx, *rec); err != nil && !errors.Is(err, ErrDropped) {
+	if err := f.p.Delete(ctx, *rec); err != nil && !errors.Is(err, ErrDropped) && !errors.Is(err, ErrGone) {
 		log.Warn("deleting the reply of a deleted message", "reply", rec.Reply, "err", err)
 	}
 }
@@ -534,7 +616,7 @@ func (f *Flow[S]) unreact(ctx context.Context, src S, rec Record[S]) {
 // notify sends text to the asker and returns the id of the reply it became,
 // if it did.
 func (f *Flow[S]) notify(ctx context.Context, log *slog.Logger, src S, text string) string {
-	id, err := f.p.Notify(ctx, src, text)
+	sent, err := f.p.Send(ctx, src, Record[S]{}, Reply{Text: text, Private: true})
 	if err != nil {
 		if !errors.Is(err, ErrDropped) {
 			log.Warn("sending a notice", "err", err)
@@ -542,27 +624,28 @@ func (f *Flow[S]) notify(ctx context.Context, log *slog.Logger, src S, text stri
 		return ""
 	}
 	f.cfg.Replied()
-	return id
+	return sent.ID
 }
 
 // indication is a Platform.Indicate in progress; stopIt and end may each
-// be called more than once.
+// be called more than once, end with the zero value too.
 type indication struct {
-	stop  func() func()
-	clear func()
-	ended bool
+	stop   func() func(string)
+	settle func(string)
+	ended  bool
 }
 
 func (in *indication) stopIt() {
-	if in.clear == nil {
-		in.clear = in.stop()
+	if in.settle == nil && in.stop != nil {
+		in.settle = in.stop()
 	}
 }
 
-func (in *indication) end() {
+// end settles the indication with the result's reaction, once.
+func (in *indication) end(reaction string) {
 	in.stopIt()
-	if !in.ended {
+	if !in.ended && in.settle != nil {
 		in.ended = true
-		in.clear()
+		in.settle(reaction)
 	}
 }

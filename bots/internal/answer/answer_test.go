@@ -28,6 +28,8 @@ type fakePlatform struct {
 	notify  func(src msg, text string) (string, error)
 	find    func(src msg) (*Record[msg], error)
 	earlier func(src msg, session string) ([]Past[msg], error)
+	del     func(rec Record[msg]) error
+	full    bool // a reply with Full sends it as a file (Sent.Full)
 
 	mu      sync.Mutex
 	events  []string
@@ -65,22 +67,37 @@ func (p *fakePlatform) Events() []string {
 	return slices.Clone(p.events)
 }
 
-func (p *fakePlatform) Post(_ context.Context, src msg, r Reply) (Sent, error) {
+// Send records a post, an edit or a notice, as the flow asked for one.
+func (p *fakePlatform) Send(ctx context.Context, src msg, to Record[msg], r Reply) (Sent, error) {
+	switch {
+	case to.Reply != "":
+		return p.edit(to, r)
+	case r.Private:
+		id, err := p.notice(src, r.Text)
+		return Sent{ID: id}, err
+	}
+	return p.post(src, r)
+}
+
+func (p *fakePlatform) post(src msg, r Reply) (Sent, error) {
 	p.mu.Lock()
 	p.replies++
 	id := fmt.Sprintf("r%d", p.replies)
 	p.mu.Unlock()
 	p.add("post %s: %s", src, r.Text)
-	return Sent{ID: id}, nil
+	return Sent{ID: id, Full: p.full && r.Full != ""}, nil
 }
 
-func (p *fakePlatform) Edit(_ context.Context, _ msg, rec Record[msg], r Reply) (Sent, error) {
+func (p *fakePlatform) edit(rec Record[msg], r Reply) (Sent, error) {
 	p.add("edit %s: %s", rec.Reply, r.Text)
 	return Sent{ID: rec.Reply}, nil
 }
 
 func (p *fakePlatform) Delete(_ context.Context, rec Record[msg]) error {
 	p.add("delete %s", rec.Reply)
+	if p.del != nil {
+		return p.del(rec)
+	}
 	return nil
 }
 
@@ -92,12 +109,19 @@ func (p *fakePlatform) React(_ context.Context, src msg, emoji string, add bool)
 	p.add("react %s %s%s", src, sign, emoji)
 }
 
-func (p *fakePlatform) Indicate(_ context.Context, src msg) func() func() {
+func (p *fakePlatform) Indicate(ctx context.Context, src msg) func() func(string) {
 	p.add("react %s +⏳", src)
-	return func() func() { return func() { p.add("react %s -⏳", src) } }
+	return func() func(string) {
+		return func(reaction string) {
+			p.add("react %s -⏳", src)
+			if reaction != "" {
+				p.React(ctx, src, reaction, true)
+			}
+		}
+	}
 }
 
-func (p *fakePlatform) Notify(_ context.Context, src msg, text string) (string, error) {
+func (p *fakePlatform) notice(src msg, text string) (string, error) {
 	if p.notify != nil {
 		return p.notify(src, text)
 	}
@@ -391,7 +415,7 @@ func TestRenderBoundsTheFilesAndKeepsAFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Platform = formatting.Discord
 			f := New[msg](tc.cfg, &fakePlatform{})
-			r := f.render(formatting.Extraction{Found: true, Code: "make()"}, res, nil, "")
+			r := f.render(formatting.Extraction{Found: true, Code: "make()"}, res, nil, "", 0)
 			var names []string
 			for _, f := range r.Files {
 				names = append(names, f.Path)

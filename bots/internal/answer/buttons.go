@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -15,8 +16,8 @@ import (
 	"github.com/runblock/runblock/formatting"
 )
 
-// Buttons: every reply to a run carries Delete and Run again, and Full
-// output where its view was cut. A button's id names its action and a
+// Buttons: every reply to a run carries Delete and Run again, Full
+// output where its view was cut, and Export notebook on a session's cell. A button's id names its action and a
 // token the flow keeps, in bounded memory, with what the button needs: a
 // click whose token is gone (a restart, or past the memory) is answered
 // with TooOld, never an error or silence. Each platform maps Reply.Buttons
@@ -30,6 +31,7 @@ const (
 	ActionDelete Action = "delete"
 	ActionAgain  Action = "again"
 	ActionFull   Action = "full"
+	ActionExport Action = "export" // a session's cell: the session as a notebook (export.go)
 )
 
 // Button is a button of a reply.
@@ -44,7 +46,11 @@ const (
 	TooOld       = "This reply is too old for its buttons; run the code again."
 	OnlyAuthor   = "Only the author can delete this."
 	NotDeleted   = "This reply could not be deleted; try again in a moment, or ask a moderator to remove it."
+	Deleted      = "This reply was deleted."
 	FullOutputIs = "Full output of the reply above:"
+	// FullOutputIn points to the file of a reply that holds its whole
+	// output (Sent.Full): posting it again would be a second copy.
+	FullOutputIn = "The full output is in output.txt, the file sent with the reply."
 )
 
 // buttonPrefix starts every button id the flow makes.
@@ -73,7 +79,7 @@ func ParseButton(id string) (action Action, token string, ok bool) {
 	}
 	a, token, ok := strings.Cut(rest, ":")
 	switch Action(a) {
-	case ActionDelete, ActionAgain, ActionFull:
+	case ActionDelete, ActionAgain, ActionFull, ActionExport:
 		return Action(a), token, ok && token != ""
 	}
 	return "", "", false
@@ -90,8 +96,14 @@ type armed[S any] struct {
 	files   []attach.Source
 	session string
 	full    string
-	reply   string        // the reply, once sent
-	sent    []string      // its separate files
+	reply   string   // the reply, once sent
+	sent    []string // its separate files
+	// fullFile is the file of the reply with its whole output, when the
+	// platform sent one (Sent.Full).
+	fullFile bool
+	// deleted: a Delete claimed the reply, and it is gone unless that
+	// delete fails; its buttons are never given back once it is gone.
+	deleted bool
 	ready   chan struct{} // closed once the reply is sent, or failed
 }
 
@@ -126,6 +138,9 @@ func (f *Flow[S]) arm(req Request[S], out *Reply) *arming {
 		e.full = out.Full
 		out.Buttons = append(out.Buttons, Button{Action: ActionFull, Label: "Full output", ID: ButtonID(ActionFull, token)})
 	}
+	if req.Session != "" && !f.cfg.NoSessions {
+		out.Buttons = append(out.Buttons, Button{Action: ActionExport, Label: "Export notebook", ID: ButtonID(ActionExport, token)})
+	}
 	if out.Fallback != nil {
 		out.Fallback.Buttons = out.Buttons
 	}
@@ -148,7 +163,7 @@ func (f *Flow[S]) sent(a *arming, s Sent) {
 	if s.ID == "" {
 		f.btn.entries.Remove(a.token)
 	} else {
-		f.btn.entries.Update(a.token, func(e *armed[S]) { e.reply, e.sent = s.ID, s.Files })
+		f.btn.entries.Update(a.token, func(e *armed[S]) { e.reply, e.sent, e.fullFile = s.ID, s.Files, s.Full })
 	}
 	close(a.ready)
 }
@@ -193,24 +208,27 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 		}
 		e, ok = f.btn.entries.Get(token)
 	}
-	if !ok || action == ActionDelete && e.reply == "" || action == ActionFull && e.full == "" {
+	switch {
+	case ok && e.deleted:
+		f.tell(ctx, log, c, Deleted)
+		return
+	case !ok || action == ActionDelete && e.reply == "" || action == ActionFull && e.full == "":
 		f.tell(ctx, log, c, TooOld)
 		return
 	}
 	switch action {
 	case ActionDelete:
-		if c.User != e.author && (c.Admin == nil || !c.Admin(ctx)) {
-			f.tell(ctx, log, c, OnlyAuthor)
-			return
-		}
-		if err := f.deleteArmed(ctx, log, token, e, c.Remove); err != nil {
-			log.Warn("deleting a reply by its button", "reply", e.reply, "err", err)
-			f.tell(ctx, log, c, NotDeleted)
-		}
+		f.clickDelete(ctx, log, c, token, e)
 	case ActionAgain:
 		f.Answer(ctx, Request[S]{Src: c.Src, What: "run again", Log: c.Log, User: c.User, Text: e.text, Extract: e.extract, Stdin: e.stdin, Files: e.files, Session: e.session, tell: c.Tell})
+	case ActionExport:
+		f.export(ctx, log, Request[S]{Src: c.Src, Session: e.session})
 	case ActionFull:
-		if _, err := f.p.Post(ctx, c.Src, Reply{Text: FullOutputIs, Full: e.full}); err != nil {
+		if e.fullFile {
+			f.tell(ctx, log, c, FullOutputIn)
+			return
+		}
+		if _, err := f.p.Send(ctx, c.Src, Record[S]{}, Reply{Text: FullOutputIs, Full: e.full}); err != nil {
 			log.Error("sending the full output", "err", err)
 			return
 		}
@@ -218,9 +236,37 @@ func (f *Flow[S]) Click(ctx context.Context, c Click[S]) {
 	}
 }
 
+// clickDelete deletes the reply of token for a clicker who may: a reply
+// that is gone already, deleted by another click or by hand, is no
+// failure.
+func (f *Flow[S]) clickDelete(ctx context.Context, log *slog.Logger, c Click[S], token string, e armed[S]) {
+	if c.User != e.author && (c.Admin == nil || !c.Admin(ctx)) {
+		f.tell(ctx, log, c, OnlyAuthor)
+		return
+	}
+	claimed := false
+	f.btn.entries.Update(token, func(e *armed[S]) { claimed, e.deleted = !e.deleted, true })
+	if !claimed { // another click is deleting it, or did
+		f.tell(ctx, log, c, Deleted)
+		return
+	}
+	switch err := f.deleteArmed(ctx, token, e, c.Remove); {
+	case errors.Is(err, ErrGone):
+		log.Info("the reply of a Delete was gone already", "reply", e.reply)
+		f.tell(ctx, log, c, Deleted)
+	case err != nil:
+		// Given back, so that the clicker can try again.
+		f.btn.entries.Update(token, func(e *armed[S]) { e.deleted = false })
+		log.Warn("deleting a reply by its button", "reply", e.reply, "err", err)
+		f.tell(ctx, log, c, NotDeleted)
+	default:
+		log.Info("reply deleted by its button", "reply", e.reply)
+	}
+}
+
 // deleteArmed deletes the reply of token, through remove when it is set,
 // and forgets it; the message's lock keeps it from racing an edit's re-run.
-func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token string, e armed[S], remove func(context.Context) error) error {
+func (f *Flow[S]) deleteArmed(ctx context.Context, token string, e armed[S], remove func(context.Context) error) error {
 	if e.key != "" {
 		t := f.keys.take(e.key, e.src)
 		defer t.release()
@@ -231,22 +277,10 @@ func (f *Flow[S]) deleteArmed(ctx context.Context, log *slog.Logger, token strin
 			e.sent = rec.Files
 		}
 	}
-	// Forgotten before the delete, so that a click arriving once the
-	// reply is gone finds its buttons too old; given back if the delete
-	// fails, so that the clicker can try again.
-	f.btn.entries.Remove(token)
-	var err error
 	if remove != nil {
-		err = remove(ctx)
-	} else {
-		err = f.p.Delete(ctx, Record[S]{Src: e.src, Reply: e.reply, Files: e.sent})
+		return remove(ctx)
 	}
-	if err != nil {
-		f.btn.entries.Put(token, e)
-		return err
-	}
-	log.Info("reply deleted by its button", "reply", e.reply)
-	return nil
+	return f.p.Delete(ctx, Record[S]{Src: e.src, Reply: e.reply, Files: e.sent})
 }
 
 // newButtons returns the buttons' memory, its tokens told apart from an

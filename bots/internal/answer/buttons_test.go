@@ -23,16 +23,8 @@ type buttonPlatform struct {
 	buttons map[string][]Button
 }
 
-func (p *buttonPlatform) Post(ctx context.Context, src msg, r Reply) (Sent, error) {
-	s, err := p.fakePlatform.Post(ctx, src, r)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.buttons[s.ID] = r.Buttons
-	return s, err
-}
-
-func (p *buttonPlatform) Edit(ctx context.Context, src msg, rec Record[msg], r Reply) (Sent, error) {
-	s, err := p.fakePlatform.Edit(ctx, src, rec, r)
+func (p *buttonPlatform) Send(ctx context.Context, src msg, to Record[msg], r Reply) (Sent, error) {
+	s, err := p.fakePlatform.Send(ctx, src, to, r)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.buttons[s.ID] = r.Buttons
@@ -120,7 +112,7 @@ func TestButtons(t *testing.T) {
 				if _, ok := f.Recall("m1"); ok {
 					t.Fatal("a deleted reply is still remembered")
 				}
-				if told := click(f, "r1", id, tc.user, tc.admin); !slices.Equal(told, []string{TooOld}) {
+				if told := click(f, "r1", id, tc.user, tc.admin); !slices.Equal(told, []string{Deleted}) {
 					t.Fatalf("a click on a deleted reply told %q", told)
 				}
 			}
@@ -221,7 +213,7 @@ func TestRemoveThroughTheClick(t *testing.T) {
 	for _, tc := range []struct {
 		fail bool
 		told []string
-	}{{true, []string{NotDeleted}}, {false, nil}, {false, []string{TooOld}}} {
+	}{{true, []string{NotDeleted}}, {false, nil}, {false, []string{Deleted}}} {
 		var told []string
 		f.Click(context.Background(), Click[msg]{ID: id, Src: "r1", User: "u", Remove: remove(tc.fail),
 			Tell: func(_ context.Context, text string) error { told = append(told, text); return nil }})
@@ -246,5 +238,69 @@ func TestRunAgainKeepsTheStdin(t *testing.T) {
 	jobs := runner.Jobs()
 	if len(jobs) != 2 || jobs[0].Request.Stdin != "hi" || jobs[1].Request.Stdin != "hi" {
 		t.Fatalf("jobs %+v", jobs)
+	}
+}
+
+// TestDeleteOfAReplyGone: a Delete whose reply is gone already (deleted
+// by hand, or by a click a moment before) is told so, never that it
+// failed, and the reply's buttons do not come back; a second click while
+// the first is deleting does not delete again.
+func TestDeleteOfAReplyGone(t *testing.T) {
+	f, p := newButtonFlow(t, &fakerunner.Runner{})
+	<-answer(f, request("m1", "u", "print(1)"))
+	id := p.button("r1", ActionDelete)
+	entered, release := make(chan struct{}), make(chan struct{})
+	p.del = func(Record[msg]) error {
+		close(entered)
+		<-release
+		return ErrGone
+	}
+	first := make(chan []string)
+	go func() { first <- click(f, "r1", id, "u", false) }()
+	<-entered
+	if told := click(f, "r1", id, "u", false); !slices.Equal(told, []string{Deleted}) {
+		t.Fatalf("a second click while the first deletes told %q", told)
+	}
+	close(release)
+	if told := <-first; !slices.Equal(told, []string{Deleted}) {
+		t.Fatalf("a click on a reply gone told %q", told)
+	}
+	if told := click(f, "r1", p.button("r1", ActionAgain), "u", false); !slices.Equal(told, []string{Deleted}) {
+		t.Fatalf("the buttons of a deleted reply came back: told %q", told)
+	}
+	if _, ok := f.Recall("m1"); ok {
+		t.Fatal("a deleted reply is still remembered")
+	}
+}
+
+// TestFullOutputPointsToItsFile: where the platform sent the whole output
+// as a file beside the reply (Sent.Full), Full output tells the clicker
+// where it is instead of posting a second copy.
+func TestFullOutputPointsToItsFile(t *testing.T) {
+	f, p := newButtonFlow(t, &fakerunner.Runner{Func: tenLines})
+	p.full = true
+	<-answer(f, request("m1", "u", "print('\\n'.join(map(str, range(10))))"))
+	n := len(p.Events())
+	if told := click(f, "r1", p.button("r1", ActionFull), "v", false); !slices.Equal(told, []string{FullOutputIn}) {
+		t.Fatalf("told %q", told)
+	}
+	if evs := p.Events(); len(evs) != n {
+		t.Fatalf("Full output sent %q", evs[n:])
+	}
+}
+
+// TestExportButton: a session's cell has Export notebook, which posts
+// the session as a notebook where the click was; a run alone has none.
+func TestExportButton(t *testing.T) {
+	f, p := newButtonFlow(t, fakerunner.NewSessions())
+	<-answer(f, cellReq("m1", "u", "s", "a=1"))
+	<-answer(f, request("m2", "u", "print(1)"))
+	if p.button("r2", ActionExport) != "" {
+		t.Fatal("a run alone has Export notebook")
+	}
+	click(f, "r1", p.button("r1", ActionExport), "v", false)
+	evs := p.Events()
+	if last := evs[len(evs)-1]; last != "post r1: This thread's session as a Jupyter notebook: 1 cell." {
+		t.Fatalf("last event %q", last)
 	}
 }

@@ -146,7 +146,7 @@ func (l *live[S]) show(out, errs string, took time.Duration) bool {
 	opts.Running = true
 	text := formatting.RenderRun(l.f.cfg.Platform, l.ex, executor.Result{Stdout: out, Stderr: errs, Success: true, Duration: took}, opts).Text
 	if l.id == "" {
-		s, err := l.f.p.Post(l.ctx, l.src, Reply{Text: text})
+		s, err := l.f.p.Send(l.ctx, l.src, Record[S]{}, Reply{Text: text})
 		if err != nil {
 			l.log.Warn("posting the output so far", "err", err)
 			return false
@@ -154,7 +154,7 @@ func (l *live[S]) show(out, errs string, took time.Duration) bool {
 		l.id = s.ID
 		return s.ID != "" // a reply that cannot be edited is not posted again
 	}
-	if _, err := l.f.p.Edit(l.ctx, l.src, Record[S]{Src: l.src, Reply: l.id}, Reply{Text: text}); err != nil {
+	if _, err := l.f.p.Send(l.ctx, l.src, Record[S]{Src: l.src, Reply: l.id}, Reply{Text: text}); err != nil {
 		l.log.Warn("showing the output so far", "err", err)
 		return false
 	}

@@ -28,15 +28,20 @@ func (f *Flow[S]) Run(ctx context.Context, log *slog.Logger, turn *turns.Turn, u
 		text, private := runerror.Report(ctx, log.With("user", user), f.cfg.Platform, err)
 		return Reply{Text: text, Private: private}
 	}
-	return f.render(ex, res, skipped, "")
+	return f.render(ex, res, skipped, "", 0)
 }
 
-// render renders res within the platform's files a reply, header first;
-// the files over MaxFiles are named instead, the last ones first.
-func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped []executor.OmittedFile, header string) Reply {
+// render renders res within the platform's files a reply, header first,
+// the images it displayed (formatting.ResultFiles) before its files;
+// the files over MaxFiles are named instead, the last ones first. cell is
+// the number of a session's cell, 0 for a run alone.
+func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped []executor.OmittedFile, header string, cell int) Reply {
 	p := f.cfg.Platform
 	opts := f.cfg.Render
-	opts.Skipped, opts.Header = skipped, header
+	opts.Skipped, opts.Header, opts.Cell = skipped, header, cell
+	if shown := formatting.ResultFiles(res); len(shown) > 0 {
+		res.Files = append(shown, res.Files...)
+	}
 	r := formatting.RenderRun(p, ex, res, opts)
 	if room := f.cfg.MaxFiles - len(res.Files); f.cfg.MaxFiles > 0 && (r.Full != "" && room < 1 || room < 0) {
 		keep := min(len(res.Files), f.cfg.MaxFiles)
@@ -46,7 +51,7 @@ func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped 
 		res.Files, res.FilesOmitted = res.Files[:keep], append(omit(res.Files[keep:], f.cfg.OverMaxFiles), res.FilesOmitted...)
 		r = formatting.RenderRun(p, ex, res, opts)
 	}
-	out := Reply{Text: r.Text, Full: r.Full, Files: res.Files, Reaction: r.Reaction(p), outcome: res.Outcome(), took: res.Duration}
+	out := Reply{Text: r.Text, Full: r.Full, Files: res.Files, Tables: r.Tables, Reaction: r.Reaction(p), outcome: res.Outcome(), took: res.Duration}
 	if len(res.Files) > 0 && f.cfg.TooLarge != "" {
 		// without is the reply without the files over names instead.
 		without := func(over func(executor.File) bool) Reply {
@@ -61,7 +66,7 @@ func (f *Flow[S]) render(ex formatting.Extraction, res executor.Result, skipped 
 			}
 			res.Files, res.FilesOmitted = keep, append(omit(drop, f.cfg.TooLarge), res.FilesOmitted...)
 			r := formatting.RenderRun(p, ex, res, opts)
-			return Reply{Text: r.Text, Full: r.Full, Files: keep, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
+			return Reply{Text: r.Text, Full: r.Full, Files: keep, Tables: r.Tables, Reaction: r.Reaction(p), outcome: out.outcome, took: out.took}
 		}
 		fallback := without(func(executor.File) bool { return true })
 		out.Fallback = &fallback

@@ -33,6 +33,10 @@ const ResetText = "Session reset: the next cell starts from nothing."
 // adapter, the console's included, reads resets with it.
 func IsReset(text string) bool { return strings.TrimSpace(text) == "reset" }
 
+// IsExport reports whether a message addressed to the bot asks for its
+// session as a notebook: the word export alone.
+func IsExport(text string) bool { return strings.TrimSpace(text) == "export" }
+
 // MaxRerun is the most cells an edit re-runs, the edited one included.
 const MaxRerun = 20
 
@@ -112,12 +116,23 @@ type cell[S any] struct {
 	skipped []executor.OmittedFile
 	ok      bool       // ran to success: part of the later cells' replay
 	asked   Request[S] // what its re-run reply's buttons need (buttons.go)
+	// res is how it ran, its files left out, for the session's notebook
+	// (export.go); nil when it did not run.
+	res *executor.Result
 }
 
 func (c cell[S]) size() int64 {
 	n := int64(len(c.ex.Code) + len(c.ex.Stdin))
 	for _, f := range c.files {
 		n += int64(len(f.Content))
+	}
+	if c.res != nil {
+		n += int64(len(c.res.Stdout) + len(c.res.Stderr))
+		for _, d := range c.res.Results {
+			for k, v := range d.Data {
+				n += int64(len(k) + len(v))
+			}
+		}
 	}
 	return n
 }
@@ -388,7 +403,7 @@ func (f *Flow[S]) reset(ctx context.Context, log *slog.Logger, req Request[S]) {
 		return
 	}
 	f.Reset(ctx, log, req.Session)
-	sent, err := f.p.Post(ctx, req.Src, Reply{Text: ResetText})
+	sent, err := f.p.Send(ctx, req.Src, Record[S]{}, Reply{Text: ResetText})
 	if err != nil {
 		log.Error("sending the reply to a reset", "err", err)
 		return
@@ -466,6 +481,11 @@ func (f *Flow[S]) runCell(ctx context.Context, log *slog.Logger, turn *turns.Tur
 	req.Session, req.Colour = &executor.Session{ID: s.id, Replay: f.nb.replay(s, i)}, f.cfg.Colour
 	res, err := turn.Submit(ctx, f.cfg.Runner, executor.Job{User: rec.user, Request: req, Progress: progress})
 	rec.ok = err == nil && res.Success && (res.Session == nil || !res.Session.Ended)
+	if err == nil {
+		kept := res
+		kept.Files = nil
+		rec.res = &kept
+	}
 	f.nb.put(s, i, rec)
 	if err != nil {
 		text, private := runerror.Report(ctx, log.With("user", rec.user), f.cfg.Platform, err)
@@ -475,7 +495,7 @@ func (f *Flow[S]) runCell(ctx context.Context, log *slog.Logger, turn *turns.Tur
 	if note != "" {
 		header += " · " + note
 	}
-	return f.render(rec.ex, res, rec.skipped, header)
+	return f.render(rec.ex, res, rec.skipped, header, i+1)
 }
 
 // below re-runs the cells below an edited one, in order, into their
@@ -509,7 +529,7 @@ func (f *Flow[S]) rerun(ctx context.Context, log *slog.Logger, s *session[S], j 
 		}
 	}
 	ind := indication{stop: f.p.Indicate(ctx, rec.src)}
-	defer ind.end()
+	defer ind.end("")
 	if prev.Reply != "" {
 		f.unreact(ctx, rec.src, prev)
 	}
@@ -520,24 +540,18 @@ func (f *Flow[S]) rerun(ctx context.Context, log *slog.Logger, s *session[S], j 
 	}
 	rec.asked.Session = s.id
 	a := f.arm(rec.asked, &out)
-	var sent Sent
-	var err error
 	if prev.Reply == "" {
 		prev = Record[S]{Src: rec.src, Created: f.cfg.Now()}
-		sent, err = f.p.Post(ctx, rec.src, out)
-	} else {
-		sent, err = f.p.Edit(ctx, rec.src, prev, out)
 	}
+	sent, err := f.p.Send(ctx, rec.src, prev, out)
 	f.sent(a, sent)
-	ind.end()
 	if err != nil {
+		ind.end("")
 		log.Error("updating the reply of a re-run cell", "err", err)
 		return
 	}
+	ind.end(out.Reaction)
 	f.cfg.Replied()
-	if out.Reaction != "" {
-		f.p.React(ctx, rec.src, out.Reaction, true)
-	}
 	if sent.ID != "" {
 		f.nb.replied(s, sent.ID)
 		f.replies.Put(rec.key, Record[S]{Src: rec.src, Reply: sent.ID, Files: sent.Files, Reaction: out.Reaction, Created: prev.Created})

@@ -111,6 +111,9 @@ const (
 	// the guard asks a python that colours tracebacks (3.13 on) to colour
 	// the snippet's.
 	RequestColour = 1
+	// RequestCell: the snippet runs as a notebook cell (executor.Request's
+	// Script is false): see Rich output below.
+	RequestCell = 2
 )
 
 // Python's argv after `python <policy.PythonFlags> -c <loader>`: the
@@ -188,6 +191,9 @@ type InitStatus struct {
 	// most it accounted.
 	Memory bool  `json:"memory,omitempty"`
 	Peak   int64 `json:"peak,omitempty"`
+	// Displays is the run's ResultsFile as python left it (at most
+	// DisplaysMax bytes; nil when absent, unreadable or larger).
+	Displays []byte `json:"displays,omitempty"`
 }
 
 // The init's report (InitStatus, one JSON line on FDInitStatus) is bounded
@@ -213,7 +219,7 @@ const (
 // the files' content in base64, every path escaped, and the rest.
 func ReportMaxBytes(lim CollectLimits) int64 {
 	const entry = 6*ReportMaxPath + 256 // an escaped path, its size, reason and MIME type
-	return 4*(lim.MaxBytes+2)/3 + int64(max(lim.MaxFiles, 0)+ReportMaxOmitted+1)*entry + 6*ReportMaxError + 4<<10
+	return 4*(lim.MaxBytes+2)/3 + int64(max(lim.MaxFiles, 0)+ReportMaxOmitted+1)*entry + 6*ReportMaxError + 4*(DisplaysMax+2)/3 + 4<<10
 }
 
 // NotNamedPath stands for n omitted files not named one by one: the path
@@ -326,12 +332,13 @@ type ForkHello struct {
 //	                             SessionMarkOpen, the cell's nonce,
 //	                             SessionMarkClose
 //	python → service  FDStatus   the cell's end: a line "<nonce> <outcome>
-//	                             <files> <omitted>", then per file a line
+//	                             <files> <omitted> <displays>", then per file a line
 //	                             "<path bytes> <content bytes>", the path
 //	                             and the content, then per omitted file a
 //	                             line "<path bytes> <size> <reason>" and
 //	                             the path (the reason OmitNotNamed: size
-//	                             counts the files not named)
+//	                             counts the files not named), then its
+//	                             displays (see Rich output)
 //
 // The nonce is fresh for each cell, drawn by the service when it sends
 // the cell: no code of an earlier cell can know it. Each line the service
@@ -348,6 +355,46 @@ const (
 	SessionNonceBytes = 16
 	// SessionLineMax bounds each line the service reads on FDStatus.
 	SessionLineMax = 256
+)
+
+// Rich output. A run not in script mode (RequestCell) is a notebook cell:
+// the guard (_runblock_notebook) makes display() a builtin and shows the
+// value of the cell's last expression, each shown object as a Jupyter MIME
+// bundle. They travel as displays: a line "<entries> <value> <stdout
+// offset>" (value 1 for the last expression's, 0 for display(); the
+// offset counts the bytes printed through sys.stdout before it), then per
+// entry a line "<MIME type bytes> <data bytes>", the MIME type and the
+// data (UTF-8; binary types base64, JSON types as JSON text).
+//
+//	python → service  ResultsFile  a single run's displays, written as it
+//	                               ends: a line "<displays>", then each;
+//	                               read by the init (the service, without
+//	                               one) once python is dead, and carried
+//	                               in InitStatus.Displays
+//	python → service  FDStatus     a session cell's displays, after the
+//	                               omitted files of its end, whose line
+//	                               counts them
+//
+// The guard keeps within the bounds below (it cuts a long text/plain,
+// drops an oversized form and the forms past the run's total, saying so
+// in the text/plain); the service reads at most DisplaysMax bytes and
+// DisplayCountMax+2 displays of DisplayMIMEMax entries, lines of at most
+// SessionLineMax bytes, and drops a run's displays, saying so, when they
+// are malformed. A pandas DataFrame or Series also comes as
+// "application/vnd.dataresource+json" (Table Schema, orient="table"), of
+// its first DisplayTableRows rows and DisplayTableColumns columns, with
+// "total_rows" and "total_columns" the whole table's.
+const (
+	ResultsFile         = ".runblock-results" // in the work dir: a scratch name, never collected
+	DisplayTextMax      = 64 << 10            // characters of a text/plain, cut past them with a note
+	DisplayEntryMax     = 1 << 20             // bytes of one form; a larger one is dropped
+	DisplayRunMax       = 4 << 20             // bytes of a run's forms, all displays together
+	DisplayCountMax     = 100                 // displays a run shows; then one note counts the rest
+	DisplayMIMEMax      = 16                  // entries of one display, as read
+	DisplayTableRows    = 100
+	DisplayTableColumns = 20
+	// DisplaysMax bounds what the service reads of a run's displays.
+	DisplaysMax = DisplayRunMax + (DisplayCountMax+2)*(DisplayMIMEMax+1)*SessionLineMax + 2*DisplayTextMax*4
 )
 
 // A cell's outcome, in its end.

@@ -170,3 +170,21 @@ func readBeneath(root int, rel string, max int64) ([]byte, string) {
 	}
 	return content, ""
 }
+
+// ReadDisplays is a run's displays (protocol.ResultsFile) in the work dir
+// dir, as python left them: nil when there are none, or when the file is
+// not a regular file within protocol.DisplaysMax (the snippet can write
+// anything there; the service parses what comes back).
+func ReadDisplays(dir string) []byte {
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	return readDisplaysAt(root)
+}
+
+func readDisplaysAt(root int) []byte {
+	content, _ := readBeneath(root, protocol.ResultsFile, protocol.DisplaysMax)
+	return content
+}

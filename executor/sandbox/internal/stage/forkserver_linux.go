@@ -207,6 +207,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
+	st.Displays = readDisplaysAt(work)
 	b := encodeReport(st, run.Collect)
 	syscall.Write(report, b)
 	// This init lives on: what collecting many files and writing a large

@@ -13,6 +13,9 @@ import (
 // protocol.ReportMaxOmitted named omitted files; what is cut is named as omitted.
 func bound(st *protocol.InitStatus, lim protocol.CollectLimits) {
 	st.Error = cutString(st.Error, protocol.ReportMaxError)
+	if len(st.Displays) > protocol.DisplaysMax {
+		st.Displays = nil
+	}
 	var files []executor.File
 	var omitted []executor.OmittedFile
 	left := lim.MaxBytes

@@ -186,6 +186,7 @@ func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 			st.Files, st.Omitted = nil, workDirUnreadable(err)
 		}
 	}
+	st.Displays = ReadDisplays(policy.WorkDir)
 	syscall.Write(protocol.FDInitStatus, encodeReport(st, collect))
 	os.Exit(0)
 }
