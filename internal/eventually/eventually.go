@@ -20,7 +20,12 @@ const Hang = 30 * time.Second
 // Poll checks cond every Interval until it holds or ctx ends, and reports
 // whether it held.
 func Poll(ctx context.Context, cond func() bool) bool {
-	tick := time.NewTicker(Interval)
+	return Every(ctx, Interval, cond)
+}
+
+// Every is Poll for a condition that is costly to check, every d.
+func Every(ctx context.Context, d time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for !cond() {
 		select {
