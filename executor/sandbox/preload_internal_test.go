@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
 
@@ -119,7 +120,7 @@ func TestPreloadedForkServerDown(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if !waitFor(ctx, func() bool { return e.Ready() == nil }) {
+	if !eventually.Poll(ctx, func() bool { return e.Ready() == nil }) {
 		t.Fatal("the preloaded fork server did not come back")
 	}
 	if res := runVia(t, e, executor.Request{Code: inPreloaded}); res.Stdout != "True\n" {
