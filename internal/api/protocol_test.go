@@ -40,8 +40,8 @@ func TestReadyzFollowsTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		sched.Close(ctx)
-		s.Close(ctx)
+		_ = sched.Close(ctx)
+		_ = s.Close(ctx)
 	})
 	url := "http://" + s.Addr() + "/readyz"
 	for _, tt := range []struct {
@@ -130,7 +130,7 @@ func TestUnreadAnswersAreFreed(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		// A small receive buffer: the answer stays in the server.
 		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetReadBuffer(4 << 10)
+			_ = tc.SetReadBuffer(4 << 10)
 		}
 		fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
 	}
