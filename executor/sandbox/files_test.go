@@ -213,7 +213,7 @@ func TestVirtualenv(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /var/tmp: %v", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if out, err := exec.Command("python3", "-m", "venv", "--without-pip", dir+"/venv").CombinedOutput(); err != nil {
 		t.Skipf("cannot make a virtualenv here: %v: %s", err, out)
 	}

@@ -90,7 +90,7 @@ func TestForkServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	cell, err := s.Run(context.Background(), executor.Request{Code: "import sys\nprint('fractions' in sys.modules)"})
 	if err != nil || cell.Stdout != "True\n" {
 		t.Errorf("a session's cell: %+v %v: want it forked from the preloaded one", cell, err)
@@ -111,7 +111,7 @@ func TestPreloadedForkServerDown(t *testing.T) {
 		t.Fatalf("no preloaded fork server: %s", e.report.ForkServer.Detail)
 	}
 	live := e.preloaded.current()
-	e.preloaded.stuck(live, context.DeadlineExceeded)
+	_ = e.preloaded.stuck(live, context.DeadlineExceeded)
 	if e.Ready() == nil {
 		t.Error("ready with the preloaded fork server down")
 	}
@@ -179,7 +179,7 @@ func TestPlotPoolRehearses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { _ = e.Close() })
 	if e.preloaded == nil || e.plots == nil {
 		t.Fatalf("preloaded fork server %v, plots' pool %v: want both (%s)", e.preloaded != nil, e.plots != nil, e.report.ForkServer.Detail)
 	}

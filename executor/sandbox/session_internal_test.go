@@ -70,7 +70,7 @@ func BenchmarkSessionCell(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
@@ -119,7 +119,7 @@ func BenchmarkSessionReplay(b *testing.B) {
 			}
 		}
 		lat = append(lat, time.Since(start))
-		s.Close()
+		_ = s.Close()
 	}
 	reportLatency(b, lat)
 }
