@@ -82,7 +82,7 @@ func startExecutor(t *testing.T, ctx context.Context, bin string, env ...string)
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			p.logs.Write(append(sc.Bytes(), '\n'))
+			_, _ = p.logs.Write(append(sc.Bytes(), '\n'))
 			var line struct{ Msg, Addr string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "executor service ready" {
 				addr <- line.Addr
@@ -482,7 +482,7 @@ func TestExecutorBusyPort(t *testing.T) {
 	}
 	err = m.Run(context.Background())
 	if err == nil {
-		m.Close(context.Background())
+		_ = m.Close(context.Background())
 		t.Fatal("Run on a busy port succeeded")
 	}
 	if !strings.Contains(err.Error(), "RUNBLOCK_HTTP_ADDR="+ln.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {
