@@ -33,6 +33,11 @@ const architectureNote = "internal/cli/ARCHITECTURE.md"
 // their code.
 const maxFrontPageLines = 270
 
+// maxMarkdownBytes bounds all the Markdown of the repository: manuals say
+// how things work, dated figures go to internal/bench/RESULTS.md, history
+// to git.
+const maxMarkdownBytes = 150_000
+
 // TestLayoutMap checks the Layout block of README.md against `go list
 // ./...`: every package directory is listed, every listed path exists.
 // The root package is listed as main.go.
@@ -60,6 +65,31 @@ func TestFrontPageIsShort(t *testing.T) {
 	n := bytes.Count(readFile(t, filepath.Join(root, "README.md")), []byte("\n"))
 	if n > maxFrontPageLines {
 		t.Errorf("README.md has %d lines, want at most %d: move the detail to a README beside its code", n, maxFrontPageLines)
+	}
+}
+
+// TestMarkdownBudget proves the repository's Markdown files, all of them
+// outside .git, hold at most maxMarkdownBytes together.
+func TestMarkdownBudget(t *testing.T) {
+	total, files := 0, 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
+			total += len(readFile(t, path))
+			files++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 2 || total > maxMarkdownBytes {
+		t.Errorf("%d Markdown files hold %d bytes, want at most %d: cut repetition and history, move dated figures to internal/bench/RESULTS.md", files, total, maxMarkdownBytes)
 	}
 }
 
