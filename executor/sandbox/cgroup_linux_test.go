@@ -64,6 +64,10 @@ func TestFindCgroup(t *testing.T) {
 	}
 }
 
+// TestRunCgroup proves, on a fake cgroup tree, that a run's cgroup is
+// made below the service's with the policy's limits written, that
+// oomKilled reads an OOM kill and the peak from memory.events and
+// memory.peak, and that remove takes the cgroup away.
 func TestRunCgroup(t *testing.T) {
 	root := fakeCgroup(t, "memory pids\n")
 	tree, err := findCgroup(root, filepath.Join(root, "system.slice/runblock.service"), "")
