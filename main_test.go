@@ -67,7 +67,7 @@ func TestSIGTERMFinishesTheRunInFlight(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill() })
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 
 	snippet := "import time\ntime.sleep(1)\nprint('survived the signal')\n"
 	if _, err := io.WriteString(stdin, fence+"python\n"+snippet+fence+"\n\n"); err != nil {

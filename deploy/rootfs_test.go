@@ -401,7 +401,7 @@ func buildTree(t *testing.T, img image, tree string) []int64 {
 	entries, _ := os.ReadDir(rootfsCache)
 	for _, e := range entries {
 		if e.Name() != base && !strings.HasPrefix(e.Name(), key+".") {
-			os.Remove(filepath.Join(rootfsCache, e.Name()))
+			_ = os.Remove(filepath.Join(rootfsCache, e.Name()))
 		}
 	}
 	return sizes
@@ -431,7 +431,7 @@ func debootstrap(t *testing.T, suite, tree string) {
 	docs, _ := filepath.Glob(filepath.Join(tree, "usr/share/doc/*/*"))
 	for _, doc := range docs {
 		if filepath.Base(doc) != "copyright" {
-			os.RemoveAll(doc)
+			_ = os.RemoveAll(doc)
 		}
 	}
 	// As in the official image: no package lists, no downloaded packages.
@@ -439,7 +439,7 @@ func debootstrap(t *testing.T, suite, tree string) {
 		files, _ := filepath.Glob(filepath.Join(tree, dir, "*"))
 		for _, f := range files {
 			if filepath.Base(f) != "partial" && filepath.Base(f) != "lock" {
-				os.RemoveAll(f)
+				_ = os.RemoveAll(f)
 			}
 		}
 	}

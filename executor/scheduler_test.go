@@ -412,10 +412,10 @@ func TestSchedulerRejectionsKeepTokens(t *testing.T) {
 
 	a := submit(t, s, "a", "a1")
 	c := g.next(t, "a1")
-	wantCode(t, submitNow(s, "a", "a2"), executor.ErrRateLimited) // one already running
+	_ = wantCode(t, submitNow(s, "a", "a2"), executor.ErrRateLimited) // one already running
 	b := submit(t, s, "b", "b1")
 	b.queued(t, 0)
-	wantCode(t, submitNow(s, "c", "c1"), executor.ErrBusy)
+	_ = wantCode(t, submitNow(s, "c", "c1"), executor.ErrBusy)
 	c.finish()
 	a.ok(t)
 	g.next(t, "b1").finish()
@@ -663,7 +663,7 @@ func TestSchedulerCancelQueued(t *testing.T) {
 
 	b.cancel()
 	_, err := b.result(t)
-	wantCode(t, err, executor.ErrCanceled)
+	_ = wantCode(t, err, executor.ErrCanceled)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want it to wrap context.Canceled", err)
 	}
@@ -712,7 +712,7 @@ func TestSchedulerCanceledBeforeSubmit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := s.Submit(ctx, executor.Job{User: "a"})
-	wantCode(t, err, executor.ErrCanceled)
+	_ = wantCode(t, err, executor.ErrCanceled)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want it to wrap context.Canceled", err)
 	}
@@ -769,7 +769,7 @@ func TestSchedulerCloseDrains(t *testing.T) {
 	for executor.ErrorCode(submitNow(s, "a", "probe")) == executor.ErrRateLimited {
 		runtime.Gosched()
 	}
-	wantCode(t, submitNow(s, "n", "n"), executor.ErrShutdown)
+	_ = wantCode(t, submitNow(s, "n", "n"), executor.ErrShutdown)
 
 	c.finish()
 	a.ok(t)
@@ -789,7 +789,7 @@ func TestSchedulerCloseDrains(t *testing.T) {
 	case <-time.After(hang):
 		t.Fatal("Close did not return after the jobs finished")
 	}
-	wantCode(t, submitNow(s, "a", "late"), executor.ErrShutdown)
+	_ = wantCode(t, submitNow(s, "a", "late"), executor.ErrShutdown)
 	if err := s.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
@@ -823,7 +823,7 @@ func TestSchedulerCloseDeadline(t *testing.T) {
 		t.Errorf("running job: %v, want the runner's context.Canceled", err)
 	}
 	_, err := b.result(t)
-	wantCode(t, err, executor.ErrShutdown)
+	_ = wantCode(t, err, executor.ErrShutdown)
 	g.idle(t)
 	if st := s.Stats(); st != (executor.Stats{}) {
 		t.Errorf("stats after Close: %+v, want zero", st)
@@ -837,7 +837,7 @@ func TestSchedulerCloseIdle(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close of an idle scheduler: %v", err)
 	}
-	wantCode(t, submitNow(s, "a", "a"), executor.ErrShutdown)
+	_ = wantCode(t, submitNow(s, "a", "a"), executor.ErrShutdown)
 }
 
 // The per-user state stays bounded: refilled buckets and idle users are
@@ -863,7 +863,7 @@ func TestSchedulerForgetsIdleUsers(t *testing.T) {
 	if st := s.Stats(); st.Limiters >= 2*n || st.Limiters < n {
 		t.Fatalf("%d limiters, want the %d refilled ones dropped and the %d new ones kept", st.Limiters, n, n)
 	}
-	wantCode(t, submitNow(s, "new0", "x"), executor.ErrRateLimited)
+	_ = wantCode(t, submitNow(s, "new0", "x"), executor.ErrRateLimited)
 	if err := submitNow(s, "old0", "x"); err != nil {
 		t.Fatalf("a dropped bucket did not start full: %v", err)
 	}

@@ -31,7 +31,7 @@ func benchMessageToReply(b *testing.B, runner discord.Runner) {
 	if err := bot.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
-	defer bot.Close(ctx)
+	defer func() { _ = bot.Close(ctx) }()
 	guild, user := fake.NewID(), &discordgo.User{ID: fake.NewID()}
 	for b.Loop() {
 		channel := fake.NewID() // a fresh channel: reaction buckets do not pile up

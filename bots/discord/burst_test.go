@@ -20,9 +20,9 @@ func (f runFunc) Run(ctx context.Context, req executor.Request) (executor.Result
 	return f(ctx, req)
 }
 
-// TestBurstRunsTheFirstMessage: ten quick messages from one user run the
-// first; the rest are refused with a retry time, whatever the timing of the
-// handlers.
+// TestBurstRunsTheFirstMessage proves ten quick messages from one user run
+// the first and refuse the rest with a retry time, even when the first
+// message's handler reaches the scheduler only after all were sent.
 func TestBurstRunsTheFirstMessage(t *testing.T) {
 	t.Parallel()
 	started, release := make(chan string, 10), make(chan struct{})
@@ -41,11 +41,16 @@ func TestBurstRunsTheFirstMessage(t *testing.T) {
 		defer cancel()
 		_ = sched.Close(ctx)
 	})
-	// The first message's handler is slow to reach the scheduler, as on a
-	// loaded machine: it must still be the one that runs.
+	// The first message's handler reaches the scheduler only once every
+	// message has been sent (as on a loaded machine): it must still be the
+	// one that runs.
+	late := make(chan struct{})
 	e := start(t, fakerunner.Func(func(ctx context.Context, job executor.Job) (executor.Result, error) {
 		if job.Request.Code == "print(0)" {
-			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-late:
+			case <-ctx.Done():
+			}
 		}
 		return sched.Submit(ctx, job)
 	}), nil)
@@ -53,6 +58,7 @@ func TestBurstRunsTheFirstMessage(t *testing.T) {
 	for i := range 10 {
 		msgs = append(msgs, e.say(fmt.Sprintf("!run `print(%d)`", i)))
 	}
+	close(late)
 	for _, m := range msgs[1:] {
 		text := e.replyTo(e.channel, m.ID).Content()
 		if !strings.Contains(text, "Slow down") || !strings.Contains(text, "try again in 7 s") {

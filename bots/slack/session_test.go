@@ -126,7 +126,7 @@ func TestSessionRecoveredAfterRestart(t *testing.T) {
 	}
 	h.restart(clk)
 	// The new process's executor holds nothing either.
-	runner.Sessions.End(h.ctx, "slack:"+fakeslack.TeamID+":"+ch+":"+m1.TS)
+	_ = runner.Sessions.End(h.ctx, "slack:"+fakeslack.TeamID+":"+ch+":"+m1.TS)
 	before := len(h.lookups())
 	h.cell(h.say(ch, m1.TS, ada, code("print(n)")), "[4] · state rebuilt from 2 earlier cells", "print(n)")
 	h.cell(h.say(ch, m1.TS, ada, code("print(df)")), "[5]", "print(df)")

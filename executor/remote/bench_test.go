@@ -76,7 +76,7 @@ func BenchmarkScaleOut(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer r.Close()
+			defer func() { _ = r.Close() }()
 			slots := r.Capacity()
 			if slots != n*concurrency {
 				b.Fatalf("capacity %d, want %d", slots, n*concurrency)

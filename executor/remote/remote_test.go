@@ -449,7 +449,7 @@ func TestNewChecksTheToken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := remote.New(context.Background(), remote.Config{URLs: tt.urls, Token: tt.token, Refresh: time.Hour})
 			if err == nil {
-				defer r.Close()
+				defer func() { _ = r.Close() }()
 			}
 			switch {
 			case tt.want == "" && err != nil:

@@ -40,7 +40,7 @@ func benchExecutor(b testing.TB, layers layerSet, poolSize int, fork bool) *Exec
 	if poolSize > 0 {
 		e.pool = newPool(e, poolSize)
 	}
-	b.Cleanup(func() { e.Close() })
+	b.Cleanup(func() { _ = e.Close() })
 	return e
 }
 

@@ -101,13 +101,13 @@ func (t *cgroupTree) newRun(memory int64) (*runCgroup, error) {
 	}
 	for k, v := range settings {
 		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
-			cg.remove()
+			_ = cg.remove()
 			return nil, fmt.Errorf("cgroup %s: %w", k, err)
 		}
 	}
 	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		cg.remove()
+		_ = cg.remove()
 		return nil, fmt.Errorf("open cgroup: %w", err)
 	}
 	cg.fd = fd

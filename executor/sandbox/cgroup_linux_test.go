@@ -64,6 +64,10 @@ func TestFindCgroup(t *testing.T) {
 	}
 }
 
+// TestRunCgroup proves, on a fake cgroup tree, that a run's cgroup is
+// made below the service's with the policy's limits written, that
+// oomKilled reads an OOM kill and the peak from memory.events and
+// memory.peak, and that remove takes the cgroup away.
 func TestRunCgroup(t *testing.T) {
 	root := fakeCgroup(t, "memory pids\n")
 	tree, err := findCgroup(root, filepath.Join(root, "system.slice/runblock.service"), "")
@@ -76,7 +80,7 @@ func TestRunCgroup(t *testing.T) {
 	}
 	defer func() {
 		if cg.fd >= 0 {
-			cg.remove()
+			_ = cg.remove()
 		}
 	}()
 	if !strings.HasPrefix(cg.dir, tree.dir+"/run-") || cg.fd < 0 {
@@ -100,15 +104,18 @@ func TestRunCgroup(t *testing.T) {
 	if oom, _ := cg.oomKilled(); oom {
 		t.Error("OOM kill without memory.events")
 	}
-	os.WriteFile(filepath.Join(cg.dir, "memory.events"), []byte("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n"), 0o644)
-	os.WriteFile(filepath.Join(cg.dir, "memory.peak"), []byte("268435456\n"), 0o644)
+	for name, content := range map[string]string{"memory.events": "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n", "memory.peak": "268435456\n"} {
+		if err := os.WriteFile(filepath.Join(cg.dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if oom, peak := cg.oomKilled(); !oom || peak != 256<<20 {
 		t.Errorf("oomKilled = %v, %d", oom, peak)
 	}
 	// A real cgroup's files go with it; a fake one's are removed first.
 	entries, _ := os.ReadDir(cg.dir)
 	for _, e := range entries {
-		os.Remove(filepath.Join(cg.dir, e.Name()))
+		_ = os.Remove(filepath.Join(cg.dir, e.Name()))
 	}
 	if err := cg.remove(); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func newExecutor(t testing.TB, cfg sandbox.Config) *sandbox.Executor {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		e.Close()
+		_ = e.Close()
 		if strings.Contains(log.String(), "fork server failed") {
 			t.Errorf("runs fell back to a cold start: %s", log.String())
 		}
@@ -388,7 +388,7 @@ except OSError as exc:
 	if !res.Success || !strings.HasPrefix(res.Stdout, "refused") {
 		t.Fatalf("stdout=%q error=%q", res.Stdout, res.Error)
 	}
-	ln.(*net.TCPListener).SetDeadline(time.Now())
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now())
 	if conn, err := ln.Accept(); err == nil {
 		conn.Close()
 		t.Fatal("the listener got a connection from the sandbox")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
 
@@ -212,7 +213,7 @@ func TestVirtualenv(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /var/tmp: %v", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if out, err := exec.Command("python3", "-m", "venv", "--without-pip", dir+"/venv").CombinedOutput(); err != nil {
 		t.Skipf("cannot make a virtualenv here: %v: %s", err, out)
 	}
@@ -275,13 +276,12 @@ func TestPreload(t *testing.T) {
 	code := "import sys\nprint('numpy' in sys.modules)\nimport numpy as np\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 2 * np.pi, 100)\nplt.plot(x, np.sin(x))\nplt.title('sin')\nplt.show()"
 	var res executor.Result
 	// The first runs may find the pool still filling and run cold.
-	for range 20 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eventually.Every(ctx, 200*time.Millisecond, func() bool {
 		res = run(t, e, executor.Request{Code: code})
-		if res.Stdout == "True\n" {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return res.Stdout == "True\n"
+	})
 	if res.Stdout != "True\n" || len(res.Files) != 1 || res.Files[0].MIME != "image/png" {
 		t.Fatalf("stdout %q, stderr %q, files %v: want a preloaded numpy and one PNG", res.Stdout, res.Stderr, fileNames(res.Files))
 	}

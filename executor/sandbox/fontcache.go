@@ -69,7 +69,7 @@ from matplotlib import font_manager
 	}
 	entries, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, e := range entries {
-		os.Chmod(e, 0o644)
+		_ = os.Chmod(e, 0o644)
 	}
 	if err := os.WriteFile(filepath.Join(dir, fontCacheReady), nil, 0o644); err != nil {
 		return "", err

@@ -309,7 +309,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	go func() {
 		live.report, _ = io.ReadAll(io.LimitReader(initR, 64<<10))
 		initR.Close()
-		cmd.Wait()
+		_ = cmd.Wait()
 		close(live.done)
 	}()
 	ready := make(chan string, 1)
@@ -425,7 +425,7 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	p.waited = p.initDone // the run's init is gone (or its report is all there)
 	// Past the deadline the fork server is killed, which ends the wait.
 	why := fmt.Errorf("no run ready in %s", fs.answerTimeout)
-	deadline := time.AfterFunc(fs.answerTimeout, func() { fs.stuck(live, why) })
+	deadline := time.AfterFunc(fs.answerTimeout, func() { _ = fs.stuck(live, why) })
 	p, err = p.ready(ctx, keep)
 	if !deadline.Stop() && err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("%w: %w", errForkServerDown, why)

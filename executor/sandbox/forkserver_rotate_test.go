@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // TestForkServerReplacedAfterItsRuns: the hash secret is the fork server's
@@ -75,7 +76,7 @@ func TestForkServerRotatesAfterAFailedStart(t *testing.T) {
 		t.Fatal("no replacement asked for after maxRuns runs")
 	}
 	runCode(t, e, executor.Request{Code: "pass"}) // past the boundary: asks again
-	if !waitFor(ctx, func() bool { return e.fork.current() != first }) {
+	if !eventually.Poll(ctx, func() bool { return e.fork.current() != first }) {
 		t.Fatal("no new fork server after a replacement failed to start")
 	}
 }

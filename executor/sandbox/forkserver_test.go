@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // The tests of issue 15: what must hold for a run that is a fork of the
@@ -301,7 +302,7 @@ func TestKilledForkServerRestarts(t *testing.T) {
 	defer cancel()
 	// The snippet is running once a process in the fork server's tree has
 	// taken its name.
-	if !waitFor(ctx, func() bool {
+	if !eventually.Poll(ctx, func() bool {
 		return slices.ContainsFunc(leftoverPIDs(marker), func(pid int) bool { return descends(fmt.Sprintf("/proc/%d", pid), old.cmd.Process.Pid) })
 	}) {
 		t.Fatal("the snippet never ran in a fork")
@@ -327,26 +328,12 @@ func TestKilledForkServerRestarts(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the killed fork server's init was never reaped")
 	}
-	if !waitFor(ctx, func() bool { now := e.fork.current(); return now != nil && now != old }) {
+	if !eventually.Poll(ctx, func() bool { now := e.fork.current(); return now != nil && now != old }) {
 		t.Fatal("no new fork server")
 	}
 	if res := runForked(t, e, executor.Request{Code: "print('forked again')"}); res.Stdout != "forked again\n" {
 		t.Fatalf("run through the new fork server: %+v", res)
 	}
-}
-
-// waitFor polls cond until it holds or ctx ends.
-func waitFor(ctx context.Context, cond func() bool) bool {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
 }
 
 // leftoverPIDs lists the processes whose name is marker.

@@ -23,7 +23,7 @@ func TestHumanEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { _ = e.Close() })
 	exception := regexp.MustCompile(`^[A-Za-z_.]*(Error|Exception)\b`)
 	type job struct {
 		name, code string

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // The tests of issue 20's item 11: the kernel paths of recent sandbox
@@ -290,13 +291,9 @@ func testNoDebuggingOtherProcesses(t *testing.T, path Config) {
 		done <- result{res, err}
 	}()
 	targets := map[string][]int{}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(targets["sibling run"]) == 0 && time.Now().Before(deadline) {
-		targets["sibling run"] = hostPids(marker)
-		if len(targets["sibling run"]) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	found, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	eventually.Poll(found, func() bool { targets["sibling run"] = hostPids(marker); return len(targets["sibling run"]) > 0 })
+	cancel()
 	if cold, ok := sibling.launch.(*coldLaunch); ok {
 		targets["sibling run"] = descendants(cold.cmd.Process.Pid) // its init
 	}

@@ -55,7 +55,7 @@ func TestLiveOutputOfASessionCell(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() { _ = s.Close() })
 		if res, err := s.Run(context.Background(), executor.Request{Code: "print('earlier')"}); err != nil || res.Stdout != "earlier\n" {
 			t.Fatalf("first cell: %+v, %v", res, err)
 		}

@@ -48,7 +48,7 @@ type helperOutput struct {
 func helper(mode string) int {
 	ctx := context.Background()
 	var out helperOutput
-	defer func() { json.NewEncoder(os.Stdout).Encode(out) }()
+	defer func() { _ = json.NewEncoder(os.Stdout).Encode(out) }()
 	cfg := Config{AllowUnisolated: true, DisableForkServer: os.Getenv(helperColdEnv) != "", unguarded: os.Getenv(helperUnguardedEnv) != ""}
 	if mode == "doctor" {
 		r, err := Doctor(ctx, cfg)
@@ -74,7 +74,7 @@ func helper(mode string) int {
 		out.Err = err.Error()
 		return 0
 	}
-	defer e.Close()
+	defer func() { _ = e.Close() }()
 	out.Report = e.Isolation()
 	req := executor.Request{Code: string(code)}
 	if mode == "run-pooled" {

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // children returns the pids and process groups of this process's children.
@@ -47,14 +47,9 @@ func children(t *testing.T) map[int]int {
 // foreground group) does not kill them.
 func TestSandboxesHaveTheirOwnProcessGroup(t *testing.T) {
 	newExecutor(t, sandbox.Config{Pool: 2, AllowUnisolated: true})
-	deadline := time.Now().Add(30 * time.Second)
 	var kids map[int]int
-	for kids = children(t); len(kids) == 0; kids = children(t) {
-		if time.Now().After(deadline) {
-			t.Fatal("no pooled sandbox started")
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: there is nothing to wait on
-	}
+	// Polling /proc: there is nothing to wait on.
+	eventually.True(t, func() bool { kids = children(t); return len(kids) > 0 }, "no pooled sandbox started")
 	own := syscall.Getpgrp()
 	for pid, pgrp := range kids {
 		if pgrp == own {

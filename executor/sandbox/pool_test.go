@@ -21,7 +21,7 @@ func newPooled(t *testing.T, size int, cold bool) *Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { _ = e.Close() })
 	if e.report.Tier != TierFull {
 		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
 	}
@@ -98,7 +98,7 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if e.report.Tier != TierFull {
-		e.Close()
+		_ = e.Close()
 		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
 	}
 	// Two sandboxes take a moment to start; take one to know one is ready.
@@ -108,7 +108,7 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 	}
 	before := children(t)
 	for _, pid := range before {
-		syscall.Kill(pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	// A killed sandbox may still be on offer until its filler has reaped it;
 	// Run falls back to a cold start then (errStale). Wait for a new one.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
 
@@ -89,7 +90,7 @@ func TestForkServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	cell, err := s.Run(context.Background(), executor.Request{Code: "import sys\nprint('fractions' in sys.modules)"})
 	if err != nil || cell.Stdout != "True\n" {
 		t.Errorf("a session's cell: %+v %v: want it forked from the preloaded one", cell, err)
@@ -110,7 +111,7 @@ func TestPreloadedForkServerDown(t *testing.T) {
 		t.Fatalf("no preloaded fork server: %s", e.report.ForkServer.Detail)
 	}
 	live := e.preloaded.current()
-	e.preloaded.stuck(live, context.DeadlineExceeded)
+	_ = e.preloaded.stuck(live, context.DeadlineExceeded)
 	if e.Ready() == nil {
 		t.Error("ready with the preloaded fork server down")
 	}
@@ -119,7 +120,7 @@ func TestPreloadedForkServerDown(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if !waitFor(ctx, func() bool { return e.Ready() == nil }) {
+	if !eventually.Poll(ctx, func() bool { return e.Ready() == nil }) {
 		t.Fatal("the preloaded fork server did not come back")
 	}
 	if res := runVia(t, e, executor.Request{Code: inPreloaded}); res.Stdout != "True\n" {
@@ -178,7 +179,7 @@ func TestPlotPoolRehearses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { _ = e.Close() })
 	if e.preloaded == nil || e.plots == nil {
 		t.Fatalf("preloaded fork server %v, plots' pool %v: want both (%s)", e.preloaded != nil, e.plots != nil, e.report.ForkServer.Detail)
 	}

@@ -229,7 +229,7 @@ func canary(ctx context.Context, cfg Config, pl *plan, start starter) ([]Layer, 
 		return nil, err
 	}
 	marker.Close()
-	defer os.Remove(marker.Name())
+	defer func() { _ = os.Remove(marker.Name()) }()
 	lim := limits{Timeout: 20 * time.Second, Memory: cfg.MemoryBytes}
 	p, err := start(ctx, lim, 1<<20, 4<<20)
 	if err != nil {

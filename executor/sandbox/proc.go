@@ -131,7 +131,7 @@ func spawn(ctx context.Context, plan *plan, lim limits, keep, maxOutput int64) (
 	ends.close()
 	// The guard first (see guardLoader); python reads it as it starts. A
 	// python that died first fails this write, and ready says why it died.
-	p.request.Write(plan.py.Code)
+	_, _ = p.request.Write(plan.py.Code)
 	return p.ready(ctx, keep)
 }
 
@@ -293,10 +293,10 @@ func (p *proc) destroy() {
 		p.request.Close()
 	}
 	if p.hostDir != "" {
-		os.RemoveAll(p.hostDir)
+		_ = os.RemoveAll(p.hostDir)
 	}
 	if p.cgroup != nil {
-		p.cgroup.remove()
+		_ = p.cgroup.remove()
 	}
 	p.launch.release()
 }
@@ -320,7 +320,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	var writers sync.WaitGroup
 	feed := func(f *os.File, s string) {
 		writers.Go(func() {
-			io.WriteString(f, s)
+			_, _ = io.WriteString(f, s)
 			f.Close()
 		})
 	}

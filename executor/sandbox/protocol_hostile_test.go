@@ -14,6 +14,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // The tests of issue 20 on the messages between the sandbox and the
@@ -150,7 +151,7 @@ func TestStoppedForkServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the executor stayed ready with its fork server stopped")
 	}
-	if !waitFor(ctx, func() bool { c := e.fork.current(); return c != nil && c != live }) {
+	if !eventually.Poll(ctx, func() bool { c := e.fork.current(); return c != nil && c != live }) {
 		t.Fatal("the stopped fork server was not started again")
 	}
 	if e.Ready() != nil {

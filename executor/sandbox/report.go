@@ -18,7 +18,7 @@ var errReportTooLarge = errors.New("the sandbox's report is over its bound")
 func readReport(r io.Reader, lim protocol.CollectLimits) ([]byte, error) {
 	b, _ := io.ReadAll(io.LimitReader(r, protocol.ReportMaxBytes(lim)+1))
 	if int64(len(b)) > protocol.ReportMaxBytes(lim) {
-		io.Copy(io.Discard, r)
+		_, _ = io.Copy(io.Discard, r)
 		return nil, errReportTooLarge
 	}
 	return b, nil

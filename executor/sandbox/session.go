@@ -236,7 +236,7 @@ func (c *cellRun) run(ctx context.Context) (executor.Result, error) {
 	wrote := make(chan struct{})
 	s.readers.Go(func() {
 		defer close(wrote)
-		p.request.Write(frame.Bytes())
+		_, _ = p.request.Write(frame.Bytes())
 	})
 	ends := make(chan cellEnd, 1)
 	s.readers.Go(func() { ends <- c.readEnd() })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // TestSessionReducedTiers: a session works on every tier the product
@@ -69,7 +70,7 @@ func BenchmarkSessionCell(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
@@ -118,7 +119,7 @@ func BenchmarkSessionReplay(b *testing.B) {
 			}
 		}
 		lat = append(lat, time.Since(start))
-		s.Close()
+		_ = s.Close()
 	}
 	reportLatency(b, lat)
 }
@@ -151,7 +152,7 @@ func TestSessionForkServerKilled(t *testing.T) {
 					Code: fmt.Sprintf("import ctypes, time\nctypes.CDLL(None).prctl(15, b%q)\ntime.sleep(3)\nprint('done')", marker)})
 				done <- outcome{res, err}
 			}()
-			if !waitFor(ctx, func() bool { return len(leftoverPIDs(marker)) > 0 }) {
+			if !eventually.Poll(ctx, func() bool { return len(leftoverPIDs(marker)) > 0 }) {
 				t.Fatal("the cell never ran")
 			}
 		}

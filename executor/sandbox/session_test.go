@@ -20,7 +20,7 @@ func startSession(t testing.TB, e *sandbox.Executor) executor.LiveSession {
 	if err != nil {
 		t.Fatalf("StartSession: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -88,12 +88,12 @@ func liveSession(t testing.TB, cold bool) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { _ = e.Close() })
 	live, err := e.StartSession(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { live.Close() })
+	t.Cleanup(func() { _ = live.Close() })
 	return live.(*session)
 }
 

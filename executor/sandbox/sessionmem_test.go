@@ -41,7 +41,7 @@ func TestSessionReportsMemory(t *testing.T) {
 		if grew := held - idle; grew < 50*mib || grew > 90*mib {
 			t.Fatalf("after a cell that keeps 60 MiB the session reports %d bytes more than idle, want 50 to 90 MiB", grew)
 		}
-		s.Close()
+		_ = s.Close()
 		if got := r.MemoryBytes(); got != limit {
 			t.Fatalf("a closed session reports %d bytes, want its limit %d", got, limit)
 		}
@@ -55,7 +55,7 @@ func TestSessionReportsMemory(t *testing.T) {
 func TestDefaultSessionBoundsKeepManyIdleSessions(t *testing.T) {
 	e := newExecutor(t, sandbox.Config{})
 	m := session.New(e, e, session.Options{SessionBytes: sandbox.DefaultMemoryBytes})
-	t.Cleanup(func() { m.Close(context.Background()) })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	const n = 8
 	for round := range 2 {
 		for i := range n {

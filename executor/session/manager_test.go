@@ -399,7 +399,7 @@ func TestFailedReplayRunsTheCellFresh(t *testing.T) {
 		t.Errorf("replay metrics %v", f.metrics.replays)
 	}
 	// The fresh session then goes on from its own record.
-	f.starter.live(1).Close()
+	_ = f.starter.live(1).Close()
 	res = f.cell(t, "t", "state")
 	wantInfo(t, res, executor.SessionInfo{ID: "t", Cell: 2, Restored: 1})
 }
@@ -473,7 +473,7 @@ func TestTheMostRecentSessionIsKeptEvenOverTheMemory(t *testing.T) {
 func TestUnmeasuredSessionsAreCountedAtSessionBytes(t *testing.T) {
 	f := newFixture(t, Config{})
 	m := New(runnerFunc(nil), f.starter, Options{Config: Config{MemoryBytes: 300, MaxLive: 10}, SessionBytes: 100, Ticks: f.ticks})
-	t.Cleanup(func() { m.Close(context.Background()) })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	for _, id := range []string{"a", "b", "c", "d"} {
 		if _, err := m.Run(context.Background(), request(id, "x")); err != nil {
 			t.Fatal(err)
@@ -614,7 +614,7 @@ func TestCellCanceledWhileWaitingForItsTurn(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.m.Run(context.Background(), request("a", "hold"))
+		_, _ = f.m.Run(context.Background(), request("a", "hold"))
 	}()
 	waitRefs(t, f.m, "a", 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -750,7 +750,7 @@ func TestEvictionCountsReportedMemoryNotTheLimit(t *testing.T) {
 		}}, nil
 	}
 	m := New(runnerFunc(nil), f.starter, Options{Config: Config{MemoryBytes: 300, MaxLive: 10}, SessionBytes: 1000, Ticks: f.ticks, Metrics: f.metrics})
-	t.Cleanup(func() { m.Close(context.Background()) })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	run := func(id, code string) {
 		t.Helper()
 		if _, err := m.Run(context.Background(), request(id, code)); err != nil {

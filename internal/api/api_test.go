@@ -17,6 +17,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/httpserver"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
@@ -324,19 +325,17 @@ func TestQueueFullAndDraining(t *testing.T) {
 	}
 	<-started
 	ready := func() map[string]any { return do(t, http.MethodGet, s.url+"/readyz", "").json(t) }
-	deadline := time.Now().Add(testTimeout)
-	for {
-		load, _ := ready()["load"].(map[string]any)
-		if load["running"] == 1.0 && load["queued"] == 1.0 {
-			if load["capacity"] != 1.0 || load["queue_size"] != 1.0 {
-				t.Errorf("load %v", load)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the second run never queued: %v", ready())
-		}
-		time.Sleep(5 * time.Millisecond)
+	var load map[string]any
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if !eventually.Poll(ctx, func() bool {
+		load, _ = ready()["load"].(map[string]any)
+		return load["running"] == 1.0 && load["queued"] == 1.0
+	}) {
+		t.Fatalf("the second run never queued: load %v", load)
+	}
+	if load["capacity"] != 1.0 || load["queue_size"] != 1.0 {
+		t.Errorf("load %v", load)
 	}
 	full := post(t, s.url+"/api/v2/execute", `{"language":"python","version":"*","files":[{"content":"1"}]}`)
 	if full.status != http.StatusTooManyRequests || full.header.Get("Retry-After") == "" {

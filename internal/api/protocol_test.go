@@ -17,6 +17,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // TestReadyzFollowsTheSandbox: while the sandbox says it is not ready (its
@@ -39,8 +40,8 @@ func TestReadyzFollowsTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		sched.Close(ctx)
-		s.Close(ctx)
+		_ = sched.Close(ctx)
+		_ = s.Close(ctx)
 	})
 	url := "http://" + s.Addr() + "/readyz"
 	for _, tt := range []struct {
@@ -137,23 +138,21 @@ func TestUnreadAnswersAreFreed(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		// A small receive buffer: the answer stays in the server.
 		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetReadBuffer(4 << 10)
+			_ = tc.SetReadBuffer(4 << 10)
 		}
 		fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
 	}
-	var peak int64
-	deadline := time.Now().Add(testTimeout)
-	for {
-		now := heap()
+	var peak, now int64
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	// Sampled every 20 ms: each sample is a whole garbage collection.
+	if !eventually.Every(ctx, 20*time.Millisecond, func() bool {
+		now = heap()
 		peak = max(peak, now)
-		if strings.Count(s.log.String(), "the client did not take its answer")+strings.Count(s.log.String(), "found no room") == clients &&
-			now-before < 16<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the heap stayed at %d MiB (from %d MiB) with %d clients not reading", now>>20, before>>20, clients)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strings.Count(s.log.String(), "the client did not take its answer")+strings.Count(s.log.String(), "found no room") == clients &&
+			now-before < 16<<20
+	}) {
+		t.Fatalf("the heap stayed at %d MiB (from %d MiB) with %d clients not reading", now>>20, before>>20, clients)
 	}
 	t.Logf("heap: %d MiB before, %d MiB at most, %d MiB once the deadlines passed", before>>20, peak>>20, heap()>>20)
 	if peak-before >= 100<<20 {

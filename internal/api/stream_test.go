@@ -215,7 +215,7 @@ func TestStreamToAClientThatDoesNotReadEndsTheRun(t *testing.T) {
 	}
 	defer c.Close()
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4 << 10)
+		_ = tc.SetReadBuffer(4 << 10)
 	}
 	body := `{"code":"1"}`
 	fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\nContent-Length: %d\r\n\r\n%s", addr, api.NDJSON, len(body), body)

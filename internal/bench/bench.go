@@ -158,7 +158,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	bp := bare{python: py.Path, dir: dir}
 	cs := []*contender{{row: Row{Name: rowBare, Label: "bare python3 -I -S -c"}, run: func(ctx context.Context, code string) (outcome, error) {
 		ok, out, err := bp.run(ctx, code, bareTimeout)

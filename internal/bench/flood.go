@@ -74,7 +74,7 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(err)
 	}
-	defer ex.Close()
+	defer func() { _ = ex.Close() }()
 	fs := ex.Isolation().ForkServer
 	if err := enc.Encode(floodReply{Ready: true, ForkServer: &fs}); err != nil {
 		return 1

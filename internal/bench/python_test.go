@@ -88,8 +88,8 @@ func TestHumanEval(t *testing.T) {
 func TestHumanEvalBadData(t *testing.T) {
 	var notJSON bytes.Buffer
 	zw := gzip.NewWriter(&notJSON)
-	zw.Write([]byte("{\"prompt\": 1}\n"))
-	zw.Close()
+	_, _ = zw.Write([]byte("{\"prompt\": 1}\n"))
+	_ = zw.Close()
 	for name, data := range map[string][]byte{"not gzip": []byte(`{"prompt": ""}`), "not a problem": notJSON.Bytes()} {
 		if _, err := humanEval(bytes.NewReader(data)); err == nil {
 			t.Errorf("%s: want an error", name)

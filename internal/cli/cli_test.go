@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -139,6 +140,27 @@ func TestCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// refusingWriter is a standard output that refuses every write, as a
+// closed pipe does.
+type refusingWriter struct{}
+
+func (refusingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestManifestWriteFailureExits1 proves runblock manifest slack exits 1,
+// naming the error, when standard output refuses the manifest, for both
+// manifests.
+func TestManifestWriteFailureExits1(t *testing.T) {
+	for _, args := range [][]string{{"manifest", "slack"}, {"manifest", "slack", "--url", "https://runblock.example.com"}} {
+		var stderr bytes.Buffer
+		if code := run(context.Background(), args, nil, strings.NewReader(""), refusingWriter{}, &stderr); code != 1 {
+			t.Errorf("%q: exit %d, want 1", args, code)
+		}
+		if !strings.Contains(stderr.String(), "broken pipe") {
+			t.Errorf("%q: stderr %q, want the write's error", args, stderr.String())
+		}
 	}
 }
 

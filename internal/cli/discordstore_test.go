@@ -54,7 +54,7 @@ func TestDiscordGuildSettingsGoToTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if got, err := st.Settings(ctx, "discord", guild); err != nil || got.Prefix != "?py" {
 		t.Fatalf("stored %+v %v", got, err)
 	}

@@ -52,7 +52,7 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	// fail reports an outcome that is not a run result, as JSON when asked.
 	fail := func(status int, code executor.Code, err error) int {
 		if *jsonOut {
-			writeJSON(c.stdout, map[string]string{"error": err.Error(), "code": string(code)})
+			_ = writeJSON(c.stdout, map[string]string{"error": err.Error(), "code": string(code)})
 		} else {
 			fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
 		}

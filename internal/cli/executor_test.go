@@ -24,6 +24,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/internal/config"
+	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/fakeslack"
 	"github.com/runblock/runblock/internal/httpserver"
 )
@@ -81,7 +82,7 @@ func startExecutor(t *testing.T, ctx context.Context, bin string, env ...string)
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			p.logs.Write(append(sc.Bytes(), '\n'))
+			_, _ = p.logs.Write(append(sc.Bytes(), '\n'))
 			var line struct{ Msg, Addr string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "executor service ready" {
 				addr <- line.Addr
@@ -220,11 +221,9 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 	}
 	// The first runs wait until every message is in: from then on the
 	// order is the scheduler's alone, whatever the pace of the events.
-	for st := m.scheduler.Stats(); st.Queued+st.Running < len(msgs); st = m.scheduler.Stats() {
-		if ctx.Err() != nil {
-			t.Fatalf("only %d of %d messages reached the scheduler", st.Queued+st.Running, len(msgs))
-		}
-		time.Sleep(time.Millisecond)
+	var st executor.Stats
+	if !eventually.Poll(ctx, func() bool { st = m.scheduler.Stats(); return st.Queued+st.Running >= len(msgs) }) {
+		t.Fatalf("only %d of %d messages reached the scheduler", st.Queued+st.Running, len(msgs))
 	}
 	close(rec.hold)
 
@@ -315,38 +314,24 @@ func TestExecutorDrainsOnSIGTERM(t *testing.T) {
 		first <- post("import sys, time\nprint('started', flush=True)\nsys.stdin.read()\ntime.sleep(1)\nprint('finished')")
 	}()
 	// Wait until the run holds the only slot.
-	for {
+	readyz := func() (int, int) {
 		resp, err := http.Get(p.url + "/readyz")
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer resp.Body.Close()
 		var rd struct{ Load struct{ Running int } }
 		_ = json.NewDecoder(resp.Body).Decode(&rd)
-		resp.Body.Close()
-		if rd.Load.Running == 1 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the run never started")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return resp.StatusCode, rd.Load.Running
+	}
+	if !eventually.Poll(ctx, func() bool { _, running := readyz(); return running == 1 }) {
+		t.Fatal("the run never started")
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		resp, err := http.Get(p.url + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("/readyz stayed ready after SIGTERM")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually.Poll(ctx, func() bool { code, _ := readyz(); return code == http.StatusServiceUnavailable }) {
+		t.Fatal("/readyz stayed ready after SIGTERM")
 	}
 	if a := post("print(1)"); a.err != nil || a.status != http.StatusServiceUnavailable {
 		t.Errorf("a run while draining: %d %q %v, want 503", a.status, a.body, a.err)
@@ -408,20 +393,18 @@ func TestExecutorMainDrains(t *testing.T) {
 	go func() {
 		first <- post("import time\ntime.sleep(2)\nprint('finished')")
 	}()
-	for _, rd := readyz(); rd.Load.Running == 0; _, rd = readyz() {
-		if ctx.Err() != nil {
-			t.Fatal("the run never started")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually.Poll(ctx, func() bool { _, rd := readyz(); return rd.Load.Running > 0 }) {
+		t.Fatal("the run never started")
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close(ctx) }()
-	code, rd := readyz()
-	for ; code != http.StatusServiceUnavailable; code, rd = readyz() {
-		if ctx.Err() != nil {
-			t.Fatal("/readyz stayed ready while closing")
-		}
-		time.Sleep(5 * time.Millisecond)
+	var rd httpserver.Readiness
+	if !eventually.Poll(ctx, func() bool {
+		var code int
+		code, rd = readyz()
+		return code == http.StatusServiceUnavailable
+	}) {
+		t.Fatal("/readyz stayed ready while closing")
 	}
 	if !rd.Draining || rd.Load.Running != 1 {
 		t.Fatalf("/readyz while closing: %+v, want draining with the run in flight", rd)
@@ -499,7 +482,7 @@ func TestExecutorBusyPort(t *testing.T) {
 	}
 	err = m.Run(context.Background())
 	if err == nil {
-		m.Close(context.Background())
+		_ = m.Close(context.Background())
 		t.Fatal("Run on a busy port succeeded")
 	}
 	if !strings.Contains(err.Error(), "RUNBLOCK_HTTP_ADDR="+ln.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {

@@ -20,7 +20,7 @@ func TestHealthCommand(t *testing.T) {
 	if err := srv.Open(); err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close(context.Background())
+	defer func() { _ = srv.Close(context.Background()) }()
 	addr, url := srv.Addr(), "http://"+srv.Addr()
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -157,7 +157,7 @@ func TestConsoleOnRealInputs(t *testing.T) {
 		defer pr.Close()
 		go func() {
 			defer pw.Close()
-			io.WriteString(pw, pipedExample)
+			_, _ = io.WriteString(pw, pipedExample)
 		}()
 		serve(t, pr)
 	})
@@ -180,7 +180,7 @@ func TestConsoleOnRealInputs(t *testing.T) {
 		echoed := make(chan struct{})
 		go func() {
 			defer close(echoed)
-			io.Copy(io.Discard, master)
+			_, _ = io.Copy(io.Discard, master)
 		}()
 		// A message, a blank line, then Ctrl-D: the end of the input.
 		if _, err := io.WriteString(master, pipedExample+"\n\x04"); err != nil {

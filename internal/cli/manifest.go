@@ -27,8 +27,7 @@ func runManifest(_ context.Context, c *invocation, args []string) int {
 		return 2
 	}
 	if *base == "" {
-		c.stdout.Write(slack.Manifest)
-		return 0
+		return c.writeOut("manifest", slack.Manifest)
 	}
 	u, err := url.Parse(*base)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -40,6 +39,15 @@ func runManifest(_ context.Context, c *invocation, args []string) int {
 		fmt.Fprintf(c.stderr, "runblock manifest: %v\n", err)
 		return 1
 	}
-	c.stdout.Write(m)
+	return c.writeOut("manifest", m)
+}
+
+// writeOut writes b on standard output, and returns the command's exit
+// status: 1, with the error on standard error, when the write failed.
+func (c *invocation) writeOut(command string, b []byte) int {
+	if _, err := c.stdout.Write(b); err != nil {
+		fmt.Fprintf(c.stderr, "runblock %s: writing to standard output: %v\n", command, err)
+		return 1
+	}
 	return 0
 }

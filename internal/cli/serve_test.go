@@ -217,7 +217,7 @@ func TestRunFailsFastOnABusyPort(t *testing.T) {
 	}
 	err = m.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "RUNBLOCK_HTTP_ADDR="+ln.Addr().String()) {
-		m.Close(context.Background())
+		_ = m.Close(context.Background())
 		t.Fatalf("Run = %v, want a listen error naming RUNBLOCK_HTTP_ADDR and the address", err)
 	}
 }
@@ -365,7 +365,7 @@ func TestSlackThroughMain(t *testing.T) {
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
-			m.Close(context.Background())
+			_ = m.Close(context.Background())
 		}
 	})
 	if m.Done() != nil {
@@ -571,7 +571,7 @@ func TestStoreThatDoesNotOpenStopsStartUp(t *testing.T) {
 	if err := s.SaveInstallation(context.Background(), store.Installation{TeamID: "T1", BotToken: "xoxb-SECRET"}); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	_ = s.Close()
 
 	for _, tc := range []struct {
 		name, loc, key, want string
@@ -583,7 +583,7 @@ func TestStoreThatDoesNotOpenStopsStartUp(t *testing.T) {
 			m := &Main{Config: defaultConfig(t, distributedEnv(tc.loc, tc.key)), Logger: testLogger(t), Runner: runnerFunc(newGate().run)}
 			err := m.Run(context.Background())
 			if err == nil {
-				m.Close(context.Background())
+				_ = m.Close(context.Background())
 				t.Fatal("Run started")
 			}
 			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET") {

@@ -48,7 +48,7 @@ func session(t *testing.T, bot *fakediscord.Bot, ch chan<- *discordgo.MessageCre
 	}
 	// ShouldReconnectOnError stays as it is: discordgo reads it without a
 	// lock from its heartbeat goroutine, so writing it here would race.
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -38,7 +38,7 @@ func TestWithoutMessageContent(t *testing.T) {
 	if err := s.Open(); err != nil {
 		t.Fatalf("open without the intent: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 
 	guild, channel := fake.NewID(), fake.NewID()
 	author := &discordgo.User{ID: fake.NewID()}
@@ -127,7 +127,7 @@ func TestEditWithoutMessageContent(t *testing.T) {
 	if err := s.Open(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	m := fake.PutMessage(discordgo.Message{ChannelID: fake.NewID(), GuildID: fake.NewID(), Author: &discordgo.User{ID: fake.NewID()}, Content: "a"})
 	m.Content = "!run `1`"
 	bot.MessageUpdate(*m)

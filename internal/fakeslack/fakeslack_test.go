@@ -163,7 +163,7 @@ func TestSocketMode(t *testing.T) {
 	if again.Request.RetryAttempt != 1 || again.Request.EnvelopeID != env.ID {
 		t.Fatalf("redelivery = %+v", again.Request)
 	}
-	sm.Ack(*ev.Request)
+	_ = sm.Ack(*ev.Request)
 	if _, err := s.WaitAck(ctx, env); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestAutoRedelivery(t *testing.T) {
 	for {
 		ev := nextRequest(ctx, t, sm, socketmode.EventTypeEventsAPI)
 		if ev.Request.EnvelopeID == env.ID && ev.Request.RetryAttempt == 1 && ev.Request.RetryReason == "timeout" {
-			sm.Ack(*ev.Request)
+			_ = sm.Ack(*ev.Request)
 			break
 		}
 	}

@@ -52,10 +52,10 @@ func TestEndpoints(t *testing.T) {
 	s := open(t, httpserver.Config{
 		Readiness: func() httpserver.Readiness { return ready },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "metric 1\n")
+			_, _ = io.WriteString(w, "metric 1\n")
 		}),
 		Slack: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "slack "+r.URL.Path)
+			_, _ = io.WriteString(w, "slack "+r.URL.Path)
 		}),
 	})
 	base := "http://" + s.Addr()
@@ -110,7 +110,7 @@ func TestOpenFailsFastWhenTheAddressIsTaken(t *testing.T) {
 	defer ln.Close()
 	s := httpserver.New(httpserver.Config{Addr: ln.Addr().String()})
 	if err := s.Open(); err == nil {
-		s.Close(context.Background())
+		_ = s.Close(context.Background())
 		t.Fatal("Open succeeded on a busy address")
 	} else if !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Errorf("error %q does not name the address", err)

@@ -109,15 +109,15 @@ func openSQL(ctx context.Context, loc Location, opts Options) (*sqlStore, error)
 		return nil, err
 	}
 	if err := s.db.PingContext(ctx); err != nil {
-		s.db.Close()
+		_ = s.db.Close()
 		return nil, fmt.Errorf("cannot connect: %w", err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
+		_ = s.db.Close()
 		return nil, err
 	}
 	if err := s.checkKey(ctx); err != nil {
-		s.db.Close()
+		_ = s.db.Close()
 		return nil, err
 	}
 	return s, nil
@@ -160,7 +160,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrating: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	if s.postgres {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
 			return fmt.Errorf("migrating: %w", err)

@@ -64,7 +64,7 @@ func (e *env) mustOpen(k *store.Key) store.Store {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { s.Close() })
+	e.t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -190,12 +190,12 @@ func TestStore(t *testing.T) {
 			if err := s.SaveInstallation(ctx, team("T1", "xoxb-one")); !errors.Is(err, store.ErrNoKey) {
 				t.Fatalf("saving without a key: %v", err)
 			}
-			s.Close()
+			_ = s.Close()
 			s = e.mustOpen(key(t, testKey))
 			if err := s.SaveInstallation(ctx, team("T1", "xoxb-one")); err != nil {
 				t.Fatal(err)
 			}
-			s.Close()
+			_ = s.Close()
 			if _, err := e.open(key(t, otherKey)); !errors.Is(err, store.ErrWrongKey) {
 				t.Fatalf("another key: %v, want ErrWrongKey", err)
 			}
@@ -213,7 +213,7 @@ func TestStore(t *testing.T) {
 				if err := s.SaveSettings(ctx, "slack", "T1", store.Settings{Prefix: "!"}); err != nil {
 					t.Fatal(err)
 				}
-				s.Close()
+				_ = s.Close()
 			}
 			execRaw(t, e.loc, "INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)")
 			if _, err := e.open(key(t, testKey)); err == nil || !strings.Contains(err.Error(), "newer") {
@@ -321,7 +321,7 @@ func rawDB(t *testing.T, loc store.Location) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 

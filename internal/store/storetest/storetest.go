@@ -61,7 +61,7 @@ func Postgres(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
@@ -144,7 +144,7 @@ func (c *Cluster) NewDB(t testing.TB) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close()
+		_ = admin.Close()
 		t.Fatalf("creating a test database on %s: %v", redacted(c.url), err)
 	}
 	t.Cleanup(func() {
@@ -157,7 +157,7 @@ func (c *Cluster) NewDB(t testing.TB) string {
 		if _, err := admin.ExecContext(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("dropping the test database %s: %v", name, err)
 		}
-		admin.Close()
+		_ = admin.Close()
 	})
 	u, err := url.Parse(c.url)
 	if err != nil {

@@ -74,7 +74,7 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet) {
 			continue
 		}
 		if err != nil || n == 0 {
-			unix.Kill(-1, unix.SIGKILL) // the service is gone
+			_ = unix.Kill(-1, unix.SIGKILL) // the service is gone
 			os.Exit(1)
 		}
 		fds := receivedFDs(oob[:oobn])
@@ -116,7 +116,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	defer unix.Close(report)
 	defer unix.Close(lifeline)
 	fail := func(err error) {
-		syscall.Write(report, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
+		_, _ = syscall.Write(report, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
 	}
 	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -209,7 +209,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	}
 	st.Displays = readDisplaysAt(work)
 	b := encodeReport(st, run.Collect)
-	syscall.Write(report, b)
+	_, _ = syscall.Write(report, b)
 	// This init lives on: what collecting many files and writing a large
 	// report took goes back to the system now, not at the runtime's
 	// leisure, so that no run leaves memory behind in it.
@@ -312,11 +312,11 @@ func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
 // waits until they are dead.
 func (r forkedRun) kill() {
 	r.signal()
-	unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
 }
 
 // signal kills the run's init, which ends every process of the run.
-func (r forkedRun) signal() { unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0) }
+func (r forkedRun) signal() { _ = unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0) }
 
 // alone: python's zombie is all there is (its pid in the run's PID
 // namespace, as the count names it), or not even that.

@@ -57,9 +57,9 @@ func readSpec() protocol.StageSpec {
 func die(fd int, err error) {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	if fd == protocol.FDInitStatus {
-		syscall.Write(fd, encodeReport(protocol.InitStatus{Error: msg}, protocol.CollectLimits{}))
+		_, _ = syscall.Write(fd, encodeReport(protocol.InitStatus{Error: msg}, protocol.CollectLimits{}))
 	} else {
-		syscall.Write(fd, []byte("error: "+msg+"\n"))
+		_, _ = syscall.Write(fd, []byte("error: "+msg+"\n"))
 	}
 	os.Exit(1)
 }
@@ -86,7 +86,7 @@ func sandboxInit() {
 	}
 	// Before seccomp, which denies memfd_create: the device of shared
 	// anonymous memory, for the run's precise memory count (see countRun).
-	shmemDevice()
+	_, _ = shmemDevice()
 	// The work dir and its shared memory tmpfs, whose use the run's memory
 	// count reads, as the fork server's init holds a forked run's.
 	work, err := unix.Open(policy.WorkDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -161,7 +161,7 @@ func (r coldRun) end(bool) (unix.WaitStatus, bool, error) {
 
 // kill kills every process of the namespace but the init; finishRun reaps
 // them.
-func (coldRun) kill() { unix.Kill(-1, unix.SIGKILL) }
+func (coldRun) kill() { _ = unix.Kill(-1, unix.SIGKILL) }
 
 // alone is false: a cold run's init kills and reports as it always does
 // (its kill does not wait).
@@ -174,7 +174,7 @@ func (r coldRun) signal() { r.kill() }
 // reaps, collects the files (none when collect.MaxFiles is 0) and reports;
 // then exits.
 func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
-	unix.Kill(-1, unix.SIGKILL)
+	_ = unix.Kill(-1, unix.SIGKILL)
 	for {
 		if _, err := unix.Wait4(-1, nil, 0, nil); errors.Is(err, unix.ECHILD) {
 			break
@@ -187,7 +187,7 @@ func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 		}
 	}
 	st.Displays = ReadDisplays(policy.WorkDir)
-	syscall.Write(protocol.FDInitStatus, encodeReport(st, collect))
+	_, _ = syscall.Write(protocol.FDInitStatus, encodeReport(st, collect))
 	os.Exit(0)
 }
 
@@ -234,7 +234,7 @@ func closeOnExecFrom(fd int) error {
 	}
 	for _, e := range entries {
 		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
-			unix.FcntlInt(uintptr(n), unix.F_SETFD, unix.FD_CLOEXEC)
+			_, _ = unix.FcntlInt(uintptr(n), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
 	return nil
