@@ -40,7 +40,7 @@ func benchExecutor(b testing.TB, layers layerSet, poolSize int, fork bool) *Exec
 	if poolSize > 0 {
 		e.pool = newPool(e, poolSize)
 	}
-	b.Cleanup(func() { _ = e.Close() })
+	b.Cleanup(e.Close)
 	return e
 }
 

@@ -36,7 +36,7 @@ func newExecutor(t testing.TB, cfg sandbox.Config) *sandbox.Executor {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = e.Close()
+		e.Close()
 		if strings.Contains(log.String(), "fork server failed") {
 			t.Errorf("runs fell back to a cold start: %s", log.String())
 		}

@@ -30,7 +30,7 @@ func newHardened(t *testing.T, cfg Config) *Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
+	t.Cleanup(e.Close)
 	if e.report.Tier != TierFull {
 		MissingFullTier(t, "needs the full isolation tier, have %q", e.report.Tier)
 	}

@@ -23,7 +23,7 @@ func TestHumanEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
+	t.Cleanup(e.Close)
 	exception := regexp.MustCompile(`^[A-Za-z_.]*(Error|Exception)\b`)
 	type job struct {
 		name, code string

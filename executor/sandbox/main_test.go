@@ -74,7 +74,7 @@ func helper(mode string) int {
 		out.Err = err.Error()
 		return 0
 	}
-	defer func() { _ = e.Close() }()
+	defer e.Close()
 	out.Report = e.Isolation()
 	req := executor.Request{Code: string(code)}
 	if mode == "run-pooled" {

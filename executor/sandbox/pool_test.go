@@ -21,7 +21,7 @@ func newPooled(t *testing.T, size int, cold bool) *Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
+	t.Cleanup(e.Close)
 	if e.report.Tier != TierFull {
 		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
 	}
@@ -98,7 +98,7 @@ func TestPoolReplacesDeadSandboxesAndCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if e.report.Tier != TierFull {
-		_ = e.Close()
+		e.Close()
 		t.Skipf("pool tests need the full tier, have %q", e.report.Tier)
 	}
 	// Two sandboxes take a moment to start; take one to know one is ready.

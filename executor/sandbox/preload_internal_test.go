@@ -179,7 +179,7 @@ func TestPlotPoolRehearses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
+	t.Cleanup(e.Close)
 	if e.preloaded == nil || e.plots == nil {
 		t.Fatalf("preloaded fork server %v, plots' pool %v: want both (%s)", e.preloaded != nil, e.plots != nil, e.report.ForkServer.Detail)
 	}

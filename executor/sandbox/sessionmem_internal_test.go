@@ -88,7 +88,7 @@ func liveSession(t testing.TB, cold bool) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
+	t.Cleanup(e.Close)
 	live, err := e.StartSession(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func BenchmarkOverhead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer func() { _ = ex.Close() }()
+		defer ex.Close()
 		overhead(b, ex)
 	})
 }

@@ -74,7 +74,7 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(err)
 	}
-	defer func() { _ = ex.Close() }()
+	defer ex.Close()
 	fs := ex.Isolation().ForkServer
 	if err := enc.Encode(floodReply{Ready: true, ForkServer: &fs}); err != nil {
 		return 1

@@ -187,7 +187,7 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 		b.note("launches not measured: %v", err)
 		return nil
 	}
-	defer func() { _ = ex.Close() }()
+	defer ex.Close()
 	label := b.preforkLabel()
 	b.forkServer(&label, cfg, ex)
 	conc := b.conc[len(b.conc)-1]

@@ -55,7 +55,7 @@ func (b *benchmark) idleMemory(ctx context.Context, name, label string, cfg sand
 		b.note("%s: idle memory not measured: %v", label, err)
 		return m
 	}
-	defer func() { _ = ex.Close() }()
+	defer ex.Close()
 	b.forkServer(&m.Label, cfg, ex)
 	c := &contender{row: Row{Name: name, Label: m.Label}, run: executorRun(ex)}
 	if !b.warm(ctx, c) {

@@ -118,7 +118,7 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 		} else if why != "" {
 			row.Error = why
 		}
-		_ = ex.Close()
+		ex.Close()
 		out = append(out, row)
 	}
 	return out
