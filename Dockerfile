@@ -8,7 +8,7 @@
 # this image's final stage from Debian's packages by running the RUN lines
 # below, then runs doctor and snippets in it as the image's user.
 
-FROM golang:1.26.8-trixie AS build
+FROM golang:1.26.11-trixie AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -2,6 +2,8 @@ module github.com/runblock/runblock
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/compose-spec/compose-go/v2 v2.16.2

@@ -82,6 +82,11 @@ func goModVersion(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The toolchain line, when there is one, names the Go releases are
+	// built with; the go line is the least that builds the module.
+	if m := regexp.MustCompile(`(?m)^toolchain go(\S+)$`).FindSubmatch(b); m != nil {
+		return string(m[1])
+	}
 	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(b)
 	if m == nil {
 		t.Fatal("go.mod has no go directive")
