@@ -925,7 +925,9 @@ def _runblock_cell_compile(source, filename, flags=0):
     tree = compile(source, filename, "exec", ONLY_AST | TOP_LEVEL_AWAIT | flags, dont_inherit=True)
     last = tree.body[-1] if tree.body else None
     if isinstance(last, _ast.Expr):
-        rest = source.split(b"\n")[last.end_lineno - 1][last.end_col_offset:]
+        # Lines as the tokenizer counts them (\r\n, \r and \n end one).
+        lines = source.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        rest = lines[last.end_lineno - 1][last.end_col_offset:] if last.end_lineno <= len(lines) else b""
         if not rest.lstrip().startswith(b";"):
             tree.body.pop()
         else:
