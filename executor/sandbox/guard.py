@@ -721,7 +721,8 @@ def _runblock_notebook():
     Jupyter MIME bundle (protocol.go's "Rich output" says how they travel
     and within which bounds). Returns (run, dump, reset): run(codes, main)
     runs a cell's codes (_runblock_cell_compile) and shows its value;
-    dump() is the records of what was shown; reset() starts a new cell."""
+    dump() is how many displays were shown and their records; reset()
+    starts a new cell."""
     import builtins
     import io
     import sys
