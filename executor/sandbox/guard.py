@@ -721,7 +721,8 @@ def _runblock_notebook():
     Jupyter MIME bundle (protocol.go's "Rich output" says how they travel
     and within which bounds). Returns (run, dump, reset): run(codes, main)
     runs a cell's codes (_runblock_cell_compile) and shows its value;
-    dump() is the records of what was shown; reset() starts a new cell."""
+    dump() is how many displays were shown and their records; reset()
+    starts a new cell."""
     import builtins
     import io
     import sys
@@ -925,7 +926,9 @@ def _runblock_cell_compile(source, filename, flags=0):
     tree = compile(source, filename, "exec", ONLY_AST | TOP_LEVEL_AWAIT | flags, dont_inherit=True)
     last = tree.body[-1] if tree.body else None
     if isinstance(last, _ast.Expr):
-        rest = source.split(b"\n")[last.end_lineno - 1][last.end_col_offset:]
+        # Lines as the tokenizer counts them (\r\n, \r and \n end one).
+        lines = source.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        rest = lines[last.end_lineno - 1][last.end_col_offset:] if last.end_lineno <= len(lines) else b""
         if not rest.lstrip().startswith(b";"):
             tree.body.pop()
         else:

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -50,9 +52,12 @@ type python struct {
 	Version    string   `json:"version"`
 	Prefixes   []string `json:"prefixes"`
 	Site       []string `json:"site"`
-	// Guard is guard.py compiled by this interpreter (docstrings left
-	// out), as base64 of its marshal data, and Code the same as bytes:
-	// loading it is cheaper than compiling the source in every sandbox.
+	// Code is guard.py compiled by this interpreter (docstrings left
+	// out), its marshal data: loading it is cheaper than compiling the
+	// source in every sandbox. Guard is the same for the fork server's
+	// command line: as this interpreter answers it, base64 of Code; then
+	// base64 of Code compressed (zlib), which keeps it well within one
+	// argument (TestGuardFitsAnArgument).
 	Guard string `json:"guard"`
 	Code  []byte `json:"-"`
 }
@@ -72,10 +77,10 @@ while len(b) < n:
 exec(marshal.loads(b))`, protocol.LoaderArg, protocol.FDRequest)
 
 // forkServerLoader is the fork server's -c program: it starts once, so it
-// takes the compiled guard on its command line, as base64. The fork
+// takes the compiled guard on its command line, compressed, as base64. The fork
 // server's init gets it within its stage spec, one argument, which the
 // kernel bounds to 128 KiB (MAX_ARG_STRLEN; TestGuardFitsAnArgument).
-var forkServerLoader = fmt.Sprintf("import binascii, marshal, sys; exec(marshal.loads(binascii.a2b_base64(sys.argv.pop(%d))))", protocol.LoaderArg)
+var forkServerLoader = fmt.Sprintf("import binascii, marshal, sys, zlib; exec(marshal.loads(zlib.decompress(binascii.a2b_base64(sys.argv.pop(%d)))))", protocol.LoaderArg)
 
 // findPython resolves name (or python3 on PATH) to the real interpreter by
 // asking it: python3 on PATH may be a shim script.
@@ -111,6 +116,11 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 	if py.Code, err = base64.StdEncoding.DecodeString(py.Guard); err != nil {
 		return python{}, fmt.Errorf("read %s's compiled guard: %w", path, err)
 	}
+	var z bytes.Buffer
+	w, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	w.Write(py.Code)
+	w.Close()
+	py.Guard = base64.StdEncoding.EncodeToString(z.Bytes())
 	if py.Real, err = filepath.EvalSymlinks(py.Executable); err != nil {
 		return python{}, fmt.Errorf("resolve %s: %w", py.Executable, err)
 	}

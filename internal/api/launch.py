@@ -39,9 +39,25 @@ def _runblock_launch():
             source = target
             name = "<string>"
             linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-        code = compile(source, name, "exec")
+        value = None
+        if mode == "code":
+            # The code's last expression, as the launcher's value: a cell
+            # (not a script) shows it, as it shows a plain snippet's.
+            import _ast
+
+            tree = compile(source, name, "exec", 0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+            last = tree.body[-1] if tree.body else None
+            lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as the tokenizer counts them
+            if isinstance(last, _ast.Expr) and last.end_lineno <= len(lines):
+                if not lines[last.end_lineno - 1].encode()[last.end_col_offset:].lstrip().startswith(b";"):
+                    value = _ast.Expression(tree.body.pop().value)
+            code = compile(tree, name, "exec", dont_inherit=True)
+        else:
+            code = compile(source, name, "exec")
         del source, target, mode
         exec(code, main)
+        if value is not None:
+            return eval(compile(value, name, "eval", dont_inherit=True), main)
     except (SystemExit, MemoryError, KeyboardInterrupt):
         raise
     except BaseException as exc:

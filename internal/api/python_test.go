@@ -162,4 +162,10 @@ func TestNativeResults(t *testing.T) {
 	if err := json.Unmarshal(st.last, &got); err != nil || string(got.Results) != want {
 		t.Errorf("streamed: last line %s, want results %s", st.last, want)
 	}
+	// With files and arguments the launcher runs the code: its value too.
+	resp = post(t, s.url+"/v1/run", `{"code":"import sys\ndisplay(sys.argv)\nopen('a.txt').read()","args":["x"],"files":[{"path":"a.txt","content":"text"}]}`)
+	want = `[{"data":{"text/plain":"['-c', 'x']"},"stdout_offset":0},{"data":{"text/plain":"'text'"},"value":true,"stdout_offset":0}]`
+	if err := json.Unmarshal(resp.body, &got); err != nil || resp.status != http.StatusOK || string(got.Results) != want {
+		t.Errorf("launched: status %d, results %s, want %s: %s", resp.status, got.Results, want, resp.body)
+	}
 }

@@ -158,9 +158,10 @@ func TestMeasureSmoke(t *testing.T) {
 			}
 		}
 		want := []string{"hello sequential", "hello staggered", "hello burst", "cell sequential", "cell staggered", "cell burst",
+			"cell-script sequential", "cell-script staggered", "cell-script burst", "cell-value sequential", "cell-value staggered", "cell-value burst",
 			"replay sequential", "replay staggered", "replay burst"}
 		if !slices.Equal(got, want) {
-			t.Errorf("launches %v, want %v (no plot: skipped; a session's cell and its replay)", got, want)
+			t.Errorf("launches %v, want %v (no plot: skipped; a session's cell as it is, as a script, with a value; its replay)", got, want)
 		}
 	})
 
@@ -172,8 +173,8 @@ func TestMeasureSmoke(t *testing.T) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 
-	if len(r.Targets) != 11 {
-		t.Fatalf("%d targets, want 11", len(r.Targets))
+	if len(r.Targets) != 12 {
+		t.Fatalf("%d targets, want 12", len(r.Targets))
 	}
 	for _, i := range []int{2, 7, 8} { // the original; the plot; the preload off
 		if s := r.Targets[i].Status; s != statusNA {

@@ -261,6 +261,7 @@ func shownValue(res executor.Result) bool {
 // session(i) when session is set, and judges its result with ok.
 func (b *benchmark) submit(sched *executor.Scheduler, req executor.Request, session func(i int) *executor.Session, ok func(executor.Result) bool) launchFunc {
 	return func(ctx context.Context, i int) (bool, error) {
+		req := req // launches run at once: each its own copy
 		if session != nil {
 			req.Session = session(i)
 		}
