@@ -126,7 +126,7 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 		}
 		return 0
 	}
-	printResult(c.stdout, res)
+	printResult(c.stdout, res, 0)
 	if err := saveFiles(c.stdout, *outDir, res); err != nil {
 		fmt.Fprintf(c.stderr, "runblock exec: %v\n", err)
 		return 1
@@ -134,34 +134,12 @@ func runExec(ctx context.Context, c *invocation, args []string) int {
 	return exitStatus(res)
 }
 
-// printResult prints a run as the console renders it, whole, each of its
-// displays' text/plain where it was shown among its output.
-func printResult(w io.Writer, res executor.Result) {
-	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt}
-	fmt.Fprintln(w, strings.TrimRight(formatting.Render(formatting.Console, withDisplays(res), whole).Text, "\n"))
-}
-
-// withDisplays is res with the text/plain of each of its displays in its
-// stdout, on lines of its own, where it was shown.
-func withDisplays(res executor.Result) executor.Result {
-	if len(res.Results) == 0 {
-		return res
-	}
-	var b strings.Builder
-	from := 0
-	for _, d := range res.Results {
-		at := max(notebook.Offset(res.Stdout, d.At), from)
-		b.WriteString(res.Stdout[from:at])
-		from = at
-		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-			b.WriteByte('\n')
-		}
-		b.WriteString(d.Data["text/plain"])
-		b.WriteByte('\n')
-	}
-	b.WriteString(res.Stdout[from:])
-	res.Stdout = b.String()
-	return res
+// printResult prints a run as the console renders it, whole: its
+// displays where they were shown among its output, its value after it,
+// labelled Out[cell] when it is a notebook's cell.
+func printResult(w io.Writer, res executor.Result, cell int) {
+	whole := formatting.RenderOptions{MaxLines: math.MaxInt, MaxChars: math.MaxInt, Cell: cell}
+	fmt.Fprintln(w, strings.TrimRight(formatting.Render(formatting.Console, res, whole).Text, "\n"))
 }
 
 // Exit statuses of plain exec for runs the sandbox ended, as timeout(1)

@@ -209,8 +209,8 @@ func TestExecShowsValues(t *testing.T) {
 	if code := run(context.Background(), []string{"exec", p}, env, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "a\n1\nb\n42\n") {
-		t.Errorf("stdout %q, want a, 1, b, 42 on lines of their own", stdout.String())
+	if !strings.Contains(stdout.String(), "a\n1\nb\nOut:\n42\n") || strings.Count(stdout.String(), "42") != 1 {
+		t.Errorf("stdout %q, want a, 1, b, then Out: 42 once, on lines of their own", stdout.String())
 	}
 	stdout.Reset()
 	if code := run(context.Background(), []string{"exec", "--json", p}, env, nil, &stdout, &stderr); code != 0 {
@@ -252,7 +252,7 @@ func TestExecNotebook(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (the third cell fails): %s %s", code, stdout.String(), stderr.String())
 	}
 	got := stdout.String()
-	for _, want := range []string{"[1]\nOK · ", "[2]\nOK · ", "\nhi\n42\n", "[3]\nError · ", "ZeroDivisionError", "notebook saved as " + filepath.Join(out, "nb.ipynb"), "out.txt"} {
+	for _, want := range []string{"[1]\nOK · ", "[2]\nOK · ", "\nhi\nOut[2]:\n42\n", "[3]\nError · ", "ZeroDivisionError", "notebook saved as " + filepath.Join(out, "nb.ipynb"), "out.txt"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, got)
 		}

@@ -63,7 +63,7 @@ func execNotebook(ctx context.Context, c *invocation, ex sessionStarter, nr note
 		all.FilesOmitted = append(all.FilesOmitted, res.FilesOmitted...)
 		if !nr.json {
 			fmt.Fprintf(c.stdout, "[%d]\n", len(results))
-			printResult(c.stdout, res)
+			printResult(c.stdout, res, len(results))
 		}
 		status = exitStatus(res)
 	}
