@@ -1,6 +1,16 @@
 package executor
 
-import "time"
+import (
+	"context"
+	"time"
+)
+
+// Submitter is what a caller needs of the Scheduler: the chat adapters,
+// the execute API and the MCP server each submit their jobs through it,
+// so a fake or a wrapper (a per-workspace rate) stands in for it.
+type Submitter interface {
+	Submit(ctx context.Context, job Job) (Result, error)
+}
 
 // Job is one submission to the Scheduler.
 type Job struct {

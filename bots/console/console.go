@@ -47,11 +47,6 @@ func Scheduler(c executor.Config) executor.Config {
 	return c
 }
 
-// Runner is what the console needs of the scheduler.
-type Runner interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // Metrics receives the console's observations; platform is "console".
 type Metrics interface {
 	MessageReceived(platform string)
@@ -80,7 +75,7 @@ type Config struct {
 	Render   formatting.RenderOptions
 	Metrics  Metrics // nil: none counted
 	// End, when set, ends the session's live process on %reset (the
-	// executor's session manager); else a Runner that has End(ctx, id)
+	// executor's session manager); else a Submitter that has End(ctx, id)
 	// does.
 	End func(ctx context.Context, id string) error
 	// NoSessions (RUNBLOCK_SESSIONS off): every message runs alone
@@ -93,7 +88,7 @@ type Config struct {
 // user never has more than one job in the scheduler.
 type Bot struct {
 	cfg    Config
-	runner Runner
+	runner executor.Submitter
 	log    *slog.Logger
 
 	out sync.Mutex // serialises writes to cfg.Out
@@ -124,7 +119,7 @@ type Bot struct {
 }
 
 // New returns a console Bot; it reads nothing until Open.
-func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
+func New(cfg Config, runner executor.Submitter, logger *slog.Logger) *Bot {
 	if cfg.User == "" {
 		cfg.User = DefaultUser
 	}

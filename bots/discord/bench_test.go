@@ -10,6 +10,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
 )
 
 // BenchmarkMessageToReply measures MESSAGE_CREATE over the fake gateway to
@@ -23,7 +24,7 @@ func BenchmarkMessageToReply(b *testing.B) {
 	b.Run("real python", func(b *testing.B) { benchMessageToReply(b, realRunner(b)) })
 }
 
-func benchMessageToReply(b *testing.B, runner discord.Runner) {
+func benchMessageToReply(b *testing.B, runner executor.Submitter) {
 	fbot := fake.NewBot("bench")
 	bot := discord.New(discord.Config{Token: fbot.Token, APIURL: fake.URL()}, runner, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -71,11 +71,6 @@ const (
 // real bound, this one only keeps a flood from piling up goroutines.
 const maxInFlight = 512
 
-// Runner is what the adapter needs of the scheduler.
-type Runner interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // Metrics receives the adapter's observations; platform is "discord".
 type Metrics interface {
 	MessageReceived(platform string)
@@ -129,7 +124,7 @@ type Config struct {
 	// yet); the zero value is netretry's default, about a minute.
 	Retry netretry.Backoff
 	// End, when set, ends a session's live process on a reset (the
-	// executor's session manager); else a Runner that has End(ctx, id)
+	// executor's session manager); else a Submitter that has End(ctx, id)
 	// does. Without either a reset clears the bot's record, and the next
 	// cell's empty replay starts the session fresh.
 	End func(ctx context.Context, id string) error
@@ -188,7 +183,7 @@ type Bot struct {
 }
 
 // New returns a Bot; it does not connect.
-func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
+func New(cfg Config, runner executor.Submitter, logger *slog.Logger) *Bot {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}

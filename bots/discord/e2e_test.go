@@ -35,7 +35,7 @@ var stack struct {
 // The end-to-end tests take turns, two at a time (the scheduler's
 // concurrency), so that each test's deadline starts when its runs can
 // start, not behind every other test's; the other tests run meanwhile.
-func realRunner(t testing.TB) discord.Runner {
+func realRunner(t testing.TB) executor.Submitter {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs real Python behind the fake Discord; skipped with -short")

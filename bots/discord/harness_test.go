@@ -91,7 +91,7 @@ type env struct {
 	user    *discordgo.User
 
 	cfg    discord.Config // what start made, for restart
-	runner discord.Runner
+	runner executor.Submitter
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -103,13 +103,13 @@ func testCtx(t *testing.T) context.Context {
 
 // start connects an adapter for a fresh fake bot; configure may change the
 // Config before New.
-func start(t *testing.T, runner discord.Runner, configure func(*discord.Config)) *env {
+func start(t *testing.T, runner executor.Submitter, configure func(*discord.Config)) *env {
 	t.Helper()
 	return startFor(t, fake.NewBot(t.Name()), runner, configure)
 }
 
 // startFor connects an adapter for fbot, which the test has set up.
-func startFor(t *testing.T, fbot *fakediscord.Bot, runner discord.Runner, configure func(*discord.Config)) *env {
+func startFor(t *testing.T, fbot *fakediscord.Bot, runner executor.Submitter, configure func(*discord.Config)) *env {
 	t.Helper()
 	e := &env{t: t, ctx: testCtx(t), fbot: fbot, metrics: &countMetrics{}, logs: &syncbuf.Buffer{}}
 	e.guild, e.channel = fake.NewID(), fake.NewID()

@@ -59,7 +59,7 @@ func remoteScheduler(t *testing.T) *executor.Scheduler {
 
 // seenRunner tells when the output so far of a run first holds want.
 type seenRunner struct {
-	discord.Runner
+	executor.Submitter
 	want string
 	seen chan struct{}
 	once sync.Once
@@ -74,7 +74,7 @@ func (r *seenRunner) Submit(ctx context.Context, job executor.Job) (executor.Res
 			}
 		})
 	}
-	return r.Runner.Submit(ctx, job)
+	return r.Submitter.Submit(ctx, job)
 }
 
 // TestLiveOutputThroughARemoteExecutor: a bot whose runs go to a remote
@@ -84,7 +84,7 @@ func (r *seenRunner) Submit(ctx context.Context, job executor.Job) (executor.Res
 func TestLiveOutputThroughARemoteExecutor(t *testing.T) {
 	t.Parallel()
 	clock := fakerunner.NewClock()
-	runner := &seenRunner{Runner: remoteScheduler(t), want: "step one", seen: make(chan struct{})}
+	runner := &seenRunner{Submitter: remoteScheduler(t), want: "step one", seen: make(chan struct{})}
 	e := start(t, runner, func(c *discord.Config) { c.LiveClock, c.NoSessions = clock, true })
 	m := e.say("!run ```python\nimport time\nprint('step one', flush=True)\ntime.sleep(3)\nprint('step two')\n```")
 	select {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
@@ -21,7 +22,7 @@ func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.of
 // restartable starts an adapter whose clock says it started minutes ago, so
 // that the messages the test posts are new to it: adapters look for
 // earlier replies on Discord only for messages older than themselves.
-func restartable(t *testing.T, runner discord.Runner) (*env, *offsetClock) {
+func restartable(t *testing.T, runner executor.Submitter) (*env, *offsetClock) {
 	t.Helper()
 	clk := &offsetClock{}
 	clk.offset.Store(int64(-5 * time.Minute))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakediscord"
 )
 
@@ -29,7 +30,7 @@ func TestShardsSplitTheEvents(t *testing.T) {
 	ctx := testCtx(t)
 	fbot := fake.NewBot(t.Name())
 	fbot.RequireShards(2)
-	open := func(cfg discord.Config, runner discord.Runner) (*discord.Bot, error) {
+	open := func(cfg discord.Config, runner executor.Submitter) (*discord.Bot, error) {
 		cfg.Token, cfg.APIURL = fbot.Token, fake.URL()
 		b := discord.New(cfg, runner, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 		err := b.Open(ctx)

@@ -70,11 +70,6 @@ const (
 	maxInFlight = 512            // handlers running at once; more are dropped (and logged)
 )
 
-// Runner is what the adapter needs of the scheduler.
-type Runner interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // Metrics receives the adapter's observations; platform is "slack".
 type Metrics interface {
 	MessageReceived(platform string)
@@ -128,7 +123,7 @@ type Config struct {
 	Limits  Limits
 	Metrics Metrics // nil: none counted
 	// End, when set, ends a session's live process on a reset (the
-	// executor's session manager); else a Runner that has End(ctx, id)
+	// executor's session manager); else a Submitter that has End(ctx, id)
 	// does. Without either a reset clears the bot's record, and the next
 	// cell's empty replay starts the session fresh.
 	End func(ctx context.Context, id string) error
@@ -187,7 +182,7 @@ type who struct {
 }
 
 // New returns a Bot; it does not connect.
-func New(cfg Config, runner Runner, logger *slog.Logger) *Bot {
+func New(cfg Config, runner executor.Submitter, logger *slog.Logger) *Bot {
 	if cfg.RunReaction == "" {
 		cfg.RunReaction = "arrow_forward"
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
+	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/internal/fakeslack"
 	"github.com/runblock/runblock/internal/store"
 	"github.com/runblock/runblock/internal/store/storetest"
@@ -60,9 +61,9 @@ func openStore(t testing.TB, loc string) store.Store {
 
 // distribute starts a replica on the fake and the store at loc, running
 // snippets with runner (echo when none).
-func distribute(t testing.TB, fake *fakeslack.Server, loc string, runner ...Runner) *replica {
+func distribute(t testing.TB, fake *fakeslack.Server, loc string, runner ...executor.Submitter) *replica {
 	t.Helper()
-	run := Runner(echo)
+	run := executor.Submitter(echo)
 	if len(runner) > 0 {
 		run = runner[0]
 	}
@@ -71,7 +72,7 @@ func distribute(t testing.TB, fake *fakeslack.Server, loc string, runner ...Runn
 
 // replicaOptions vary a replica.
 type replicaOptions struct {
-	runner    Runner
+	runner    executor.Submitter
 	publicURL string // Config.PublicURL
 	// prefix is the path a reverse proxy in front strips: the replica's
 	// url ends with it.

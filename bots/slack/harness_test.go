@@ -67,19 +67,19 @@ type harness struct {
 
 	// what start was given, for restart
 	cfg    Config
-	runner Runner
+	runner executor.Submitter
 	before []func(*Bot)
 }
 
 // start runs a Bot with cfg (tokens and API URL filled in) against a fresh
 // fake Slack; socket says whether it connects over Socket Mode.
-func start(t testing.TB, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
+func start(t testing.TB, cfg Config, runner executor.Submitter, socket bool, before ...func(*Bot)) *harness {
 	t.Helper()
 	return startWith(t, fakeslack.Options{}, cfg, runner, socket, before...)
 }
 
 // startWith is start against a fake Slack with opts.
-func startWith(t testing.TB, opts fakeslack.Options, cfg Config, runner Runner, socket bool, before ...func(*Bot)) *harness {
+func startWith(t testing.TB, opts fakeslack.Options, cfg Config, runner executor.Submitter, socket bool, before ...func(*Bot)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)

@@ -15,7 +15,7 @@ import (
 // restartable starts a harness whose Bot's clock says it started
 // minutes ago, so that the messages the test posts are new to it: Bots look
 // for earlier replies on Slack only for messages older than themselves.
-func restartable(t *testing.T, cfg Config, runner Runner) (*harness, *clock) {
+func restartable(t *testing.T, cfg Config, runner executor.Submitter) (*harness, *clock) {
 	t.Helper()
 	clk := &clock{}
 	clk.set(-10 * time.Minute)

@@ -29,14 +29,9 @@ import (
 	"github.com/runblock/runblock/internal/mcp"
 )
 
-// Submitter is what the API needs of the executor's Scheduler.
-type Submitter interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // Config configures the Handler.
 type Config struct {
-	Scheduler Submitter
+	Scheduler executor.Submitter
 	// Tokens are the accepted bearer tokens (RUNBLOCK_API_TOKEN, a comma
 	// list); each is one client of the fairness order. None: no
 	// authentication, for a loopback-only listener (see CheckListener).

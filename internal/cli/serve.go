@@ -83,11 +83,6 @@ func runServe(ctx context.Context, c *invocation, args []string) int {
 	return runService(ctx, m, c.logger, cfg.DrainTimeout)
 }
 
-// botRunner is what the bots submit their runs to: the scheduler.
-type botRunner interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // endingQueue is the scheduler with End of the sessions behind it, so that
 // a bot's reset ends the session's live process at once rather than
 // leaving it to idle out.
@@ -225,7 +220,7 @@ func (m *Main) startRunner(ctx context.Context, sc *executor.Config) (executor.R
 // startScheduler starts the scheduler of sc in front of runner, and
 // returns the queue the adapters submit to: the scheduler, with End of
 // the sessions behind it when there are sessions.
-func (m *Main) startScheduler(runner executor.Runner, sc executor.Config) botRunner {
+func (m *Main) startScheduler(runner executor.Runner, sc executor.Config) executor.Submitter {
 	sc.RunTimeout = m.Config.Executor.Timeout
 	sc.Logger = m.Logger.With("component", "scheduler")
 	sc.Metrics = m.metrics
@@ -244,7 +239,7 @@ func (m *Main) startScheduler(runner executor.Runner, sc executor.Config) botRun
 
 // addAdapters makes the chat adapters that are configured, or the console
 // when none is, on queue; it returns the Slack bot, nil without one.
-func (m *Main) addAdapters(queue botRunner, sc executor.Config) *slack.Bot {
+func (m *Main) addAdapters(queue executor.Submitter, sc executor.Config) *slack.Bot {
 	cfg := m.Config
 	var slackBot *slack.Bot
 	if cfg.SlackEnabled() {

@@ -30,15 +30,10 @@ import (
 	"github.com/runblock/runblock/formatting"
 )
 
-// Submitter is what the server needs of the executor's Scheduler.
-type Submitter interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // Config configures a Server. Scheduler, Timeout and MemoryBytes are
 // required; the zero value of the rest is usable.
 type Config struct {
-	Scheduler Submitter
+	Scheduler executor.Submitter
 	// Timeout and MemoryBytes are the server's limits: a call's default and
 	// the most it may ask for.
 	Timeout     time.Duration

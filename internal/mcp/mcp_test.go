@@ -60,7 +60,7 @@ func scheduler(t *testing.T) (sched *executor.Scheduler, plot bool) {
 
 // recorder records the users of the jobs it passes on.
 type recorder struct {
-	next  mcp.Submitter
+	next  executor.Submitter
 	mu    sync.Mutex
 	users []string
 }

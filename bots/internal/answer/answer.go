@@ -164,7 +164,7 @@ type Request[S any] struct {
 // Config configures a Flow.
 type Config struct {
 	Platform formatting.Platform
-	Runner   turns.Runner
+	Runner   executor.Submitter
 	Render   formatting.RenderOptions
 	// Fetch downloads a message's files into its run; its Log is set per
 	// request.

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
-	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -145,7 +144,7 @@ func (p *fakePlatform) Earlier(_ context.Context, src msg, session string) ([]Pa
 }
 
 // newFlow returns a Flow on a fake platform for Discord's rendering.
-func newFlow(t *testing.T, r turns.Runner, configure func(*Config)) (*Flow[msg], *fakePlatform) {
+func newFlow(t *testing.T, r executor.Submitter, configure func(*Config)) (*Flow[msg], *fakePlatform) {
 	t.Helper()
 	p := &fakePlatform{}
 	cfg := Config{Platform: formatting.Discord, Runner: r, MaxReplies: 100, ReplyTTL: time.Hour}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
-	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/formatting"
 )
@@ -43,7 +42,7 @@ func (p *buttonPlatform) button(reply string, action Action) string {
 	return ""
 }
 
-func newButtonFlow(t *testing.T, r turns.Runner) (*Flow[msg], *buttonPlatform) {
+func newButtonFlow(t *testing.T, r executor.Submitter) (*Flow[msg], *buttonPlatform) {
 	t.Helper()
 	p := &buttonPlatform{fakePlatform: &fakePlatform{}, buttons: make(map[string][]Button)}
 	cfg := Config{Platform: formatting.Discord, Runner: r, MaxReplies: 100, ReplyTTL: time.Hour}

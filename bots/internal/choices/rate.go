@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/runblock/runblock/bots/internal/turns"
 	"github.com/runblock/runblock/executor"
 )
 
@@ -21,7 +20,7 @@ import (
 // (RUNBLOCK_USER_RATE, which the scheduler enforces everywhere): it holds
 // each user to their workspace's own rate before Next takes the job.
 type Held struct {
-	Next      turns.Runner
+	Next      executor.Submitter
 	Rates     *UserRates
 	Settings  *Cache
 	Workspace func(user string) string // of a user key, "" for none (a DM)

@@ -16,11 +16,6 @@ import (
 	"github.com/runblock/runblock/executor"
 )
 
-// Runner is what a Turn submits to.
-type Runner interface {
-	Submit(ctx context.Context, job executor.Job) (executor.Result, error)
-}
-
 // Turns hands out turns per user key, in the order they are taken.
 type Turns struct {
 	mu   sync.Mutex
@@ -85,7 +80,7 @@ func (t *Turn) Done() {
 // the scheduler has taken the job (its first progress report: the
 // scheduler reports a job queued or running once it has admitted it) or
 // refused it (Submit returned).
-func (t *Turn) Submit(ctx context.Context, r Runner, job executor.Job) (executor.Result, error) {
+func (t *Turn) Submit(ctx context.Context, r executor.Submitter, job executor.Job) (executor.Result, error) {
 	if t == nil {
 		return r.Submit(ctx, job)
 	}
