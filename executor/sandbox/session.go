@@ -168,7 +168,14 @@ func (s *session) Run(ctx context.Context, req executor.Request) (executor.Resul
 		delete(s.budgets, c.n)
 		s.budgetMu.Unlock()
 	}()
-	return c.run(ctx)
+	// Between cells the session's processes are stopped: what a cell
+	// left running uses no CPU until the next cell (see hold).
+	s.resume()
+	res, err := c.run(ctx)
+	if !s.ended.Load() {
+		s.pause()
+	}
+	return res, err
 }
 
 // Close ends the session: its whole sandbox is killed, and its work dir,

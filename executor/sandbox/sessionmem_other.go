@@ -5,3 +5,7 @@ package sandbox
 // MemoryBytes is the session's memory limit: without Linux its sandbox's
 // memory is not read (see sessionmem_linux.go).
 func (s *session) MemoryBytes() int64 { return s.p.lim.Memory }
+
+// pause and resume do nothing without Linux (see sessionstop_linux.go).
+func (s *session) pause()  {}
+func (s *session) resume() {}
