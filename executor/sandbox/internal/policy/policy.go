@@ -238,7 +238,7 @@ var Cgroup = map[string]string{"memory.swap.max": "0", "memory.oom.group": "1", 
 // Rlimits, set as soft = hard before the guard says "ready", by python
 // itself as the sandbox uid, the last step of Lockdown: by the guard in a
 // run started from scratch, by forkserver.py in a forked run.
-var Rlimits = []RlimitRule{
+var Rlimits = append([]RlimitRule{
 	// Where the OS has it (see addressSpaceLimit).
 	{"AS", unix.RLIMIT_AS, AddressSpace},
 	{"CPU", unix.RLIMIT_CPU, func(lim Limits) uint64 { return uint64(math.Ceil(lim.Timeout.Seconds())) + 1 }},
@@ -255,7 +255,17 @@ var Rlimits = []RlimitRule{
 	{"NOFILE", unix.RLIMIT_NOFILE, func(Limits) uint64 { return 256 }},
 	{"NPROC", unix.RLIMIT_NPROC, func(Limits) uint64 { return 64 }}, // threads included
 	{"CORE", unix.RLIMIT_CORE, func(Limits) uint64 { return 0 }},
-}
+}, schedulingRlimits...)
+
+// SnippetNice is the nice value of a run's python (and of every process
+// and thread it starts, which inherit it), set by the run's supervisor
+// before the snippet exists; the supervisor keeps the service's. Where the
+// CPU is contended, the supervisor's memory count then wins the CPU from
+// the snippet it counts, and keeps its pace (see MemoryRate): a snippet
+// competing with the machine's other work at nice 10 gets about a tenth
+// of the share of a process at nice 0. A quiet machine runs it at full
+// speed.
+const SnippetNice = 10
 
 // SessionCPU is a live session's RLIMIT_CPU, in place of a run's timeout
 // plus a second: the CPU time its python, and each process it starts, may

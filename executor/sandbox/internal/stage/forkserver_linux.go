@@ -192,6 +192,10 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	}
 	defer unix.Close(shm)
 	python := int(cred.Pid)
+	if err := unix.Setpriority(unix.PRIO_PROCESS, python, policy.SnippetNice); err != nil {
+		fail(fmt.Errorf("python's nice value: %w", err))
+		return
+	}
 	st, err := superviseForked(python, lifeline, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
 		return answerHello(back[0], python, landlock)
 	})
