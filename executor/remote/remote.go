@@ -81,9 +81,14 @@ type Config struct {
 	// AttemptTimeout bounds one attempt on one executor, queueing included,
 	// so that an executor cut off without a reset cannot hang a run.
 	AttemptTimeout time.Duration
-	Client         *http.Client     // nil: a client of the runner's own
-	Now            func() time.Time // nil: time.Now
-	Logger         *slog.Logger
+	// Timeout is the timeout of a run or cell that names none: the bot's
+	// own (RUNBLOCK_TIMEOUT), sent with every request, so that the reply
+	// says the bot's limit, not the executor's default (which caps it).
+	// 0: the executor's default.
+	Timeout time.Duration
+	Client  *http.Client     // nil: a client of the runner's own
+	Now     func() time.Time // nil: time.Now
+	Logger  *slog.Logger
 }
 
 // Runner sends runs to remote executors. It implements executor.Runner.
@@ -532,7 +537,7 @@ const (
 
 // Run runs req on an executor, as described in the package comment.
 func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
-	rr := runRequest(req)
+	rr := r.runRequest(req)
 	key := ""
 	if req.Session != nil {
 		// The executor that holds the session gets its cells; the replay
@@ -543,7 +548,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			rr.Replay = make([]api.RunRequest, 0, len(req.Session.Replay))
 		}
 		for _, c := range req.Session.Replay {
-			rr.Replay = append(rr.Replay, runRequest(c))
+			rr.Replay = append(rr.Replay, r.runRequest(c))
 		}
 	}
 	body, err := json.Marshal(rr)
@@ -593,9 +598,14 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 	}
 }
 
-// runRequest is req in the body of /v1/run, without its session.
-func runRequest(req executor.Request) api.RunRequest {
-	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes, Colour: req.Colour}
+// runRequest is req in the body of /v1/run, without its session; its
+// timeout the runner's where it names none.
+func (r *Runner) runRequest(req executor.Request) api.RunRequest {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = r.cfg.Timeout
+	}
+	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(timeout), Memory: req.MemoryBytes, Colour: req.Colour}
 	for _, f := range req.Files {
 		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
 	}

@@ -172,7 +172,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	switch {
 	case runner != nil:
 	case len(cfg.ExecutorURLs) > 0:
-		rc := remote.Config{URLs: cfg.ExecutorURLs, Logger: m.Logger.With("component", "remote")}
+		rc := remote.Config{URLs: cfg.ExecutorURLs, Timeout: cfg.Executor.Timeout, Logger: m.Logger.With("component", "remote")}
 		if len(cfg.APITokens) > 0 {
 			rc.Token = cfg.APITokens[0]
 		}
