@@ -1,0 +1,72 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runblock/runblock/executor"
+)
+
+// childrenOf are the host's processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var kids []int
+	for _, dir := range processes("/proc", func(dir string) bool { return parentOf(dir) == pid }) {
+		if n, err := strconv.Atoi(dir[len("/proc/"):]); err == nil {
+			kids = append(kids, n)
+		}
+	}
+	return kids
+}
+
+// TestKilledForkServerPythonRetriesTheRun: a run in progress when its
+// fork server's python is killed is run again from scratch and gets the
+// verdict of its own code (here a timeout), never an error of the
+// executor's nor a verdict of the kill ("Execution failed", SIGKILL).
+// Before, the fork server's init reported the run's python killed, or
+// failed to read its end (a 500: "open /proc/N/stat: no such file").
+func TestKilledForkServerPythonRetriesTheRun(t *testing.T) {
+	e := newForking(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for round := range 3 {
+		old := e.fork.current()
+		if old == nil {
+			t.Fatal("no fork server")
+		}
+		marker := fmt.Sprintf("rbfsp%d", time.Now().UnixNano()%1e6)
+		type outcome struct {
+			res executor.Result
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := e.Run(ctx, executor.Request{Timeout: 2 * time.Second,
+				Code: fmt.Sprintf("import ctypes\nctypes.CDLL(None).prctl(15, b%q)\nwhile True:\n    pass", marker)})
+			done <- outcome{res, err}
+		}()
+		if !waitFor(ctx, func() bool {
+			return slices.ContainsFunc(leftoverPIDs(marker), func(pid int) bool { return descends(fmt.Sprintf("/proc/%d", pid), old.cmd.Process.Pid) })
+		}) {
+			t.Fatal("the snippet never ran in a fork")
+		}
+		// The fork server's python is its init's one child.
+		for _, pid := range childrenOf(old.cmd.Process.Pid) {
+			if p, err := os.FindProcess(pid); err == nil {
+				p.Signal(syscall.SIGKILL)
+			}
+		}
+		o := <-done
+		if o.err != nil || !o.res.Timeout || o.res.Error != "Execution timed out after 2s (process killed)" {
+			t.Fatalf("round %d: the run under the killed fork server: %+v, %v", round+1, o.res, o.err)
+		}
+		if !waitFor(ctx, func() bool { now := e.fork.current(); return now != nil && now != old }) {
+			t.Fatal("no new fork server")
+		}
+	}
+}
