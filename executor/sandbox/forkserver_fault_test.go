@@ -3,14 +3,17 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // childrenOf are the host's processes whose parent is pid.
@@ -68,5 +71,39 @@ func TestKilledForkServerPythonRetriesTheRun(t *testing.T) {
 		if !waitFor(ctx, func() bool { now := e.fork.current(); return now != nil && now != old }) {
 			t.Fatal("no new fork server")
 		}
+	}
+}
+
+// TestStoppedForkServerFoundOut: a fork server whose python is stopped
+// (SIGSTOP) is found out without waiting for a request's answerTimeout:
+// the executor says not ready, takes it for stuck (the log says why),
+// runs start from scratch meanwhile, and a new fork server takes over.
+// Before, Ready stayed true, and the first run after the stop waited 10 s.
+func TestStoppedForkServerFoundOut(t *testing.T) {
+	var log syncbuf.Buffer
+	e := newForking(t, Config{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old := e.fork.current()
+	if old == nil || e.Ready() != nil {
+		t.Fatal("no ready fork server")
+	}
+	for _, pid := range childrenOf(old.cmd.Process.Pid) {
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Signal(syscall.SIGSTOP)
+		}
+	}
+	if !waitFor(ctx, func() bool { return e.Ready() != nil }) {
+		t.Fatal("the executor says ready with its fork server's python stopped")
+	}
+	if !strings.Contains(log.String(), "stopped (SIGSTOP)") {
+		t.Errorf("the log does not say the fork server is stopped:\n%s", log.String())
+	}
+	res, err := e.Run(ctx, executor.Request{Code: "print('ran')"})
+	if err != nil || res.Stdout != "ran\n" {
+		t.Fatalf("a run with the fork server stopped: %+v, %v", res, err)
+	}
+	if !waitFor(ctx, func() bool { now := e.fork.current(); return now != nil && now != old && e.Ready() == nil }) {
+		t.Fatal("no new fork server")
 	}
 }
