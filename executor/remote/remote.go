@@ -64,6 +64,10 @@ const (
 	// downFor keeps an executor that failed out of the choice until the next
 	// refresh finds it ready, or this long.
 	downFor = 10 * time.Second
+	// maxHolders bounds the sessions whose executor the runner remembers
+	// (see moved); past it one is forgotten, whose stale copy, if it ever
+	// has one, ends by its executor's idle limit.
+	maxHolders = 1 << 14
 )
 
 // Config configures the Runner.
@@ -81,9 +85,14 @@ type Config struct {
 	// AttemptTimeout bounds one attempt on one executor, queueing included,
 	// so that an executor cut off without a reset cannot hang a run.
 	AttemptTimeout time.Duration
-	Client         *http.Client     // nil: a client of the runner's own
-	Now            func() time.Time // nil: time.Now
-	Logger         *slog.Logger
+	// Timeout is the timeout of a run or cell that names none: the bot's
+	// own (RUNBLOCK_TIMEOUT), sent with every request, so that the reply
+	// says the bot's limit, not the executor's default (which caps it).
+	// 0: the executor's default.
+	Timeout time.Duration
+	Client  *http.Client     // nil: a client of the runner's own
+	Now     func() time.Time // nil: time.Now
+	Logger  *slog.Logger
 }
 
 // Runner sends runs to remote executors. It implements executor.Runner.
@@ -97,8 +106,9 @@ type Runner struct {
 	mu         sync.Mutex
 	endpoints  map[string]*endpoint // by base URL
 	rotate     int
-	capacity   int       // last reported to onCapacity
-	onCapacity func(int) // see OnCapacity
+	holders    map[string]string // session id → the executor that ran its last cell
+	capacity   int               // last reported to onCapacity
+	onCapacity func(int)         // see OnCapacity
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -133,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Resolve == nil {
 		cfg.Resolve = net.DefaultResolver.LookupHost
 	}
-	r := &Runner{cfg: cfg, log: cfg.Logger, client: cfg.Client, now: cfg.Now, endpoints: map[string]*endpoint{}}
+	r := &Runner{cfg: cfg, log: cfg.Logger, client: cfg.Client, now: cfg.Now, endpoints: map[string]*endpoint{}, holders: map[string]string{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -480,10 +490,38 @@ func (r *Runner) End(ctx context.Context, id string) error {
 	if e != nil {
 		base = e.base
 	}
+	delete(r.holders, id)
 	r.mu.Unlock()
 	if base == "" {
 		return r.unavailable(nil)
 	}
+	return r.endOn(ctx, base, id)
+}
+
+// moved records that base ran the last cell of session id, and returns
+// the executor that ran the one before it when that was another: after a
+// failover, or a move back to a restarted executor, that one holds a
+// stale copy of the session.
+func (r *Runner) moved(id, base string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.holders[id]
+	if prev == "" && len(r.holders) >= maxHolders {
+		for k := range r.holders {
+			delete(r.holders, k)
+			break
+		}
+	}
+	r.holders[id] = base
+	if prev == base {
+		return ""
+	}
+	return prev
+}
+
+// endOn ends session id on the executor at base (DELETE
+// /v1/sessions/{id}); a session it does not know is no error.
+func (r *Runner) endOn(ctx context.Context, base, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.AttemptTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/v1/sessions/"+url.PathEscape(id), nil)
@@ -532,7 +570,7 @@ const (
 
 // Run runs req on an executor, as described in the package comment.
 func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
-	rr := runRequest(req)
+	rr := r.runRequest(req)
 	key := ""
 	if req.Session != nil {
 		// The executor that holds the session gets its cells; the replay
@@ -543,7 +581,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 			rr.Replay = make([]api.RunRequest, 0, len(req.Session.Replay))
 		}
 		for _, c := range req.Session.Replay {
-			rr.Replay = append(rr.Replay, runRequest(c))
+			rr.Replay = append(rr.Replay, r.runRequest(c))
 		}
 	}
 	body, err := json.Marshal(rr)
@@ -573,6 +611,20 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 		r.done(e, out == skipped && !isBusy(err) || out == died)
 		switch out {
 		case ran:
+			if key == "" {
+				return res, nil
+			}
+			if stale := r.moved(key, e.base); stale != "" {
+				// Its copy would live on until its idle end, holding a
+				// live process and, on a move back, a state the bot has
+				// moved past.
+				end, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				err := r.endOn(end, stale, key)
+				cancel()
+				if err != nil {
+					r.log.Warn("ending a stale copy of a session", "url", stale, "err", err)
+				}
+			}
 			return res, nil
 		case refused:
 			return executor.Result{}, err
@@ -593,9 +645,14 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 	}
 }
 
-// runRequest is req in the body of /v1/run, without its session.
-func runRequest(req executor.Request) api.RunRequest {
-	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(req.Timeout), Memory: req.MemoryBytes, Colour: req.Colour, Script: req.Script}
+// runRequest is req in the body of /v1/run, without its session; its
+// timeout the runner's where it names none.
+func (r *Runner) runRequest(req executor.Request) api.RunRequest {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = r.cfg.Timeout
+	}
+	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(timeout), Memory: req.MemoryBytes, Colour: req.Colour, Script: req.Script}
 	for _, f := range req.Files {
 		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
 	}

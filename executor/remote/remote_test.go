@@ -372,6 +372,41 @@ func TestForwardsArgsAndFiles(t *testing.T) {
 	}
 }
 
+// TestSendsItsOwnTimeout: a run and a replayed cell that name no timeout
+// are sent with the runner's (the bot's RUNBLOCK_TIMEOUT), not left to
+// the executor's default; one that names its own keeps it.
+func TestSendsItsOwnTimeout(t *testing.T) {
+	got := make(chan api.RunRequest, 3)
+	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+		got <- req
+		echo("f")(w, r, req)
+	})
+	r := open(t, remote.Config{URLs: []string{f.srv.URL}, Timeout: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		req  executor.Request
+		want time.Duration
+	}{
+		{executor.Request{Code: "a"}, 2 * time.Second},
+		{executor.Request{Code: "b", Timeout: 1500 * time.Millisecond}, 1500 * time.Millisecond},
+		{executor.Request{Code: "c", Session: &executor.Session{ID: "s", Replay: []executor.Request{{Code: "a"}}}}, 2 * time.Second},
+	} {
+		if _, err := r.Run(ctx, tc.req); err != nil {
+			t.Fatal(err)
+		}
+		req := <-got
+		if time.Duration(req.Timeout) != tc.want {
+			t.Errorf("run %q sent with timeout %s, want %s", tc.req.Code, time.Duration(req.Timeout), tc.want)
+		}
+		for _, c := range req.Replay {
+			if time.Duration(c.Timeout) != 2*time.Second {
+				t.Errorf("replayed cell %q sent with timeout %s, want 2s", c.Code, time.Duration(c.Timeout))
+			}
+		}
+	}
+}
+
 // TestCancelKeepsTheExecutor: a run its caller cancels does not mark the
 // executor down.
 func TestCancelKeepsTheExecutor(t *testing.T) {

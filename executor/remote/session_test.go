@@ -119,3 +119,42 @@ func TestSessionCellsGoToTheExecutorThatHoldsThem(t *testing.T) {
 		t.Errorf("End reached %s with %v", got[:1], holder.ended)
 	}
 }
+
+// TestFailoverEndsTheStaleCopy: when a session's cells move to another
+// executor and back to its first, restarted, the executor that held it
+// meanwhile is told to end its copy (DELETE), which it would otherwise
+// keep until its idle end; a session that stays put ends nothing.
+func TestFailoverEndsTheStaleCopy(t *testing.T) {
+	var rec cells
+	fakes := map[string]*fake{}
+	var urls []string
+	for _, name := range []string{"a", "b"} {
+		f := newFake(t, 2, rec.answer(name))
+		fakes[name] = f
+		urls = append(urls, f.srv.URL)
+	}
+	r := open(t, remote.Config{URLs: urls})
+	id := "slack:T1:C1:7.0001"
+	first := cell(t, r, id, "x = 1")[:1]
+	other := map[string]string{"a": "b", "b": "a"}[first]
+	cell(t, r, id, "x += 1", "x = 1")
+	fakes[first].set(false, 0)
+	r.Refresh(context.Background())
+	if got := cell(t, r, id, "print(x)", "x = 1", "x += 1"); got[:1] != other {
+		t.Fatalf("after %s left: %q", first, got)
+	}
+	fakes[first].set(true, 0) // restarted
+	r.Refresh(context.Background())
+	if got := cell(t, r, id, "print(x)", "x = 1", "x += 1"); got[:1] != first {
+		t.Fatalf("after %s came back: %q", first, got)
+	}
+	for name, want := range map[string][]string{first: {id}, other: {id}} {
+		f := fakes[name]
+		f.mu.Lock()
+		ended := f.ended
+		f.mu.Unlock()
+		if fmt.Sprint(ended) != fmt.Sprint(want) {
+			t.Errorf("%s was asked to end %v, want %v", name, ended, want)
+		}
+	}
+}

@@ -70,5 +70,7 @@ sys.modules.pop("resource", None)
 import resource  # noqa: E402  (the guard hides it from snippets)
 
 out["rlimits"] = {name: resource.getrlimit(getattr(resource, "RLIMIT_" + name))[1]
-                  for name in ("AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE")}
+                  for name in ("AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "NICE", "RTPRIO")
+                  if hasattr(resource, "RLIMIT_" + name)}
+out["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
 print(json.dumps(out))

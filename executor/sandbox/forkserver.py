@@ -45,6 +45,7 @@ def _runblock_forkserver(config):
     import signal
     import socket
 
+    CAPSET_VERSION = 0x20080522  # protocol: CapabilityVersion3
     conf = json.loads(config)
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -84,7 +85,7 @@ def _runblock_forkserver(config):
     kit = {
         "libc": libc, "check": check, "clone": clone, "fcntl": fcntl, "setrlimit": resource.setrlimit,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
-        "cap_header": (ctypes.c_uint32 * 2)(0x20080522, 0),  # _LINUX_CAPABILITY_VERSION_3, this process
+        "cap_header": (ctypes.c_uint32 * 2)(CAPSET_VERSION, 0),  # this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
         "seccomp": seccomp,  # fprog points into it
     }
@@ -240,6 +241,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
     import posix
     import signal
 
+    PR_SET_DUMPABLE = 4  # protocol: PrSetDumpable
     sync_r, sync_w = posix.pipe()
     pid = kit["clone"](conf["clone_flags"])
     if pid == 0:
@@ -254,7 +256,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             # run (the lifeline closes); either ends the run.
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            kit["check"](kit["libc"].prctl(4, 0, 0, 0, 0), "set not dumpable")  # PR_SET_DUMPABLE
+            kit["check"](kit["libc"].prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set not dumpable")
             python = posix.fork()
             if python == 0:
                 return _runblock_run_python(conf, run, fds, kit)
@@ -315,11 +317,12 @@ def _runblock_run_python(conf, run, fds, kit):
 
     try:
         libc, check = kit["libc"], kit["check"]
-        nosuid, nodev, noexec = 2, 4, 8
-        check(libc.mount(b"proc", b"/proc", b"proc", nosuid | nodev | noexec, conf["proc_options"].encode()), "mount /proc")
+        NOSUID, NODEV, NOEXEC = 2, 4, 8  # protocol: MountNoSuid MountNoDev MountNoExec
+        NETLINK_SOCK_DIAG = 4  # protocol: NetlinkSockDiag
+        check(libc.mount(b"proc", b"/proc", b"proc", NOSUID | NODEV | NOEXEC, conf["proc_options"].encode()), "mount /proc")
         work = conf["work_dir"]
         uid = conf["uid"] if run["slot"] >= 0 else 0
-        flags = nosuid | nodev | (noexec if conf["work_noexec"] else 0)
+        flags = NOSUID | NODEV | (NOEXEC if conf["work_noexec"] else 0)
         opts = f"size={run['work_bytes']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
         check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
         shm = f"{work}/{conf['shm_dir']}"
@@ -329,7 +332,7 @@ def _runblock_run_python(conf, run, fds, kit):
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
         # sock_diag of the run's network namespace: its socket buffers are
         # the run's memory too.
-        diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 4)  # NETLINK_SOCK_DIAG
+        diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
         back = socket.socket(fileno=fds[conf["run_back"]])
         socket.send_fds(back, [b"{}"], [workfd, diag.fileno()])
         posix.close(workfd)
@@ -362,6 +365,9 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
     import posix
     import signal
 
+    PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS = 4, 22, 28, 38  # protocol: PrSetDumpable PrSetSeccomp PrSetSecurebits PrSetNoNewPrivs
+    SECCOMP_MODE_FILTER, SECBITS_NOROOT = 2, 0x3  # protocol: SeccompModeFilter SecbitsNoRoot
+    SYS_LANDLOCK_RESTRICT_SELF = 446  # protocol: SysLandlockRestrictSelf
     libc, check, fcntl = kit["libc"], kit["check"], kit["fcntl"]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any python
     posix.setsid()
@@ -372,23 +378,23 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
         posix.dup2(fd, i, inheritable=i < 3)
     posix.closerange(len(high), 1 << 30)
     posix.chdir(conf["work_dir"])
-    check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if ruleset >= 0:
-        check(libc.syscall(446, keep, 0), "landlock_restrict_self")
+        check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, keep, 0), "landlock_restrict_self")
         posix.close(keep)
     if kit["fprog"] is not None:
-        check(libc.prctl(22, 2, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")  # PR_SET_SECCOMP, FILTER
+        check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")
     # No capabilities, even as uid 0 of the namespace (a service that is
     # not root maps no other uid), and none regained by exec. (The filter
     # allows what this takes: securebits, setgroups, setresuid, capset.)
-    check(libc.prctl(28, 0x3, 0, 0, 0), "securebits")  # PR_SET_SECUREBITS: NOROOT, NOROOT_LOCKED
+    check(libc.prctl(PR_SET_SECUREBITS, SECBITS_NOROOT, 0, 0, 0), "securebits")
     if uid != 0:
         posix.setgroups([])  # (a namespace mapping one uid denies setgroups)
     posix.setresgid(uid, uid, uid)
     posix.setresuid(uid, uid, uid)
     # Changing uid made the process not dumpable, which would hide its own
     # /proc/self from it. (ptrace stays denied by seccomp.)
-    check(libc.prctl(4, 1, 0, 0, 0), "set dumpable")  # PR_SET_DUMPABLE
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")
     check(libc.capset(kit["cap_header"], kit["cap_data"]), "drop capabilities")
     # Soft = hard, as the sandbox uid, which cannot raise them again.
     for rl in rlimits:

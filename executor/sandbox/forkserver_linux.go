@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,7 +91,47 @@ type fsProc struct {
 	logs   sync.WaitGroup
 	forks  atomic.Int64   // runs asked of it
 	runs   sync.WaitGroup // its runs not yet destroyed
+
+	pythonOnce sync.Once
+	python     string // its python's /proc/PID, once found ("": none)
 }
+
+// stopped reports whether live's init or its python is stopped (SIGSTOP,
+// or traced): alive, it takes no runs, and would be found out only by a
+// request's answerTimeout.
+func (live *fsProc) stopped() bool {
+	init := "/proc/" + strconv.Itoa(live.cmd.Process.Pid)
+	live.pythonOnce.Do(func() {
+		// Its init's one child, once it is ready.
+		pid := live.cmd.Process.Pid
+		if kids := processes("/proc", func(dir string) bool { return parentOf(dir) == pid }); len(kids) > 0 {
+			live.python = kids[0]
+		}
+	})
+	for _, dir := range []string{init, live.python} {
+		if state := procState(dir); state == 'T' || state == 't' {
+			return true
+		}
+	}
+	return false
+}
+
+// procState is the state of the process at dir (/proc/PID) from its stat
+// file; 0 when it cannot be read.
+func procState(dir string) byte {
+	if dir == "" {
+		return 0
+	}
+	b, err := os.ReadFile(dir + "/stat")
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
+// errStopped: the fork server's init or python is stopped.
+var errStopped = errors.New("it is stopped (SIGSTOP)")
 
 // forkServerRuns is forkServer.maxRuns.
 const forkServerRuns = 1000
@@ -371,6 +413,9 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	if live == nil {
 		return nil, errForkServerDown
 	}
+	if live.stopped() {
+		return nil, fs.stuck(live, errStopped)
+	}
 	// Every run from the maxRuns-th on asks for a replacement, so one
 	// that fails to start is asked for again by the next run.
 	if live.forks.Add(1) >= fs.maxRuns {
@@ -448,5 +493,13 @@ func (fs *forkServer) stuck(live *fsProc, why error) error {
 	return fmt.Errorf("%w: %w", errForkServerDown, why)
 }
 
-// up reports whether a fork server takes runs now.
-func (fs *forkServer) up() bool { return fs.current() != nil }
+// up reports whether a fork server takes runs now: one that is stopped
+// is taken for stuck at once.
+func (fs *forkServer) up() bool {
+	live := fs.current()
+	if live != nil && live.stopped() {
+		fs.stuck(live, errStopped)
+		return false
+	}
+	return live != nil
+}

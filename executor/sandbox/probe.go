@@ -219,6 +219,7 @@ type canaryAnswers struct {
 	VsockSocket       string            `json:"vsock_socket"`
 	DevZeroWrite      string            `json:"dev_zero_write"`
 	Rlimits           map[string]uint64 `json:"rlimits"`
+	Nice              int               `json:"nice"`
 }
 
 // canary runs canary.py in a sandbox of pl and turns its answers into
@@ -309,8 +310,14 @@ func (pl *plan) verify(c canaryAnswers, lim limits, memoryPeak int64) []Layer {
 	if !addressSpaceLimit {
 		memory = "no memory limit on this OS"
 	}
+	nice := "no lower nice value, no real-time policy"
+	if pl.layers.Namespaces {
+		// The supervisor sets it, where there is one (see policy.SnippetNice).
+		rlOK = rlOK && c.Nice == policy.SnippetNice
+		nice = fmt.Sprintf("nice %d (under its supervisor's), never lowered, no real-time policy", policy.SnippetNice)
+	}
 	layers = append(layers, Layer{Name: "rlimits", Active: true, Verified: rlOK,
-		Detail: memory + ", CPU, file size, open files, processes, no core dumps"})
+		Detail: memory + ", CPU, file size, open files, processes, no core dumps; " + nice})
 	run := Layer{Name: "run-memory", Active: pl.accounted(), Verified: pl.accounted() && (memoryPeak > 0 || pl.cgroup != nil),
 		Detail: fmt.Sprintf("not bounded as a whole (tier without PID namespace): per process only, by the address space limit of %d MiB", lim.Memory>>20)}
 	switch {
@@ -319,9 +326,9 @@ func (pl *plan) verify(c canaryAnswers, lim limits, memoryPeak int64) []Layer {
 			lim.Memory>>20, pl.cgroup.dir, memoryPeak>>10)
 	case run.Active:
 		run.Detail = fmt.Sprintf("whole run ≤ %d MiB, counted by the init every %v–%v: the resident memory of every thread group (through a live thread where its leader exited), "+
-			"the work dir and shared memory tmpfs and the run's Unix socket buffers; killed past it. Not counted: pipe buffers (bounded by the run uid's pipe budget) and page tables. "+
+			"the work dir and shared memory tmpfs and the run's Unix socket buffers; killed past it (with the CPU saturated, up to ~60 MiB past it: the snippet runs at nice %d). Not counted: pipe buffers (bounded by the run uid's pipe budget) and page tables. "+
 			"Hard bound were the count blind: %d tasks × %d MiB address space = %d × the limit. No delegated cgroup (%s). Canary run peaked at %d KiB",
-			lim.Memory>>20, policy.MemoryPollMin, policy.MemoryPoll, rlimitValue(lim, unix.RLIMIT_NPROC), rlimitValue(lim, unix.RLIMIT_AS)>>20,
+			lim.Memory>>20, policy.MemoryPollMin, policy.MemoryPoll, policy.SnippetNice, rlimitValue(lim, unix.RLIMIT_NPROC), rlimitValue(lim, unix.RLIMIT_AS)>>20,
 			rlimitValue(lim, unix.RLIMIT_NPROC)*rlimitValue(lim, unix.RLIMIT_AS)/uint64(lim.Memory), pl.noCgroup, memoryPeak>>10)
 	}
 	layers = append(layers, run,

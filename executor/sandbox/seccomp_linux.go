@@ -51,7 +51,7 @@ func seccompProgram() ([]bpf.Instruction, error) {
 	filter := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: policy.DeniedSyscalls},
+			{Action: seccomp.ActionErrno, Names: policy.DeniedNames()},
 			// clone3 passes its flags in memory a filter cannot read; ENOSYS
 			// makes the C library fall back to clone, whose flags it can.
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},

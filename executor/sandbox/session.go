@@ -168,7 +168,29 @@ func (s *session) Run(ctx context.Context, req executor.Request) (executor.Resul
 		delete(s.budgets, c.n)
 		s.budgetMu.Unlock()
 	}()
-	return c.run(ctx)
+	// Between cells the session's processes are stopped: what a cell
+	// left running uses no CPU until the next cell (see hold).
+	s.resume()
+	res, err := c.run(ctx)
+	if !s.ended.Load() {
+		s.pause()
+		s.overLimit(&res)
+	}
+	return res, err
+}
+
+// overLimit ends the session with the memory verdict when what its
+// sandbox holds once the cell ended, counted here as its init counts it
+// past the limit, is over the limit. The init's own count is polled, and
+// where the CPU is starved it can count late; a cell's end does not wait
+// for it, so without this a session could pass its limit a cell at a time.
+func (s *session) overLimit(res *executor.Result) {
+	used, ok := s.held()
+	if !ok || used <= s.p.lim.Memory {
+		return
+	}
+	s.release()
+	res.Success, res.ExitCode, res.Signal, res.MemoryExceeded, res.Error = false, -1, "SIGKILL", true, "MemoryError"
 }
 
 // Close ends the session: its whole sandbox is killed, and its work dir,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
@@ -24,14 +25,23 @@ import (
 func (s *session) MemoryBytes() int64 {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
-	if n, ok := s.memory(); ok {
+	if n, ok := s.memory(true); ok {
 		return n
 	}
 	return s.p.lim.Memory
 }
 
-// memory counts the session's sandbox; s.memMu is held.
-func (s *session) memory() (int64, bool) {
+// held is what the session's sandbox holds as its init counts it against
+// its limit: its init aside; !ok where it cannot be read.
+func (s *session) held() (int64, bool) {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	return s.memory(false)
+}
+
+// memory counts the session's sandbox, its init too when withInit; s.memMu
+// is held.
+func (s *session) memory(withInit bool) (int64, bool) {
 	if !s.p.namespaced {
 		// Only a sandbox started from scratch lacks namespaces.
 		cold, ok := s.p.launch.(*coldLaunch)
@@ -45,6 +55,9 @@ func (s *session) memory() (int64, bool) {
 		return stage.SharedMemory(0, procs)
 	}
 	root, procs := s.processes()
+	if !withInit {
+		procs = slices.DeleteFunc(procs, func(dir string) bool { return path.Base(dir) == "1" })
+	}
 	if len(procs) == 0 {
 		return 0, false
 	}

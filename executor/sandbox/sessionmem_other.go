@@ -5,3 +5,10 @@ package sandbox
 // MemoryBytes is the session's memory limit: without Linux its sandbox's
 // memory is not read (see sessionmem_linux.go).
 func (s *session) MemoryBytes() int64 { return s.p.lim.Memory }
+
+// pause and resume do nothing without Linux (see sessionstop_linux.go).
+func (s *session) pause()  {}
+func (s *session) resume() {}
+
+// held is not read without Linux.
+func (s *session) held() (int64, bool) { return 0, false }

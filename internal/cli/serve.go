@@ -186,7 +186,7 @@ func (m *Main) startRunner(ctx context.Context, sc *executor.Config) (executor.R
 	case m.Runner != nil:
 		return m.Runner, nil
 	case len(cfg.ExecutorURLs) > 0:
-		rc := remote.Config{URLs: cfg.ExecutorURLs, Logger: m.Logger.With("component", "remote")}
+		rc := remote.Config{URLs: cfg.ExecutorURLs, Timeout: cfg.Executor.Timeout, Logger: m.Logger.With("component", "remote")}
 		if len(cfg.APITokens) > 0 {
 			rc.Token = cfg.APITokens[0]
 		}

@@ -56,12 +56,30 @@ func TestTurnsKeepOrderPerKey(t *testing.T) {
 	}
 }
 
+// TestWaitEndsWithContext: a turn whose predecessor holds on waits until
+// its context ends, and returns then, within a deadline of the test's own.
 func TestWaitEndsWithContext(t *testing.T) {
 	q := New()
-	q.Take("a")
+	first := q.Take("a")
+	defer first.Done()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	returned := make(chan struct{})
+	go func() {
+		q.Take("a").Wait(ctx)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		t.Fatal("Wait returned while the turn before it holds and its context lives")
+	default:
+	}
 	cancel()
-	q.Take("a").Wait(ctx) // returns: ctx is done
+	select {
+	case <-returned:
+	case <-time.After(hang):
+		t.Fatalf("Wait did not return within %s of its context's end", hang)
+	}
 }
 
 // runner answers after its first progress report, which it makes only

@@ -184,25 +184,50 @@ var (
 // with ENOSYS (the filter cannot read its flags, so the C library falls
 // back to clone); socket and socketpair of any family but
 // AllowedSocketFamilies fail with EPERM; a syscall of a foreign ABI (i386
-// int 0x80, x32) kills the process.
+// int 0x80, x32) kills the process. The effective filter is in the
+// sandbox's testdata/seccomp-<arch>.golden (TestSeccompPolicyGolden).
 var (
-	DeniedSyscalls = []string{
-		"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
-		"mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-		"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-		"open_by_handle_at", "name_to_handle_at",
-		"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-		"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-		"swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
-		"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-		"sethostname", "setdomainname", "iopl", "ioperm",
-		"io_uring_setup", "io_uring_enter", "io_uring_register",
-		"personality", "lookup_dcookie",
-		"inotify_init", "inotify_init1", "fanotify_init",
-		"memfd_create", "memfd_secret", "shmget", "semget", "msgget", "mq_open",
+	DeniedSyscalls = []SyscallGroup{
+		{"reading or changing other processes (the supervisor, the fork server)",
+			[]string{"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd"}},
+		{"changing the file system view the sandbox was built with, or leaving it",
+			[]string{"mount", "umount2", "pivot_root", "chroot", "unshare", "setns"}},
+		{"the new mount API: the same as mount",
+			[]string{"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr"}},
+		{"opening files by handle, past the mount and Landlock checks of a path",
+			[]string{"open_by_handle_at", "name_to_handle_at"}},
+		{"kernel attack surface a snippet has no use for: keyrings, BPF, perf, userfaultfd",
+			[]string{"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd"}},
+		{"the machine's own administration",
+			[]string{"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+				"swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup"}},
+		{"the host's clocks", []string{"settimeofday", "clock_settime", "clock_adjtime", "adjtimex"}},
+		{"the host's names and I/O ports", []string{"sethostname", "setdomainname", "iopl", "ioperm"}},
+		{"io_uring: syscalls the filter cannot see, and a large kernel surface",
+			[]string{"io_uring_setup", "io_uring_enter", "io_uring_register"}},
+		{"execution domains and old profiling interfaces", []string{"personality", "lookup_dcookie"}},
+		{"file watches, which count against the host uid's inotify budget, shared with other runs",
+			[]string{"inotify_init", "inotify_init1", "fanotify_init"}},
+		{"memory outside the run's processes and tmpfs, which the memory count does not see",
+			[]string{"memfd_create", "memfd_secret", "shmget", "semget", "msgget", "mq_open"}},
 	}
 	AllowedSocketFamilies = []string{"AF_UNIX"}
 )
+
+// A SyscallGroup is syscalls the seccomp filter denies, and why.
+type SyscallGroup struct {
+	Why   string
+	Names []string
+}
+
+// DeniedNames are the names of DeniedSyscalls, in their order.
+func DeniedNames() []string {
+	var names []string
+	for _, g := range DeniedSyscalls {
+		names = append(names, g.Names...)
+	}
+	return names
+}
 
 // Memory of a run without a cgroup, counted the same on both paths by the
 // run's supervisor (a cold run's init, or for a forked run the fork
@@ -238,7 +263,7 @@ var Cgroup = map[string]string{"memory.swap.max": "0", "memory.oom.group": "1", 
 // Rlimits, set as soft = hard before the guard says "ready", by python
 // itself as the sandbox uid, the last step of Lockdown: by the guard in a
 // run started from scratch, by forkserver.py in a forked run.
-var Rlimits = []RlimitRule{
+var Rlimits = append([]RlimitRule{
 	// Where the OS has it (see addressSpaceLimit).
 	{"AS", unix.RLIMIT_AS, AddressSpace},
 	{"CPU", unix.RLIMIT_CPU, func(lim Limits) uint64 { return uint64(math.Ceil(lim.Timeout.Seconds())) + 1 }},
@@ -255,7 +280,17 @@ var Rlimits = []RlimitRule{
 	{"NOFILE", unix.RLIMIT_NOFILE, func(Limits) uint64 { return 256 }},
 	{"NPROC", unix.RLIMIT_NPROC, func(Limits) uint64 { return 64 }}, // threads included
 	{"CORE", unix.RLIMIT_CORE, func(Limits) uint64 { return 0 }},
-}
+}, schedulingRlimits...)
+
+// SnippetNice is the nice value of a run's python (and of every process
+// and thread it starts, which inherit it), set by the run's supervisor
+// before the snippet exists; the supervisor keeps the service's. Where the
+// CPU is contended, the supervisor's memory count then wins the CPU from
+// the snippet it counts, and keeps its pace (see MemoryRate): a snippet
+// competing with the machine's other work at nice 10 gets about a tenth
+// of the share of a process at nice 0. A quiet machine runs it at full
+// speed.
+const SnippetNice = 10
 
 // SessionCPU is a live session's RLIMIT_CPU, in place of a run's timeout
 // plus a second: the CPU time its python, and each process it starts, may

@@ -423,3 +423,29 @@ var OmitReasons = map[string]string{
 	OmitUnreadable: executor.OmitUnreadable, OmitTooDeep: executor.OmitTooDeep, OmitCount: executor.OmitCount,
 	OmitSize: executor.OmitSize, OmitNotNamed: executor.OmitNotNamed,
 }
+
+// The kernel's numbers forkserver.py passes to prctl, syscall, mount and
+// socket as a run's python locks itself down: each is declared there in
+// a protocol line ("NAME = value  # protocol: GoName"), which the
+// sandbox's TestForkServerKernelNumbers holds to these, and these to
+// golang.org/x/sys/unix (the generic ABI's numbers: the same on x86-64
+// and arm64). The fork server gets clone's number in its configuration
+// (ForkServerConf.SysClone), as it differs between them.
+const (
+	PrSetDumpable   = 4
+	PrSetSeccomp    = 22
+	PrSetSecurebits = 28
+	PrSetNoNewPrivs = 38
+	// SeccompModeFilter is PR_SET_SECCOMP's mode of a filter program.
+	SeccompModeFilter = 2
+	// SecbitsNoRoot are SECBIT_NOROOT and SECBIT_NOROOT_LOCKED: no
+	// capabilities gained as root, for good.
+	SecbitsNoRoot           = 0x3
+	SysLandlockRestrictSelf = 446
+	// CapabilityVersion3 is _LINUX_CAPABILITY_VERSION_3, capset's header.
+	CapabilityVersion3 = 0x20080522
+	MountNoSuid        = 2 // MS_NOSUID
+	MountNoDev         = 4 // MS_NODEV
+	MountNoExec        = 8 // MS_NOEXEC
+	NetlinkSockDiag    = 4
+)

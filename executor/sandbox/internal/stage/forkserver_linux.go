@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
@@ -54,6 +55,7 @@ func sandboxForkServer() {
 			die(protocol.FDInitStatus, fmt.Errorf("wait: %w", err))
 		}
 		if reaped == pid {
+			ending.Store(true)
 			setEnd(&st, ws)
 			break
 		}
@@ -74,6 +76,7 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet) {
 			continue
 		}
 		if err != nil || n == 0 {
+			ending.Store(true)
 			_ = unix.Kill(-1, unix.SIGKILL) // the service is gone
 			os.Exit(1)
 		}
@@ -87,6 +90,20 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet) {
 		}
 		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
 		buf = make([]byte, protocol.ForkRequestMax)
+	}
+}
+
+// ending: the fork server is gone, or the service let go of it, and every
+// run dies with its init. A run that ends meanwhile ended by that fault,
+// not by its snippet: its supervisor reports nothing, so that the service
+// finds the run stale and runs it again from scratch (Executor.Run),
+// never with a verdict of the kill or an error of reading its end.
+var ending atomic.Bool
+
+// report writes a run's report b on fd, unless the fork server is ending.
+func report(fd int, b []byte) {
+	if !ending.Load() {
+		_, _ = syscall.Write(fd, b)
 	}
 }
 
@@ -112,11 +129,11 @@ func receivedFDs(oob []byte) []int {
 // ended on the report descriptor, which python never held. When the
 // service closes the lifeline it kills the run without a report.
 func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet) {
-	report, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
-	defer unix.Close(report)
+	reportFD, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
+	defer unix.Close(reportFD)
 	defer unix.Close(lifeline)
 	fail := func(err error) {
-		_, _ = syscall.Write(report, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
+		report(reportFD, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
 	}
 	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -192,6 +209,10 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	}
 	defer unix.Close(shm)
 	python := int(cred.Pid)
+	if err := unix.Setpriority(unix.PRIO_PROCESS, python, policy.SnippetNice); err != nil {
+		fail(fmt.Errorf("python's nice value: %w", err))
+		return
+	}
 	st, err := superviseForked(python, lifeline, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
 		return answerHello(back[0], python, landlock)
 	})
@@ -209,7 +230,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	}
 	st.Displays = readDisplaysAt(work)
 	b := encodeReport(st, run.Collect)
-	_, _ = syscall.Write(report, b)
+	report(reportFD, b)
 	// This init lives on: what collecting many files and writing a large
 	// report took goes back to the system now, not at the runtime's
 	// leisure, so that no run leaves memory behind in it.

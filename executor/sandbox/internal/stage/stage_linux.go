@@ -119,6 +119,10 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
+	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, policy.SnippetNice); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		die(protocol.FDInitStatus, fmt.Errorf("python's nice value: %w", err))
+	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("pidfd_open: %w", err))

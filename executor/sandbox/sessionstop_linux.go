@@ -1,0 +1,94 @@
+package sandbox
+
+import (
+	"path"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// stopRounds bounds how often hold lists the session's processes again
+// for ones a process forked before its stop reached it.
+const stopRounds = 16
+
+// hold stops (unix.SIGSTOP) or continues (unix.SIGCONT) every process of
+// the session's sandbox but its init: between cells nothing the session
+// left running (a thread, a child, a daemon in a session of its own) uses
+// the CPU, and the next cell continues them before it is sent. SIGSTOP
+// cannot be caught, blocked or ignored, and stops every thread of a
+// process; a process stopped within a write finishes it once continued.
+// The init (PID 1 of the sandbox, which supervises it or holds its
+// namespaces) is never stopped. Where the namespaces are the sandbox's
+// own, the processes are those of its PID namespace (see processes),
+// signalled through their directories of the sandbox's /proc; without
+// them, those of python's process group. s.mu is held.
+func (s *session) hold(sig unix.Signal) {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	list, send := s.holdable()
+	if list == nil {
+		return
+	}
+	done := map[string]bool{}
+	for range stopRounds {
+		more := false
+		for _, dir := range list() {
+			if done[dir] {
+				continue
+			}
+			done[dir] = true
+			more = true
+			send(dir, sig)
+		}
+		// A process continued cannot have forked a child that a stop
+		// must reach: continuing takes one round.
+		if !more || sig != unix.SIGSTOP {
+			return
+		}
+	}
+}
+
+// holdable lists the /proc/PID directories of the session's processes
+// that hold stops, and sends one of them a signal; nil where they cannot
+// be found.
+func (s *session) holdable() (list func() []string, send func(dir string, sig unix.Signal)) {
+	if !s.p.namespaced {
+		cold, ok := s.p.launch.(*coldLaunch)
+		if !ok || cold.cmd.Process == nil {
+			return nil, nil
+		}
+		group := cold.cmd.Process.Pid
+		return func() []string {
+				return processes("/proc", func(dir string) bool { return processGroup(dir) == group })
+			}, func(dir string, sig unix.Signal) {
+				if pid, err := strconv.Atoi(path.Base(dir)); err == nil {
+					unix.Kill(pid, sig)
+				}
+			}
+	}
+	if root, _ := s.processes(); root == "" {
+		return nil, nil
+	}
+	proc := s.init + "/root/proc"
+	return func() []string {
+		return processes(proc, func(dir string) bool { return path.Base(dir) != "1" })
+	}, signalDir
+}
+
+// signalDir sends sig to the process whose /proc/PID directory is dir, in
+// any mount of proc (pidfd_send_signal takes such a directory as a
+// pidfd): the sandbox's /proc names its processes by their pids in its
+// own namespace, which are not the host's.
+func signalDir(dir string, sig unix.Signal) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// pause stops the session's processes once its cell ended; resume
+// continues them before the next cell is sent (see hold).
+func (s *session) pause()  { s.hold(unix.SIGSTOP) }
+func (s *session) resume() { s.hold(unix.SIGCONT) }
