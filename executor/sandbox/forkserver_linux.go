@@ -385,6 +385,23 @@ func (live *fsProc) stop() {
 	live.logs.Wait()
 }
 
+// sendControl sends msg with oob on the control socket ctl, without
+// blocking.
+func sendControl(ctl *os.File, msg, oob []byte) error {
+	rc, err := ctl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	if err := rc.Write(func(fd uintptr) bool {
+		sendErr = unix.Sendmsg(int(fd), msg, oob, nil, unix.MSG_DONTWAIT)
+		return true
+	}); err != nil {
+		return err
+	}
+	return sendErr
+}
+
 // errForkServerDown: no fork server takes runs right now.
 var errForkServerDown = errors.New("the fork server is down")
 
@@ -457,7 +474,11 @@ func (fs *forkServer) fork(ctx context.Context, lim limits, keep, maxOutput int6
 	fds := []int{int(ends.stdin.Fd()), int(ends.stdout.Fd()), int(ends.stderr.Fd()), int(ends.request.Fd()),
 		int(ends.status.Fd()), int(ends.init.Fd()), int(lifeR.Fd())}
 	// A fork server whose queue is full is not taking requests: stuck.
-	err = unix.Sendmsg(int(live.ctl.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_DONTWAIT)
+	// The send goes through the socket's RawConn, which holds the
+	// descriptor against a Close by keep (a fork server found stopped or
+	// dead is stopped while runs are being asked of it): a closed one
+	// answers os.ErrClosed, the fork server down.
+	err = sendControl(live.ctl, msg, unix.UnixRights(fds...))
 	ends.close()
 	if errors.Is(err, unix.EAGAIN) {
 		p.destroy()
