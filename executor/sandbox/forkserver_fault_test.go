@@ -64,7 +64,7 @@ func TestKilledForkServerPythonRetriesTheRun(t *testing.T) {
 		// The fork server's python is its init's one child.
 		for _, pid := range childrenOf(old.cmd.Process.Pid) {
 			if p, err := os.FindProcess(pid); err == nil {
-				p.Signal(syscall.SIGKILL)
+				_ = p.Signal(syscall.SIGKILL)
 			}
 		}
 		o := <-done
@@ -93,7 +93,7 @@ func TestStoppedForkServerFoundOut(t *testing.T) {
 	}
 	for _, pid := range childrenOf(old.cmd.Process.Pid) {
 		if p, err := os.FindProcess(pid); err == nil {
-			p.Signal(syscall.SIGSTOP)
+			_ = p.Signal(syscall.SIGSTOP)
 		}
 	}
 	if !eventually.Poll(ctx, func() bool { return e.Ready() != nil }) {

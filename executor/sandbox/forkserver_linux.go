@@ -519,7 +519,7 @@ func (fs *forkServer) stuck(live *fsProc, why error) error {
 func (fs *forkServer) up() bool {
 	live := fs.current()
 	if live != nil && live.stopped() {
-		fs.stuck(live, errStopped)
+		_ = fs.stuck(live, errStopped)
 		return false
 	}
 	return live != nil

@@ -118,8 +118,8 @@ print(json.dumps({"executable": sys.executable, "version": platform.python_versi
 	}
 	var z bytes.Buffer
 	w, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	w.Write(py.Code)
-	w.Close()
+	_, _ = w.Write(py.Code)
+	_ = w.Close()
 	py.Guard = base64.StdEncoding.EncodeToString(z.Bytes())
 	if py.Real, err = filepath.EvalSymlinks(py.Executable); err != nil {
 		return python{}, fmt.Errorf("resolve %s: %w", py.Executable, err)

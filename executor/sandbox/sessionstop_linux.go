@@ -62,7 +62,7 @@ func (s *session) holdable() (list func() []string, send func(dir string, sig un
 				return processes("/proc", func(dir string) bool { return processGroup(dir) == group })
 			}, func(dir string, sig unix.Signal) {
 				if pid, err := strconv.Atoi(path.Base(dir)); err == nil {
-					unix.Kill(pid, sig)
+					_ = unix.Kill(pid, sig)
 				}
 			}
 	}
@@ -85,7 +85,7 @@ func signalDir(dir string, sig unix.Signal) {
 		return // gone
 	}
 	defer unix.Close(fd)
-	unix.PidfdSendSignal(fd, sig, nil, 0)
+	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
 // pause stops the session's processes once its cell ended; resume

@@ -38,7 +38,7 @@ func execNotebook(ctx context.Context, c *invocation, ex sessionStarter, nr note
 	if err != nil {
 		return nr.fail(exitNotRun, executor.ErrorCode(err), err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	cells := append([]notebook.Cell(nil), nr.nb.Cells...)
 	var results []executor.Result
 	var ran []int // the cells that ran, by index

@@ -91,13 +91,13 @@ func TestPipelinedCallsOfASessionRunInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ss.Close()
+	defer func() { _ = ss.Close() }()
 	sent := make(chan jsonrpc.ID, 8)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v1"}, nil).Connect(ctx, sentTransport{ct, func(id jsonrpc.ID) { sent <- id }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
+	defer func() { _ = cs.Close() }()
 	<-sent // initialize
 
 	var wg sync.WaitGroup
@@ -138,12 +138,12 @@ func TestRunPythonAnnotations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ss.Close()
+	defer func() { _ = ss.Close() }()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
+	defer func() { _ = cs.Close() }()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestParallelHTTPCallsOfASessionRunInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
+	defer func() { _ = cs.Close() }()
 	var wg sync.WaitGroup
 	ran := make(chan string, 2)
 	callAsync := func(name string, args map[string]any) {

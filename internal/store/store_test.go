@@ -338,7 +338,7 @@ func TestSQLiteFilesArePrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	if err := s.SaveInstallation(ctx, team("T1", "xoxb-one")); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestPingFollowsTheDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		if err := s.Ping(ctx); err != nil {
 			t.Fatalf("a running server: %v", err)
 		}
@@ -388,7 +388,7 @@ func TestPingFollowsTheDatabase(t *testing.T) {
 		if err := s.Ping(ctx); err != nil {
 			t.Fatalf("an open database: %v", err)
 		}
-		s.Close()
+		_ = s.Close()
 		if err := s.Ping(ctx); err == nil {
 			t.Fatal("Ping holds with the database closed")
 		}

@@ -149,7 +149,7 @@ func (c *Cluster) NewDB(t testing.TB) string {
 	}
 	t.Cleanup(func() {
 		if c.stopped.Load() {
-			admin.Close()
+			_ = admin.Close()
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

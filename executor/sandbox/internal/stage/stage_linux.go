@@ -120,7 +120,7 @@ func sandboxInit() {
 		unix.Close(int(fd))
 	}
 	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, policy.SnippetNice); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
+		_ = unix.Kill(pid, unix.SIGKILL)
 		die(protocol.FDInitStatus, fmt.Errorf("python's nice value: %w", err))
 	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
