@@ -47,13 +47,13 @@ func TestReportOfManyEscapedNamesIsBounded(t *testing.T) {
 		e := newHardened(t, path)
 		var before int64
 		if e.fork != nil {
-			before = vmRSS(t, e.fork.current().cmd.Process.Pid)
+			before = ownRSS(t, e.fork.current().cmd.Process.Pid)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		res, err := e.Run(ctx, executor.Request{Code: manyEscapedFiles, Timeout: 20 * time.Second})
 		if e.fork != nil {
-			after := vmRSS(t, e.fork.current().cmd.Process.Pid)
+			after := ownRSS(t, e.fork.current().cmd.Process.Pid)
 			t.Logf("fork server's init: %d MiB before the run, %d MiB after", before>>20, after>>20)
 			// Unbounded, it grew by ~280 MiB; bounded, by ~4 MiB.
 			if after-before > 16<<20 {
@@ -89,11 +89,11 @@ func TestReportOfManyEscapedNamesIsBounded(t *testing.T) {
 // memory, its heap included, lies below it.
 const appLimit = 0x020000000000
 
-// vmRSS is the resident memory of pid's own mappings, those below
+// ownRSS is the resident memory of pid's own mappings, those below
 // appLimit: a race-built init's shadow, which grows several times as
 // much as what it shadows and by how much depends on the machine, is
 // left out, so the bound holds the init's memory alone.
-func vmRSS(t *testing.T, pid int) int64 {
+func ownRSS(t *testing.T, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
