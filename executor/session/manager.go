@@ -79,8 +79,8 @@ type Manager struct {
 
 	mu          sync.Mutex
 	closed      bool
-	sessions    map[string]*session
-	lru         list.List // of *session, the most recently used first
+	sessions    map[string]*entry
+	lru         list.List // of *entry, the most recently used first
 	live        int       // sessions with a live process
 	liveBytes   int64     // their memory, measured or counted
 	recordBytes int64     // the records' size, all sessions together
@@ -88,11 +88,11 @@ type Manager struct {
 	drained     chan struct{}
 }
 
-// session is one session's state, guarded by Manager.mu. Its turn is
-// held by the cell that runs (or End), which alone changes the other
-// fields, except that eviction may end the live process of a session that
-// is not busy.
-type session struct {
+// entry is the Manager's record of one session, guarded by Manager.mu.
+// Its turn is held by the cell that runs (or End), which alone changes
+// the other fields, except that eviction may end the live process of an
+// entry that is not busy.
+type entry struct {
 	key  string
 	elem *list.Element
 
@@ -128,7 +128,7 @@ func New(inner executor.Runner, starter executor.SessionStarter, opts Options) *
 		stop:         make(chan struct{}),
 		recount:      make(chan struct{}, 1),
 		done:         make(chan struct{}),
-		sessions:     make(map[string]*session),
+		sessions:     make(map[string]*entry),
 		drained:      make(chan struct{}),
 	}
 	if m.sessionBytes <= 0 {
@@ -249,7 +249,7 @@ func (m *Manager) Close(ctx context.Context) error {
 // in it and queues it for the session's turn: turn is closed when the turn
 // is the caller's (nil: it is already). Without create, a session that
 // does not exist is nil.
-func (m *Manager) enter(key string, create bool) (*session, chan struct{}, error) {
+func (m *Manager) enter(key string, create bool) (*entry, chan struct{}, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -260,7 +260,7 @@ func (m *Manager) enter(key string, create bool) (*session, chan struct{}, error
 		if !create {
 			return nil, nil, nil
 		}
-		s = &session{key: key, used: m.now()}
+		s = &entry{key: key, used: m.now()}
 		s.elem = m.lru.PushFront(s)
 		m.sessions[key] = s
 	}
@@ -276,7 +276,7 @@ func (m *Manager) enter(key string, create bool) (*session, chan struct{}, error
 
 // await waits for the caller's turn in s; when ctx ends first, the caller
 // leaves the queue (handing the turn on if it had just been given it).
-func (m *Manager) await(ctx context.Context, s *session, turn chan struct{}) error {
+func (m *Manager) await(ctx context.Context, s *entry, turn chan struct{}) error {
 	if turn == nil {
 		return nil
 	}
@@ -297,7 +297,7 @@ func (m *Manager) await(ctx context.Context, s *session, turn chan struct{}) err
 }
 
 // leave hands the turn of s on and counts the caller out of it.
-func (m *Manager) leave(s *session) {
+func (m *Manager) leave(s *entry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.leaveLocked(s, true)
@@ -305,7 +305,7 @@ func (m *Manager) leave(s *session) {
 
 // leaveLocked counts the caller out of s, handing the turn on if it held
 // it, and forgets s if nothing is left of it.
-func (m *Manager) leaveLocked(s *session, held bool) {
+func (m *Manager) leaveLocked(s *entry, held bool) {
 	s.refs--
 	if held {
 		if len(s.queue) > 0 {
@@ -322,7 +322,7 @@ func (m *Manager) leaveLocked(s *session, held bool) {
 
 // claim marks s busy, so that neither eviction nor the idle sweep ends
 // its process while its cell runs.
-func (m *Manager) claim(s *session) error {
+func (m *Manager) claim(s *entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -335,7 +335,7 @@ func (m *Manager) claim(s *session) error {
 
 // release marks the cell of s done, evicting what the bounds no longer
 // allow (never s itself, now the most recently used).
-func (m *Manager) release(s *session) {
+func (m *Manager) release(s *entry) {
 	m.mu.Lock()
 	s.busy = false
 	s.used = m.now()
@@ -357,7 +357,7 @@ func (m *Manager) release(s *session) {
 }
 
 // cell runs req in s, which the caller holds busy.
-func (m *Manager) cell(ctx context.Context, s *session, req executor.Request) (executor.Result, error) {
+func (m *Manager) cell(ctx context.Context, s *entry, req executor.Request) (executor.Result, error) {
 	info := executor.SessionInfo{ID: req.Session.ID}
 	m.mu.Lock()
 	want, wantState, complete := s.record, s.state, !s.lost
@@ -449,7 +449,7 @@ func (m *Manager) cell(ctx context.Context, s *session, req executor.Request) (e
 }
 
 // start starts a live process for s and counts it.
-func (m *Manager) start(ctx context.Context, s *session) (executor.LiveSession, error) {
+func (m *Manager) start(ctx context.Context, s *entry) (executor.LiveSession, error) {
 	live, err := m.starter.StartSession(ctx)
 	if err != nil {
 		return nil, err
@@ -529,7 +529,7 @@ func (m *Manager) sweep(ticks <-chan time.Time, stopTicks func()) {
 // their last count, and evicts past the bounds.
 func (m *Manager) countMemory() {
 	type stale struct {
-		s    *session
+		s    *entry
 		live executor.LiveSession
 		gen  uint64
 		mem  int64
@@ -566,7 +566,7 @@ func (m *Manager) endIdle() {
 	var victims []executor.LiveSession
 	m.mu.Lock()
 	for e := m.lru.Back(); e != nil; e = e.Prev() {
-		s := e.Value.(*session)
+		s := e.Value.(*entry)
 		if now.Sub(s.used) < m.cfg.Idle {
 			break
 		}
@@ -586,10 +586,10 @@ func (m *Manager) endIdle() {
 // memory, and forgets the records of the least recently used sessions
 // without a process past the bounds on records. It returns the processes
 // to close.
-func (m *Manager) evictLocked(keep *session) []executor.LiveSession {
+func (m *Manager) evictLocked(keep *entry) []executor.LiveSession {
 	var victims []executor.LiveSession
 	for e := m.lru.Back(); e != nil && (m.live > m.cfg.MaxLive || m.liveBytes > m.cfg.MemoryBytes); e = e.Prev() {
-		s := e.Value.(*session)
+		s := e.Value.(*entry)
 		if s == keep || s.busy || s.live == nil {
 			continue
 		}
@@ -603,7 +603,7 @@ func (m *Manager) evictLocked(keep *session) []executor.LiveSession {
 	}
 	for e := m.lru.Back(); e != nil && (len(m.sessions) > m.maxRecords || m.recordBytes > MaxRecordsBytes); {
 		prev := e.Prev()
-		if s := e.Value.(*session); s.live == nil && s.refs == 0 {
+		if s := e.Value.(*entry); s.live == nil && s.refs == 0 {
 			m.forgetLocked(s)
 		}
 		e = prev
@@ -613,7 +613,7 @@ func (m *Manager) evictLocked(keep *session) []executor.LiveSession {
 
 // dropLiveLocked detaches s's live process, if any, and returns it for
 // the caller to close outside the lock.
-func (m *Manager) dropLiveLocked(s *session) executor.LiveSession {
+func (m *Manager) dropLiveLocked(s *entry) executor.LiveSession {
 	live := s.live
 	if live == nil {
 		return nil
@@ -627,13 +627,13 @@ func (m *Manager) dropLiveLocked(s *session) executor.LiveSession {
 }
 
 // forgetLocked removes s, which has no live process, and its record.
-func (m *Manager) forgetLocked(s *session) {
+func (m *Manager) forgetLocked(s *entry) {
 	m.setRecordLocked(s, nil, [32]byte{}, false)
 	m.lru.Remove(s.elem)
 	delete(m.sessions, s.key)
 }
 
-func (m *Manager) setRecordLocked(s *session, cells []executor.Request, state [32]byte, lost bool) {
+func (m *Manager) setRecordLocked(s *entry, cells []executor.Request, state [32]byte, lost bool) {
 	var n int64
 	for _, c := range cells {
 		n += cellBytes(c)
@@ -647,7 +647,7 @@ func (m *Manager) setRecordLocked(s *session, cells []executor.Request, state [3
 }
 
 // appendLocked adds a successful cell to s's record.
-func (m *Manager) appendLocked(s *session, c executor.Request) {
+func (m *Manager) appendLocked(s *entry, c executor.Request) {
 	s.state = nextState(s.state, c)
 	if s.lost {
 		return
