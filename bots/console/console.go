@@ -113,9 +113,9 @@ type Bot struct {
 	runs     int
 	filesDir string
 
-	// session is the console's one session (session.go); only the
-	// handler uses it.
-	session session
+	// history is the record of the console's one session (history.go);
+	// only the handler uses it.
+	history history
 }
 
 // New returns a console Bot; it reads nothing until Open.
@@ -139,7 +139,7 @@ func New(cfg Config, runner executor.Submitter, logger *slog.Logger) *Bot {
 		log:      logger,
 		handlers: handlers.New(1, logger),
 		done:     make(chan struct{}),
-		session:  newSession(),
+		history:  newHistory(),
 	}
 }
 
@@ -350,10 +350,10 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 		Request: executor.Request{Code: ext.Code, Stdin: ext.Stdin},
 	}
 	if !b.cfg.NoSessions {
-		if b.session.full() {
+		if b.history.full() {
 			return fmt.Sprintf("This session has %d cells, the most it keeps: %s starts it fresh.", answer.MaxCells, resetCommand)
 		}
-		job.Request.Session = b.session.next()
+		job.Request.Session = b.history.next()
 	}
 	if b.cfg.Interactive {
 		job.Progress = func(p executor.Progress) {
@@ -387,9 +387,9 @@ func (b *Bot) answer(ctx context.Context, msg string, tooLarge bool) string {
 	b.runs++
 	name := "run-" + strconv.Itoa(b.runs)
 	if !b.cfg.NoSessions {
-		opts.Header, res = b.session.ran(job.Request, res)
-		opts.Cell = b.session.cells
-		name = "cell-" + strconv.Itoa(b.session.cells)
+		opts.Header, res = b.history.ran(job.Request, res)
+		opts.Cell = b.history.cells
+		name = "cell-" + strconv.Itoa(b.history.cells)
 	}
 	res.Files = append(formatting.ResultFiles(res), res.Files...) // its displayed images, saved as its files are
 	r := formatting.RenderRun(formatting.Console, ext, res, opts)

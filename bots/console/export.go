@@ -27,10 +27,10 @@ func (b *Bot) export(path string) string {
 	switch {
 	case path == "":
 		return "Say where to write the notebook: " + exportCommand + " session.ipynb"
-	case len(b.session.nb) == 0:
+	case len(b.history.nb) == 0:
 		return answer.NothingToExport
 	}
-	data, err := ipynb.Write(b.session.nb)
+	data, err := ipynb.Write(b.history.nb)
 	if err != nil {
 		b.log.Error("writing the session's notebook", "err", err)
 		return "The notebook could not be written."
@@ -38,5 +38,5 @@ func (b *Bot) export(path string) string {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return "The notebook could not be written: " + err.Error()
 	}
-	return answer.ExportText(len(b.session.nb)) + " Written to " + path + "."
+	return answer.ExportText(len(b.history.nb)) + " Written to " + path + "."
 }

@@ -27,8 +27,8 @@ func isReset(msg string) bool {
 	return answer.IsReset(msg) || strings.TrimSpace(msg) == resetCommand
 }
 
-// session is the console's record of its cells.
-type session struct {
+// history is the console's record of the cells of its session.
+type history struct {
 	id    string
 	cells int                // cells run
 	ok    []executor.Request // the successful ones, the replay of the next
@@ -40,44 +40,44 @@ type session struct {
 	nb   []ipynb.Cell // every cell with its result, files left out, for %export
 }
 
-func newSession() session {
-	return session{id: "console:" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+func newHistory() history {
+	return history{id: "console:" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
 
-// full reports whether the session keeps no more cells.
-func (s *session) full() bool { return s.cells >= answer.MaxCells }
+// full reports whether the history keeps no more cells.
+func (h *history) full() bool { return h.cells >= answer.MaxCells }
 
 // next is the Session of the next cell.
-func (s *session) next() *executor.Session {
-	return &executor.Session{ID: s.id, Replay: append([]executor.Request{}, s.ok...)}
+func (h *history) next() *executor.Session {
+	return &executor.Session{ID: h.id, Replay: append([]executor.Request{}, h.ok...)}
 }
 
 // ran records req as the next cell with its result, and returns its
 // reply's header and the result with its tracebacks naming the cells by
 // the numbers their replies show.
-func (s *session) ran(req executor.Request, res executor.Result) (string, executor.Result) {
-	s.cells++
+func (h *history) ran(req executor.Request, res executor.Result) (string, executor.Result) {
+	h.cells++
 	if info := res.Session; info != nil {
-		if s.live == nil || info.Cell == info.Restored+1 {
+		if h.live == nil || info.Cell == info.Restored+1 {
 			// A new process: it replayed the first Restored of ok, then
 			// ran this cell.
-			s.live = map[int]int{}
-			for i := range min(info.Restored, len(s.okAt)) {
-				s.live[i+1] = s.okAt[i]
+			h.live = map[int]int{}
+			for i := range min(info.Restored, len(h.okAt)) {
+				h.live[i+1] = h.okAt[i]
 			}
 		}
-		s.live[info.Cell] = s.cells
-		res.Stderr, res.Error = s.renumber(res.Stderr), s.renumber(res.Error)
+		h.live[info.Cell] = h.cells
+		res.Stderr, res.Error = h.renumber(res.Stderr), h.renumber(res.Error)
 	}
 	kept := res
 	kept.Files = nil
-	s.nb = append(s.nb, ipynb.Cell{Kind: ipynb.Code, Source: req.Code, Count: s.cells, Result: &kept})
+	h.nb = append(h.nb, ipynb.Cell{Kind: ipynb.Code, Source: req.Code, Count: h.cells, Result: &kept})
 	if res.Success && (res.Session == nil || !res.Session.Ended) {
 		req.Session = nil
-		s.ok = append(s.ok, req)
-		s.okAt = append(s.okAt, s.cells)
+		h.ok = append(h.ok, req)
+		h.okAt = append(h.okAt, h.cells)
 	}
-	return answer.CellHeader(s.cells, res.Session), res
+	return answer.CellHeader(h.cells, res.Session), res
 }
 
 // cellName is how python names a cell's code in a traceback.
@@ -85,10 +85,10 @@ var cellName = regexp.MustCompile(`<cell (\d+)>`)
 
 // renumber rewrites the cells a traceback names from the live process's
 // numbers to the console's.
-func (s *session) renumber(text string) string {
+func (h *history) renumber(text string) string {
 	return cellName.ReplaceAllStringFunc(text, func(m string) string {
 		n, err := strconv.Atoi(cellName.FindStringSubmatch(m)[1])
-		if at, ok := s.live[n]; err == nil && ok {
+		if at, ok := h.live[n]; err == nil && ok {
 			return "<cell " + strconv.Itoa(at) + ">"
 		}
 		return m
@@ -103,11 +103,11 @@ func (b *Bot) reset(ctx context.Context) string {
 		end = e.End
 	}
 	if end != nil {
-		if err := end(ctx, b.session.id); err != nil {
+		if err := end(ctx, b.history.id); err != nil {
 			b.log.Warn("ending the session's live process", "err", err)
 		}
 	}
-	b.session = session{id: b.session.id}
+	b.history = history{id: b.history.id}
 	if b.cfg.FilesDir == "" {
 		b.filesDir = "" // the new cells' files go to a fresh directory
 	}
