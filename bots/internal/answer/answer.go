@@ -498,7 +498,7 @@ func (a *answering[S]) remember(ctx context.Context, out Reply, sent Sent, prev 
 		f.replies.Put(req.Key, Record[S]{Src: req.Src, Reply: sent.ID, Files: sent.Files, Reaction: out.Reaction, Created: prev.Created})
 	}
 	if a.cell != nil {
-		f.nb.replied(a.cell.s, sent.ID)
+		f.nb.replied(a.cell.th, sent.ID)
 		if out.below {
 			a.cell.below(ctx, a.log)
 		}

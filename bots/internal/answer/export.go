@@ -35,9 +35,9 @@ func (nb *notebook[S]) notebook(id string) []ipynb.Cell {
 	if !ok {
 		return nil
 	}
-	s := el.Value.(*session[S])
-	cells := make([]ipynb.Cell, len(s.cells))
-	for i, c := range s.cells {
+	th := el.Value.(*thread[S])
+	cells := make([]ipynb.Cell, len(th.cells))
+	for i, c := range th.cells {
 		cells[i] = ipynb.Cell{Kind: ipynb.Code, Source: c.ex.Code, Result: c.res}
 		if c.res != nil {
 			cells[i].Count = i + 1

@@ -106,15 +106,15 @@ func (f *Flow[S]) runNotebook(ctx context.Context, log *slog.Logger, c *cellRun[
 		if nc.Kind != ipynb.Code || !ok || ctx.Err() != nil {
 			continue
 		}
-		i := f.nb.len(c.s)
+		i := f.nb.len(c.th)
 		if ran == MaxImportCells || i >= f.nb.maxCells {
 			break
 		}
 		ex := formatting.Extraction{Found: true, Code: nc.Source}
-		out := f.runCell(ctx, log, nil, c.s, i, cell[S]{src: c.req.Src, user: c.req.User, ex: ex, files: data}, nil, "")
+		out := f.runCell(ctx, log, nil, c.th, i, cell[S]{src: c.req.Src, user: c.req.User, ex: ex, files: data}, nil, "")
 		data, ran = nil, ran+1
 		text := out.Text
-		if res := f.nb.at(c.s, i).res; res != nil {
+		if res := f.nb.at(c.th, i).res; res != nil {
 			nc.Count, nc.Result = i+1, res
 			opts := formatting.RenderOptions{Header: CellHeader(i+1, res.Session), Cell: i + 1, MaxLines: importLines, MaxChars: 300}
 			text = formatting.RenderRun(f.cfg.Platform, ex, *res, opts).Text
