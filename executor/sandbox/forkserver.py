@@ -28,11 +28,14 @@
 #       the init answers with its Landlock ruleset, and from then on
 #       accounts its memory, reads how it ended and its files, and
 #       reports); then locks itself down in the order of the cold path
-#       (policy.Lockdown, which TestLockdownOrder holds this file to):
-#       keeps descriptors 0 to 4 only, sets no_new_privs, Landlock and
-#       seccomp, drops to the sandbox uid with no capabilities, sets its
-#       rlimits, and returns into the guard, which reseeds, says "ready"
-#       and runs one snippet.
+#       (policy.Lockdown): keeps descriptors 0 to 4 only, sets
+#       no_new_privs, Landlock and seccomp, drops to the sandbox uid with
+#       no capabilities, sets its rlimits, and returns into the guard,
+#       which reseeds, says "ready" and runs one snippet. It records each
+#       step of its lockdown as it takes it, under the names its
+#       configuration gives (conf["step_..."]), and the guard names them
+#       on the ready line, in that order: the canary run and
+#       TestLockdownOrder hold them to policy.Lockdown.
 
 
 def _runblock_forkserver(config):
@@ -112,9 +115,10 @@ def _runblock_forkserver(config):
         try:
             if len(fds) != conf["run_fds"]:
                 raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
-            if _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl):
+            steps = _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl)
+            if steps:
                 fds = []  # python holds its own now, as 0 to 4
-                return  # in a run's python: the guard runs the snippet
+                return steps  # in a run's python: the guard runs the snippet
         except Exception as exc:
             if len(fds) == conf["run_fds"]:
                 _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
@@ -237,7 +241,8 @@ def _runblock_fork_failed(conf, fd, exc):
 
 def _runblock_fork_run(conf, run, fds, kit, ctl):
     """Clones the run's init into fresh namespaces and maps its user
-    namespace. True in the run's python only."""
+    namespace. In the run's python only, returns the lockdown steps it
+    took, in order; None elsewhere."""
     import posix
     import signal
 
@@ -251,6 +256,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             if posix.read(sync_r, 1) != b"m":
                 raise OSError("the fork server did not map the run's ids")
             posix.close(sync_r)
+            steps = [conf["step_namespaces"]]  # made by the clone, its ids mapped
             # PID 1 of the run: it only holds the namespaces, until the
             # fork server's init kills it or the service lets go of the
             # run (the lifeline closes); either ends the run.
@@ -259,7 +265,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             kit["check"](kit["libc"].prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set not dumpable")
             python = posix.fork()
             if python == 0:
-                return _runblock_run_python(conf, run, fds, kit)
+                return _runblock_run_python(conf, run, fds, kit, steps)
             for fd in fds[:conf["run_lifeline"]]:
                 posix.close(fd)
 
@@ -305,13 +311,14 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
         posix.write(sync_w, b"m")
     finally:
         posix.close(sync_w)
-    return False
+    return None
 
 
-def _runblock_run_python(conf, run, fds, kit):
+def _runblock_run_python(conf, run, fds, kit, steps):
     """The run's python, still root of the run's namespaces: mounts the
     run's /proc and work dir, says hello to the fork server's init (its
-    credentials and the work dir come with it), and locks itself down."""
+    credentials and the work dir come with it), and locks itself down.
+    Returns steps with the lockdown steps it took added, in order."""
     import posix
     import socket
 
@@ -329,6 +336,7 @@ def _runblock_run_python(conf, run, fds, kit):
         posix.mkdir(shm, 0o700)
         opts = f"size={run['memory'] + run['memory'] // 8},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
         check(libc.mount(b"tmpfs", shm.encode(), b"tmpfs", flags, opts.encode()), f"mount shared memory ({opts})")
+        steps.append(conf["step_mounts"])
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
         # sock_diag of the run's network namespace: its socket buffers are
         # the run's memory too.
@@ -346,21 +354,21 @@ def _runblock_run_python(conf, run, fds, kit):
         _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         posix._exit(1)
     try:
-        _runblock_lock_run(conf, fds, uid, ruleset, run["rlimits"], kit)
+        _runblock_lock_run(conf, fds, uid, ruleset, run["rlimits"], kit, steps)
         if run["rehearse"] and kit["pyplot"] is not None:
             _runblock_rehearse(kit["pyplot"])
     except BaseException as exc:
         _runblock_fork_failed(conf, 2, exc)  # the run's stderr by now
         posix._exit(1)
-    return True
+    return steps
 
 
-def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
+def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit, steps):
     """Python: locks itself down, in the order of policy.Lockdown after the
     namespaces and mounts: keeps the run's descriptors 0 to 4 only, sets
     no_new_privs, Landlock (the ruleset the fork server's init made, -1
     without Landlock) and seccomp, drops to uid with no capabilities, and
-    sets its rlimits."""
+    sets its rlimits; appends each step to steps once taken."""
     import ctypes
     import posix
     import signal
@@ -377,13 +385,17 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
     for i, fd in enumerate(high):
         posix.dup2(fd, i, inheritable=i < 3)
     posix.closerange(len(high), 1 << 30)
+    steps.append(conf["step_descriptors"])
     posix.chdir(conf["work_dir"])
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    steps.append(conf["step_no_new_privs"])
     if ruleset >= 0:
         check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, keep, 0), "landlock_restrict_self")
         posix.close(keep)
+        steps.append(conf["step_landlock"])
     if kit["fprog"] is not None:
         check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(kit["fprog"]), 0, 0), "seccomp")
+        steps.append(conf["step_seccomp"])
     # No capabilities, even as uid 0 of the namespace (a service that is
     # not root maps no other uid), and none regained by exec. (The filter
     # allows what this takes: securebits, setgroups, setresuid, capset.)
@@ -396,6 +408,8 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit):
     # /proc/self from it. (ptrace stays denied by seccomp.)
     check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")
     check(libc.capset(kit["cap_header"], kit["cap_data"]), "drop capabilities")
+    steps.append(conf["step_uid"])
     # Soft = hard, as the sandbox uid, which cannot raise them again.
     for rl in rlimits:
         kit["setrlimit"](rl["resource"], (rl["value"], rl["value"]))
+    steps.append(conf["step_rlimits"])

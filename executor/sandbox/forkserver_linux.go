@@ -267,6 +267,8 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
 		ControlFD: protocol.FDForkControl, StatusFD: protocol.FDStatus, Ready: protocol.StatusReady, RequestMax: protocol.ForkRequestMax, RunFDs: protocol.RunFDs,
 		RunPythonFDs: protocol.RunPythonFDs, RunBack: protocol.RunReport, RunLifeline: protocol.RunLifeline, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
+		StepNamespaces: protocol.StepNamespaces, StepMounts: protocol.StepMounts, StepDescriptors: protocol.StepDescriptors, StepNoNewPrivs: protocol.StepNoNewPrivs,
+		StepLandlock: protocol.StepLandlock, StepSeccomp: protocol.StepSeccomp, StepUID: protocol.StepUID, StepRlimits: protocol.StepRlimits,
 	})
 	if err != nil {
 		return nil, err

@@ -17,9 +17,11 @@
 #   0 stdin pipe, 1 stdout pipe, 2 stderr pipe,
 #   3 request pipe: this program, then the request (see _runblock_unpack
 #     below), until EOF,
-#   4 status pipe: this runner writes "ready" once the guard is in place and
-#     "started" once it has the snippet; it then closes 3 and 4, so the
-#     snippet holds 0, 1 and 2 only (any other descriptor is closed first).
+#   4 status pipe: this runner writes "ready" once the guard is in place,
+#     followed by the lockdown steps this python took (the rlimits here;
+#     every step in a fork of the fork server), and "started" once it has
+#     the snippet; it then closes 3 and 4, so the snippet holds 0, 1 and 2
+#     only (any other descriptor is closed first).
 # Nothing written here decides the verdict: the service takes it from wait
 # statuses and its own and the init's accounting.
 # The service pre-starts the interpreter, waits for "ready", then hands over
@@ -46,13 +48,15 @@ def _runblock_run():
     # lines to it): descriptors, argv slots, status lines.
     REQUEST, STATUS, INIT_STATUS = 3, 4, 5  # protocol: FDRequest FDStatus FDInitStatus
     CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: GuardArgConfig GuardArgMode GuardArgFontCache GuardArgPreload GuardArgSite
-    READY, STARTED = b"ready\n", b"started\n"  # protocol: StatusReady StatusStarted
+    READY, STARTED = b"ready", b"started\n"  # protocol: StatusReady StatusStarted
+    STEP_RLIMITS = b"rlimits"  # protocol: StepRlimits
     SESSION = b"session "  # protocol: SessionStart
     RESULTS = b".runblock-results"  # protocol: ResultsFile
 
     read, write, close = posix.read, posix.write, posix.close
     mode, _, unguarded = sys.argv[MODE].partition("+")
     forkserver = mode == "forkserver"
+    steps = []  # the lockdown steps this python took, in order, for its ready line
     if not forkserver:
         # The stages mark everything else close-on-exec; the tier without
         # them relies on this.
@@ -62,6 +66,7 @@ def _runblock_run():
         for item in sys.argv[CONFIG].split(","):
             res, limit = map(int, item.split(":"))
             resource.setrlimit(res, (limit, limit))
+        steps.append(STEP_RLIMITS)
     del resource
     strict = mode == "strict" and not unguarded
     fontcache = sys.argv[FONTCACHE]
@@ -238,11 +243,11 @@ def _runblock_run():
     if forkserver:
         # Returns only in a run: a fork in namespaces of its own, locked
         # down, holding the run's descriptors 0 to 4, in a fresh work dir.
-        _runblock_forkserver(sys.argv[CONFIG])
+        steps = [step.encode() for step in _runblock_forkserver(sys.argv[CONFIG])]
         link_fonts()
         _runblock_reseed()
 
-    write(STATUS, READY)
+    write(STATUS, b" ".join([READY] + steps) + b"\n")
     # A run's request, or a session's start (see _runblock_session): the
     # first bytes tell which.
     head = b""

@@ -46,6 +46,7 @@ type proc struct {
 	grew           chan struct{} // the captures' kept output grew (one pending signal)
 
 	readyLine  chan string   // first status line
+	readySteps []string      // the lockdown steps python took, from its ready line
 	statusDone chan struct{} // status pipe at EOF
 	status     []string      // later status lines, read after statusDone
 	initDone   chan struct{} // init status pipe at EOF (closed at once without namespaces)
@@ -212,7 +213,8 @@ func (p *proc) ready(ctx context.Context, keep int64) (*proc, error) {
 
 	select {
 	case line := <-p.readyLine:
-		if line == protocol.StatusReady {
+		if word, steps, _ := strings.Cut(line, " "); word == protocol.StatusReady {
+			p.readySteps = strings.Fields(steps)
 			return p, nil
 		}
 		err := errors.New(line)
@@ -520,6 +522,19 @@ func (p *proc) exitStatus(res *executor.Result) (killedForMemory bool, err error
 	}
 	p.launch.unreported(res)
 	return false, nil
+}
+
+// lockdown is the lockdown steps the sandbox took, in the order it took
+// them, as it recorded them (see protocol's Lockdown steps): its init's,
+// from its report once the run ended, then python's, from its ready line.
+func (p *proc) lockdown() []string {
+	var init []string
+	if len(p.initStatus) > 0 {
+		if st, err := p.report(); err == nil {
+			init = st.Lockdown
+		}
+	}
+	return slices.Concat(init, p.readySteps)
 }
 
 // report decodes the init's report.

@@ -26,13 +26,14 @@ func pythonProtocol() (lines map[string]string, confKeys []string) {
 		"GuardArgConfig": strconv.Itoa(protocol.GuardArgConfig), "GuardArgMode": strconv.Itoa(protocol.GuardArgMode),
 		"GuardArgFontCache": strconv.Itoa(protocol.GuardArgFontCache), "GuardArgPreload": strconv.Itoa(protocol.GuardArgPreload),
 		"GuardArgSite":  strconv.Itoa(protocol.GuardArgSite),
-		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady+"\n"),
+		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady),
 		"StatusStarted": "b" + strconv.Quote(protocol.StatusStarted+"\n"),
 		"RequestColour": strconv.Itoa(protocol.RequestColour), "RequestCell": strconv.Itoa(protocol.RequestCell),
 		"DisplayTextMax": strconv.Itoa(protocol.DisplayTextMax), "DisplayEntryMax": strconv.Itoa(protocol.DisplayEntryMax),
 		"DisplayRunMax": strconv.Itoa(protocol.DisplayRunMax), "DisplayCountMax": strconv.Itoa(protocol.DisplayCountMax),
 		"DisplayTableRows": strconv.Itoa(protocol.DisplayTableRows), "DisplayTableColumns": strconv.Itoa(protocol.DisplayTableColumns),
 		"ResultsFile": "b" + strconv.Quote(protocol.ResultsFile),
+		"StepRlimits": "b" + strconv.Quote(protocol.StepRlimits),
 	}
 	// Sessions: the start, the end marker, the outcomes and the reasons a
 	// file does not come back.
@@ -146,13 +147,13 @@ func TestPythonProtocol(t *testing.T) {
 	}{
 		{name: "Go's descriptor changed", lines: changed(lines, "FDStatus", "7"), want: "STATUS = 4, protocol.go's FDStatus is 7"},
 		{name: "Go's argv slot changed", lines: changed(lines, "GuardArgSite", "6"), want: "SITE = 5, protocol.go's GuardArgSite is 6"},
-		{name: "Go's status line changed", lines: changed(lines, "StatusReady", `b"go\n"`), want: `READY = b"ready\n"`},
+		{name: "Go's status line changed", lines: changed(lines, "StatusReady", `b"go"`), want: `READY = b"ready"`},
 		{name: "Go declares a new number", lines: changed(lines, "FDNew", "9"), want: "no protocol line names FDNew"},
 		{name: "guard.py's descriptor changed", guard: replace(guardSource, "= 3, 4, 5", "= 3, 6, 5"), want: "STATUS = 6, protocol.go's FDStatus is 4"},
 		{name: "guard.py's line dropped", guard: replace(guardSource, "  # protocol: StatusReady StatusStarted", ""), want: "no protocol line names StatusReady"},
 		{name: "Go's session marker changed", lines: changed(lines, "SessionMarkOpen", `b"\x00end "`), want: `MARK_OPEN = b"\x00runblock-cell-end ", protocol.go's SessionMarkOpen`},
 		{name: "guard.py's omitted reason changed", guard: replace(guardSource, `b"hard-link"`, `b"hardlink"`), want: `HARD_LINK = b"hardlink", protocol.go's OmitHardLink is b"hard-link"`},
-		{name: "guard.py writes a bare descriptor", guard: replace(guardSource, "write(STATUS, READY)", "write(4, READY)"), want: `bare descriptors or argv slots: ["write(4"]`},
+		{name: "guard.py writes a bare descriptor", guard: replace(guardSource, "write(STATUS, STARTED)", "write(4, STARTED)"), want: `bare descriptors or argv slots: ["write(4"]`},
 		{name: "guard.py reads a bare argv slot", guard: replace(guardSource, "sys.argv[FONTCACHE]", "sys.argv[3]"), want: `"argv[3"`},
 		{name: "forkserver.py reads a key Go does not send", forkserver: replace(forkserverSource, `conf["hello_max"]`, `conf["hello_size"]`), want: `conf["hello_size"], which protocol.ForkServerConf does not have`},
 		{name: "Go sends a key forkserver.py does not read", confKeys: append(slices.Clone(confKeys), "new_key"), want: `"new_key" is never read`},

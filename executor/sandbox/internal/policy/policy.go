@@ -87,6 +87,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -307,30 +308,20 @@ var (
 	WorkDirEnv = map[string]string{"HOME": "", "TMPDIR": "", "MPLCONFIGDIR": ".config/matplotlib"}
 )
 
-// The steps of a sandbox's lockdown, before any snippet code exists.
-const (
-	StepNamespaces  = "namespaces"
-	StepMounts      = "mounts"
-	StepDescriptors = "descriptors" // python keeps 0 to 4 only (package protocol)
-	StepNoNewPrivs  = "no_new_privs"
-	StepLandlock    = "landlock"
-	StepSeccomp     = "seccomp"
-	StepUID         = "uid" // the sandbox uid, no capabilities
-	StepRlimits     = "rlimits"
-)
-
 // Lockdown is the one order in which a run started from scratch and a run
-// forked from the fork server take the steps: in fresh namespaces, their
-// mounts (made as root of the namespace, before seccomp denies mount);
-// descriptors; no_new_privs before Landlock and seccomp (unprivileged,
-// neither may be set without it); then the uid, which a cold run's init
-// gives python as it forks it from its locked thread (the init itself
-// stays root of the namespace, to supervise the run); last the rlimits,
-// which python sets itself, as the sandbox uid. The cold path takes them
-// in Go (command_linux.go, package stage) and the guard, the forked one in
-// forkserver.py; TestLockdownOrder holds both to this list, read from
-// where their code takes each step.
-var Lockdown = []string{StepNamespaces, StepMounts, StepDescriptors, StepNoNewPrivs, StepLandlock, StepSeccomp, StepUID, StepRlimits}
+// forked from the fork server take the steps of their lockdown, before
+// any snippet code exists (the steps are named in package protocol): in
+// fresh namespaces, their mounts (made as root of the namespace, before
+// seccomp denies mount); descriptors; no_new_privs before Landlock and
+// seccomp (unprivileged, neither may be set without it); then the uid,
+// which a cold run's init gives python as it forks it from its locked
+// thread (the init itself stays root of the namespace, to supervise the
+// run); last the rlimits, which python sets itself, as the sandbox uid.
+// The cold path takes them in Go (command_linux.go, package stage) and
+// the guard, the forked one in forkserver.py. Each records the steps as
+// it takes them; TestLockdownOrder holds what was recorded to this list.
+var Lockdown = []string{protocol.StepNamespaces, protocol.StepMounts, protocol.StepDescriptors, protocol.StepNoNewPrivs,
+	protocol.StepLandlock, protocol.StepSeccomp, protocol.StepUID, protocol.StepRlimits}
 
 // workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE
 // without a mount namespace).

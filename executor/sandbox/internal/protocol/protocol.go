@@ -19,11 +19,14 @@
 //	                                LoaderArg), then the request
 //	                                (the service's encodeRequest), until EOF
 //	python → service  FDStatus      lines: StatusReady once the guard is in
-//	                                place, StatusStarted once the request is
-//	                                in; the locker's "error: ..." (die); at
-//	                                most StatusMax bytes are read
+//	                                place (with the lockdown steps python
+//	                                took: see Lockdown steps), StatusStarted
+//	                                once the request is in; the locker's
+//	                                "error: ..." (die); at most StatusMax
+//	                                bytes are read
 //	init → service    FDInitStatus  InitStatus, one JSON line (a setup error,
-//	                                or how python ended and its files); at
+//	                                or how python ended and its files, and
+//	                                the lockdown steps the init took); at
 //	                                most ReportMaxBytes; python never holds it
 //
 // The request (the service's encodeRequest, guard.py's _runblock_unpack)
@@ -99,7 +102,11 @@ const (
 
 // The status pipe's lines (FDStatus), each ended by "\n".
 const (
-	StatusReady   = "ready"   // the guard is in place, the preloads imported
+	// StatusReady: the guard is in place, the preloads imported. A run's
+	// python follows it with the lockdown steps it took, each after a
+	// space (see Lockdown steps); the fork server's own ready line has
+	// none.
+	StatusReady   = "ready"
 	StatusStarted = "started" // the request is in: the snippet runs
 	// StatusMax bounds what the service reads of the status pipe.
 	StatusMax = 64 << 10
@@ -194,7 +201,30 @@ type InitStatus struct {
 	// Displays is the run's ResultsFile as python left it (at most
 	// DisplaysMax bytes; nil when absent, unreadable or larger).
 	Displays []byte `json:"displays,omitempty"`
+	// Lockdown: the lockdown steps a cold run's init took, in the order
+	// it took them (see Lockdown steps); none from the fork server's init.
+	Lockdown []string `json:"lockdown,omitempty"`
 }
+
+// Lockdown steps: the sandbox records each step of its lockdown as it
+// takes it, under these names, and the service reads them back in the
+// order they were taken (the canary run and TestLockdownOrder hold it to
+// policy.Lockdown, the one order). A cold run's init names its steps in
+// its report (InitStatus.Lockdown) and its python, which sets the
+// rlimits itself, on its ready line: "ready rlimits". A forked run's
+// python takes every step itself (forkserver.py, which gets these names
+// in ForkServerConf) and names them all on its ready line:
+// "ready namespaces mounts ... rlimits".
+const (
+	StepNamespaces  = "namespaces"
+	StepMounts      = "mounts"
+	StepDescriptors = "descriptors" // python keeps 0 to 4 only
+	StepNoNewPrivs  = "no_new_privs"
+	StepLandlock    = "landlock"
+	StepSeccomp     = "seccomp"
+	StepUID         = "uid" // the sandbox uid, no capabilities
+	StepRlimits     = "rlimits"
+)
 
 // The init's report (InitStatus, one JSON line on FDInitStatus) is bounded
 // by construction, whatever the snippet left in its work dir: the init
@@ -262,6 +292,17 @@ type ForkServerConf struct {
 	RunLifeline  int    `json:"run_lifeline"`   // RunLifeline
 	HelloMax     int    `json:"hello_max"`      // ForkHelloMax: one datagram on the back channel
 	ErrorMax     int    `json:"error_max"`      // ForkErrorMax
+
+	// The lockdown steps (Step...), which a run's python names on its
+	// ready line as it takes them.
+	StepNamespaces  string `json:"step_namespaces"`
+	StepMounts      string `json:"step_mounts"`
+	StepDescriptors string `json:"step_descriptors"`
+	StepNoNewPrivs  string `json:"step_no_new_privs"`
+	StepLandlock    string `json:"step_landlock"`
+	StepSeccomp     string `json:"step_seccomp"`
+	StepUID         string `json:"step_uid"`
+	StepRlimits     string `json:"step_rlimits"`
 }
 
 // ForkRlimit is one of a run's rlimits, which the run's python sets as

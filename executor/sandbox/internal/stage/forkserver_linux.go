@@ -27,7 +27,7 @@ import (
 // (superviseFork). When the fork server ends it reports how, and
 // everything in the namespaces dies with it.
 func sandboxForkServer() {
-	spec := setUpInit()
+	spec := setUpInit(nil) // the runs take their own lockdown (forkserver.py)
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("fork server socket: %w", err))

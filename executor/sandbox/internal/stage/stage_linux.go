@@ -72,7 +72,13 @@ func die(fd int, err error) {
 // kernel kills whatever is left in the PID namespace.
 func sandboxInit() {
 	runtime.LockOSThread()
-	spec := setUpInit()
+	var steps lockdown
+	// PID 1: the clone that started this init made fresh namespaces
+	// (command_linux.go), a PID namespace among them.
+	if unix.Getpid() == 1 {
+		steps.took(protocol.StepNamespaces)
+	}
+	spec := setUpInit(&steps)
 	// Python gains no capabilities by being uid 0 (when the sandbox uid is
 	// the namespace's root): it cannot reach the init either.
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoRoot|secbitNoRootLocked, 0, 0, 0); err != nil {
@@ -100,7 +106,7 @@ func sandboxInit() {
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
-	if err := lockThread(spec); err != nil {
+	if err := lockThread(spec, &steps); err != nil {
 		die(protocol.FDInitStatus, err)
 	}
 	// syscall.ForkExec, not os.StartProcess: the latter first probes pidfd
@@ -116,6 +122,7 @@ func sandboxInit() {
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("start python: %w", err))
 	}
+	steps.took(protocol.StepUID) // python runs as cred, forked from the locked thread
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
@@ -133,6 +140,7 @@ func sandboxInit() {
 	if err != nil {
 		die(protocol.FDInitStatus, err)
 	}
+	st.Lockdown = steps
 	finishRun(st, spec.Collect)
 }
 
@@ -195,9 +203,21 @@ func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 	os.Exit(0)
 }
 
+// lockdown records the lockdown steps a stage takes, in the order it
+// takes them, for its report (protocol.InitStatus.Lockdown); nil records
+// nothing.
+type lockdown []string
+
+func (l *lockdown) took(step string) {
+	if l != nil {
+		*l = append(*l, step)
+	}
+}
+
 // setUpInit is what an init (a cold run's, the fork server's) does first:
-// it reads its spec, builds the minimal root and names the host.
-func setUpInit() protocol.StageSpec {
+// it reads its spec, builds the minimal root and names the host; steps
+// records the lockdown steps it takes.
+func setUpInit(steps *lockdown) protocol.StageSpec {
 	// Not dumpable: a snippet of the same uid (a service that is not root)
 	// cannot open the init's descriptors through /proc/1/fd.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -207,6 +227,7 @@ func setUpInit() protocol.StageSpec {
 	if err := buildRoot(spec); err != nil {
 		die(protocol.FDInitStatus, err)
 	}
+	steps.took(protocol.StepMounts)
 	if err := unix.Sethostname([]byte(policy.Hostname)); err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("sethostname: %w", err))
 	}
@@ -216,6 +237,7 @@ func setUpInit() protocol.StageSpec {
 	if err := closeOnExecFrom(protocol.FDInitStatus); err != nil {
 		die(protocol.FDInitStatus, err)
 	}
+	steps.took(protocol.StepDescriptors)
 	return spec
 }
 
@@ -440,25 +462,34 @@ func sandboxLocker() {
 		die(protocol.FDStatus, err)
 	}
 	spec := readSpec()
-	if err := lockThread(spec); err != nil {
+	if err := lockThread(spec, nil); err != nil {
 		die(protocol.FDStatus, err)
 	}
 	err := syscall.Exec(spec.Python, append([]string{spec.Python}, spec.Args...), spec.Env)
 	die(protocol.FDStatus, fmt.Errorf("exec %s: %w", spec.Python, err))
 }
 
-// lockThread sets no_new_privs, Landlock and seccomp on the calling thread.
-func lockThread(spec protocol.StageSpec) error {
+// lockThread sets no_new_privs, Landlock and seccomp on the calling
+// thread; steps records those it took.
+func lockThread(spec protocol.StageSpec, steps *lockdown) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	steps.took(protocol.StepNoNewPrivs)
 	if spec.Landlock != nil {
-		if err := restrictLandlock(*spec.Landlock); err != nil {
+		restricted, err := restrictLandlock(*spec.Landlock)
+		if err != nil {
 			return err
+		}
+		if restricted {
+			steps.took(protocol.StepLandlock)
 		}
 	}
 	if len(spec.Seccomp) > 0 {
-		return loadSeccomp(spec.Seccomp)
+		if err := loadSeccomp(spec.Seccomp); err != nil {
+			return err
+		}
+		steps.took(protocol.StepSeccomp)
 	}
 	return nil
 }
@@ -468,16 +499,18 @@ func lockThread(spec protocol.StageSpec) error {
 // checks what is really enforced.
 var landlockABI = landlock.V5
 
-func restrictLandlock(set protocol.LandlockSet) error {
+// restrictLandlock restricts the calling thread to set; !restricted:
+// the kernel has no Landlock.
+func restrictLandlock(set protocol.LandlockSet) (restricted bool, err error) {
 	fd, err := landlockRuleset(set)
 	if err != nil || fd < 0 {
-		return err // fd < 0: no Landlock here; the canary run reports it
+		return false, err // fd < 0: no Landlock here; the canary run reports it
 	}
 	defer unix.Close(fd)
 	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
-		return fmt.Errorf("landlock: %w", err)
+		return false, fmt.Errorf("landlock: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // landlockRuleset makes the ruleset of set, -1 where the kernel has no
