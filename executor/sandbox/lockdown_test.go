@@ -14,8 +14,11 @@ import (
 // in the one order of policy.Lockdown, on the cold path (its init's steps
 // from its report, then its guard's from the ready line) and on the fork
 // path (the forked python's, from its ready line), as each recorded the
-// steps while it took them. The sandboxes start from the full tier's
-// plan, not through the canary run.
+// steps while it took them; and the canary's lockdown-order layer, which
+// runblock doctor shows, passes that order and fails a swapped one. The
+// sandboxes start from the full tier's plan, not through the canary run,
+// which would drop to a weaker tier (or no fork server) when the order is
+// wrong.
 func TestLockdownOrder(t *testing.T) {
 	if len(tiers) == 0 {
 		t.Skip("no kernel layers on this OS")
@@ -58,6 +61,14 @@ func TestLockdownOrder(t *testing.T) {
 			got := p.lockdown()
 			if !slices.Equal(got, policy.Lockdown) {
 				t.Fatalf("the sandbox took the lockdown steps %q, not policy.Lockdown's %q", got, policy.Lockdown)
+			}
+			if l := lockdownLayer(got); !l.Active || !l.Verified {
+				t.Errorf("the canary's layer fails the recorded order: %+v", l)
+			}
+			swapped := slices.Clone(got)
+			swapped[1], swapped[2] = swapped[2], swapped[1]
+			if l := lockdownLayer(swapped); l.Verified {
+				t.Errorf("the canary's layer passes the swapped order %q: %+v", swapped, l)
 			}
 		})
 	}

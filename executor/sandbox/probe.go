@@ -247,7 +247,18 @@ func canary(ctx context.Context, cfg Config, pl *plan, start starter) ([]Layer, 
 	if err := json.Unmarshal([]byte(res.Stdout), &c); err != nil {
 		return nil, fmt.Errorf("canary answer: %w", err)
 	}
-	return pl.verify(c, lim, p.memoryPeak), nil
+	return append(pl.verify(c, lim, p.memoryPeak), lockdownLayer(p.lockdown())), nil
+}
+
+// lockdownLayer holds the lockdown steps the canary's sandbox recorded as
+// it took them to the one order, policy.Lockdown: a tier that takes them
+// out of it fails.
+func lockdownLayer(steps []string) Layer {
+	l := Layer{Name: "lockdown-order", Active: true, Verified: true, Detail: "steps as recorded: " + strings.Join(steps, ", ")}
+	if err := policy.InLockdownOrder(steps); err != nil {
+		l.Verified, l.Detail = false, err.Error()
+	}
+	return l
 }
 
 // verify compares the canary's answers, and the most memory the init

@@ -84,7 +84,10 @@
 package policy
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
@@ -319,9 +322,40 @@ var (
 // run); last the rlimits, which python sets itself, as the sandbox uid.
 // The cold path takes them in Go (command_linux.go, package stage) and
 // the guard, the forked one in forkserver.py. Each records the steps as
-// it takes them; TestLockdownOrder holds what was recorded to this list.
+// it takes them; the canary run (InLockdownOrder) and TestLockdownOrder
+// hold what was recorded to this list.
 var Lockdown = []string{protocol.StepNamespaces, protocol.StepMounts, protocol.StepDescriptors, protocol.StepNoNewPrivs,
 	protocol.StepLandlock, protocol.StepSeccomp, protocol.StepUID, protocol.StepRlimits}
+
+// OutOfOrderError is InLockdownOrder's error: Steps, as a sandbox
+// recorded them, are not in Lockdown's order.
+type OutOfOrderError struct {
+	Steps []string
+	// Step is the first step out of place: unknown, repeated, or taken
+	// after one that Lockdown puts after it.
+	Step string
+}
+
+func (e *OutOfOrderError) Error() string {
+	return fmt.Sprintf("lockdown steps %s: %s is out of the order %s",
+		strings.Join(e.Steps, " "), e.Step, strings.Join(Lockdown, " "))
+}
+
+// InLockdownOrder reports whether steps, the lockdown steps a sandbox
+// recorded as it took them, come in Lockdown's order, each once: a
+// tier without a layer leaves its step out. Its error is an
+// *OutOfOrderError.
+func InLockdownOrder(steps []string) error {
+	next := 0 // Lockdown's index past the last step seen
+	for _, step := range steps {
+		i := slices.Index(Lockdown, step)
+		if i < next {
+			return &OutOfOrderError{Steps: steps, Step: step}
+		}
+		next = i + 1
+	}
+	return nil
+}
 
 // workBytes bounds the snippet's writable work dir (and RLIMIT_FSIZE
 // without a mount namespace).
