@@ -12,6 +12,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -25,7 +26,7 @@ func python(t *testing.T) *service {
 		t.Fatalf("executor: %v", err)
 	}
 	t.Cleanup(func() { ex.Close() })
-	return open(t, ex, executor.Config{Concurrency: 2}, api.Config{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10})
+	return open(t, ex, executor.Config{Concurrency: 2}, api.Config{Limits: wire.Limits{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10}})
 }
 
 // TestSnekboxBodies posts the request bodies of snekbox's documentation and

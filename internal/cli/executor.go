@@ -10,6 +10,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -65,7 +66,6 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	logger.Info("starting runblock executor", "version", m.Version, "config", cfg)
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
-	ec.MaxCodeBytes = api.RunnerCodeBytes(cfg.Executor.MaxCodeBytes)
 	if m.exec, err = sandbox.New(ctx, ec); err != nil {
 		return err
 	}
@@ -92,16 +92,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 			st := m.scheduler.Stats()
 			return httpserver.Load{Capacity: sc.Concurrency, Running: st.Running, Queued: st.Queued, QueueSize: sc.QueueSize}
 		},
-		API: api.Config{
-			Tokens:       cfg.APITokens,
-			Origins:      cfg.APIOrigins,
-			Answers:      answers,
-			Timeout:      cfg.Executor.Timeout,
-			MemoryBytes:  cfg.Executor.MemoryBytes,
-			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
-			Sessions:     sessions,
-			MCP:          new(mcpConfig(ctx, cfg, m.Version, logger, m.exec)),
-		},
+		API:       api.Config{Limits: wire.Limits{Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes}, Tokens: cfg.APITokens, Origins: cfg.APIOrigins, Answers: answers, Sessions: sessions, MCP: new(mcpConfig(ctx, cfg, m.Version, logger, m.exec))},
 		Ready:     m.exec.Ready,
 		Isolation: m.exec.Isolation().Tier,
 		Metrics:   reg.Handler(),

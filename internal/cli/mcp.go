@@ -12,6 +12,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/mcp"
 )
@@ -66,12 +67,7 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 // limits of cfg, and the interpreter's version and packages for the
 // tool's description.
 func mcpConfig(ctx context.Context, cfg config.Config, version string, logger *slog.Logger, ex *sandbox.Executor) mcp.Config {
-	mc := mcp.Config{
-		Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
-		MaxCodeBytes: cfg.Executor.MaxCodeBytes, MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes,
-		PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: version,
-		Logger: logger.With("component", "mcp"),
-	}
+	mc := mcp.Config{Limits: wire.Limits{Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes}, MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes, PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: version, Logger: logger.With("component", "mcp")}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pkgs, err := ex.Packages(ctx)

@@ -388,9 +388,7 @@ func (m *Main) Close(ctx context.Context) error {
 	wg.Wait()
 	errs = append(errs, closeRunners(ctx, m.scheduler, m.sessions, m.exec))
 	if m.remote != nil {
-		if err := m.remote.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("remote executors: %w", err))
-		}
+		m.remote.Close()
 	}
 	if m.http != nil {
 		if err := m.http.Close(ctx); err != nil {
