@@ -372,6 +372,23 @@ func TestForwardsArgsAndFiles(t *testing.T) {
 	}
 }
 
+// TestLaunchedIsRefused: a launched program (executor.Request.Launch: a
+// file, a module, code with python's argv) is refused as the client's
+// mistake before any executor sees it: /v1/run takes snippets, and sent
+// as one its code would run as a snippet (a file's path as Python).
+func TestLaunchedIsRefused(t *testing.T) {
+	f := newFake(t, 1, echo("a"))
+	r := open(t, remote.Config{URLs: []string{f.srv.URL}})
+	_, err := r.Run(context.Background(), executor.Request{Launch: executor.LaunchFile, Code: "main.py",
+		Files: []executor.File{{Path: "main.py", Content: []byte("print(1)")}}})
+	if executor.ErrorCode(err) != executor.ErrInvalid || !strings.Contains(err.Error(), "remote executor") {
+		t.Fatalf("err %v, want ErrInvalid saying a remote executor takes no launched program", err)
+	}
+	if n := f.runs.Load(); n != 0 {
+		t.Errorf("%d runs reached the executor", n)
+	}
+}
+
 // TestSendsItsOwnTimeout: a run and a replayed cell that name no timeout
 // are sent with the runner's (the bot's RUNBLOCK_TIMEOUT), not left to
 // the executor's default; one that names its own keeps it.

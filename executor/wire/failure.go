@@ -3,8 +3,8 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 

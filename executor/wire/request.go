@@ -99,7 +99,11 @@ func (l Limits) Request(p Program) (executor.Request, error) {
 		Timeout: min(p.Timeout, l.Timeout), MemoryBytes: min(p.MemoryBytes, l.MemoryBytes),
 		Colour: p.Colour, Script: p.Script,
 	}
-	n := int64(len(p.Code) + len(p.Stdin))
+	// A launched file's or module's Code is a name: its source is a file.
+	n := int64(len(p.Stdin))
+	if p.Launch == "" || p.Launch == executor.LaunchCode {
+		n += int64(len(p.Code))
+	}
 	for i, f := range p.Files {
 		data, err := f.Decode()
 		if err != nil {

@@ -170,3 +170,31 @@ func TestNativeResults(t *testing.T) {
 		t.Errorf("launched: status %d, results %s, want %s: %s", resp.status, got.Results, want, resp.body)
 	}
 }
+
+// TestLaunchedCellAwaits: a launched cell (code with arguments or files,
+// which the sandbox runs through its launcher) awaits at its top level
+// and shows its value, as a snippet's cell and a notebook do, and its
+// traceback starts in the code, not in the launcher or asyncio; a
+// launched script, as python -c, does not take await.
+func TestLaunchedCellAwaits(t *testing.T) {
+	s := python(t)
+	var got struct {
+		Success bool            `json:"success"`
+		Stderr  string          `json:"stderr"`
+		Results json.RawMessage `json:"results"`
+	}
+	resp := post(t, s.url+"/v1/run", `{"code":"import asyncio, sys\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, sys.argv[1])","args":["awaited"]}`)
+	want := `[{"data":{"text/plain":"'awaited'"},"value":true,"stdout_offset":0}]`
+	if err := json.Unmarshal(resp.body, &got); err != nil || !got.Success || string(got.Results) != want {
+		t.Errorf("an awaiting launched cell: status %d, results %s, want %s: %s", resp.status, got.Results, want, resp.body)
+	}
+	resp = post(t, s.url+"/v1/run", `{"code":"import asyncio\nawait asyncio.sleep(0)\n1/0","args":["x"]}`)
+	if err := json.Unmarshal(resp.body, &got); err != nil || got.Success || !strings.Contains(got.Stderr, "ZeroDivisionError") ||
+		strings.Contains(got.Stderr, "asyncio") || strings.Contains(got.Stderr, "_runblock") {
+		t.Errorf("a failing awaiting cell: its traceback %q: %s", got.Stderr, resp.body)
+	}
+	resp = post(t, s.url+"/v1/run", `{"code":"import asyncio\nawait asyncio.sleep(0)","args":["x"],"script":true}`)
+	if err := json.Unmarshal(resp.body, &got); err != nil || got.Success || !strings.Contains(got.Stderr, "SyntaxError") {
+		t.Errorf("an awaiting launched script: %s, want python's SyntaxError", resp.body)
+	}
+}

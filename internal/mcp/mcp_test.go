@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -218,6 +220,15 @@ func TestRunPythonOverHTTP(t *testing.T) {
 		want := []string{"a\n", "1\n", "b\n", `image/png "\x89PNG\r\n\x1a\nfake"`, "42\n"}
 		if res.IsError || len(got) != len(want)+1 || !slices.Equal(got[:len(want)], want) || !strings.HasPrefix(got[len(want)], "OK · ") {
 			t.Fatalf("isError %v, content %q, want %q then the OK line", res.IsError, got, want)
+		}
+		// The structured result holds the results as /v1/run's answer
+		// does, their images left to the image content.
+		var forms []string
+		for _, d := range structured(t, res).Results {
+			forms = append(forms, fmt.Sprintf("%v %s@%d", d.Value, strings.Join(slices.Sorted(maps.Keys(d.Data)), ","), d.At))
+		}
+		if want := []string{"false text/plain@2", "false text/plain@4", "true text/plain@4"}; !slices.Equal(forms, want) {
+			t.Errorf("structured results %q, want %q", forms, want)
 		}
 	})
 
