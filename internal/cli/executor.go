@@ -113,10 +113,11 @@ func (m *ExecutorMain) Addr() string {
 	return m.service.Addr()
 }
 
-// Wait returns at a signal (ctx).
-func (m *ExecutorMain) Wait(ctx context.Context) {
+// Wait returns at a signal (ctx); nothing else stops the service.
+func (m *ExecutorMain) Wait(ctx context.Context) error {
 	<-ctx.Done()
 	m.Logger.Info("signal received: draining")
+	return nil
 }
 
 // Close drains (/readyz and new runs answer 503, so that balancers and

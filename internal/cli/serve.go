@@ -310,7 +310,7 @@ func (m *Main) openHTTP(slackBot *slack.Bot) error {
 // and been answered. At a terminal, a first Ctrl-C cancels the snippet
 // running and the console goes on; main restored the default action, so
 // a second one exits.
-func (m *Main) Wait(ctx context.Context) {
+func (m *Main) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		m.Logger.Info("signal received")
@@ -322,6 +322,7 @@ func (m *Main) Wait(ctx context.Context) {
 		}
 	case <-m.Done():
 	}
+	return nil
 }
 
 // Done is closed when the console's input has ended and every message of it
