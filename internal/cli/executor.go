@@ -92,7 +92,14 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 			st := m.scheduler.Stats()
 			return httpserver.Load{Capacity: sc.Concurrency, Running: st.Running, Queued: st.Queued, QueueSize: sc.QueueSize}
 		},
-		API:       api.Config{Limits: wire.Limits{Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes}, Tokens: cfg.APITokens, Origins: cfg.APIOrigins, Answers: answers, Sessions: sessions, MCP: new(mcpConfig(ctx, cfg, m.Version, logger, m.exec))},
+		API: api.Config{
+			Limits:   frontLimits(cfg),
+			Tokens:   cfg.APITokens,
+			Origins:  cfg.APIOrigins,
+			Answers:  answers,
+			Sessions: sessions,
+			MCP:      new(mcpConfig(ctx, cfg, m.Version, logger, m.exec)),
+		},
 		Ready:     m.exec.Ready,
 		Isolation: m.exec.Isolation().Tier,
 		Metrics:   reg.Handler(),
@@ -184,6 +191,12 @@ func newSessions(cfg config.Config, ex *sandbox.Executor, metrics *metrics.Regis
 		opts.Metrics = metrics
 	}
 	return session.New(ex, ex, opts)
+}
+
+// frontLimits are what a request to the execute API or MCP may ask for:
+// the executor's settings, the same in every front.
+func frontLimits(cfg config.Config) wire.Limits {
+	return wire.Limits{Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes}
 }
 
 // clientScheduler is the scheduler's configuration where its users are

@@ -13,7 +13,6 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
-	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/mcp"
 )
@@ -114,7 +113,11 @@ func (m *MCPMain) Close(ctx context.Context) error {
 // limits of cfg, and the interpreter's version and packages for the
 // tool's description.
 func mcpConfig(ctx context.Context, cfg config.Config, version string, logger *slog.Logger, ex *sandbox.Executor) mcp.Config {
-	mc := mcp.Config{Limits: wire.Limits{Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes}, MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes, PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: version, Logger: logger.With("component", "mcp")}
+	mc := mcp.Config{
+		Limits: frontLimits(cfg), MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes,
+		PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: version,
+		Logger: logger.With("component", "mcp"),
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pkgs, err := ex.Packages(ctx)
