@@ -22,30 +22,35 @@ import (
 // frontLimits are the limits of every front in the front-door tests.
 var frontLimits = wire.Limits{Timeout: 2 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1000}
 
-// front is one way in: it sends a run of code with files (or a body of
-// its own, raw) and says what the client got: the status (0 for MCP,
-// which has none), the message shown, and whether it failed.
+// front is one way in: it sends a run of code with files, or raw (for
+// MCP, any raw sends arguments of the wrong type), and says what the
+// client got: the status (0 for MCP, which has none), the message shown,
+// the run's stdout, and whether it failed.
 type front struct {
 	name string
 	run  func(t *testing.T, code string, files []wire.File, raw string) (status int, message, stdout string, failed bool)
 }
 
+// runFailures are the failures of runnerErrors, by the source that asks
+// for each.
+var runFailures = map[string]error{
+	"busy":        &executor.Error{Code: executor.ErrBusy, Message: "the queue is full (3 waiting)", RetryAfter: 2 * time.Second},
+	"unavailable": &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python"},
+	"shutdown":    &executor.Error{Code: executor.ErrShutdown, Message: "the executor is shutting down"},
+	"internal":    errors.New("fork /secret/path: no memory"),
+}
+
 // runnerErrors is a runner that fails a snippet whose source names a
-// failure, as a sandbox would, and otherwise answers with the source and
-// the files it got.
+// failure (runFailures), as a sandbox or a scheduler would, and otherwise
+// answers with the files it got.
 func runnerErrors() runnerFunc {
 	return canaryOK(func(_ context.Context, req executor.Request) (executor.Result, error) {
 		src := req.Code
 		if req.Launch == executor.LaunchFile {
 			src = string(req.Files[0].Content)
 		}
-		switch src {
-		case "unavailable":
-			return executor.Result{}, &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python"}
-		case "shutdown":
-			return executor.Result{}, &executor.Error{Code: executor.ErrShutdown, Message: "the executor is shutting down"}
-		case "internal":
-			return executor.Result{}, errors.New("fork /secret/path: no memory")
+		if err, ok := runFailures[src]; ok {
+			return executor.Result{}, err
 		}
 		var out strings.Builder
 		for _, f := range req.Files {
@@ -159,26 +164,36 @@ func TestFrontsAnswerAlike(t *testing.T) {
 	}
 	big := strings.Repeat("#", int(frontLimits.MaxCodeBytes)+1)
 	for _, tc := range []struct {
-		name    string
-		code    string
-		files   []wire.File
-		raw     bool // a body that is not a request
-		status  int
-		message string // "" where a front's protocol says it in its own words
+		name   string
+		code   string
+		files  []wire.File
+		raw    map[string]string // by front, a body that is not a run of code; "" for MCP's arguments of the wrong type
+		status int
+		// message is what is shown: a client's mistake in full; "" where
+		// a front's protocol says it in its own words. A runner's
+		// failure (runFailures) is shown as wire.FailureOf words it.
+		message string
 	}{
-		{"bad json", "", nil, true, http.StatusBadRequest, ""},
-		{"code too big", big, nil, false, http.StatusRequestEntityTooLarge,
+		{"not a request", "", nil, map[string]string{"native": `{"code": 5}`, "snekbox": `{"input": 5}`, "piston": `{"language": 5}`, "mcp over http": "", "mcp over stdio": ""},
+			http.StatusBadRequest, ""},
+		{"unknown language or version", "", nil, map[string]string{"snekbox": `{"input": "1", "executable_path": "/usr/bin/ruby"}`,
+			"piston": `{"language": "python", "version": "2.7", "files": [{"content": "1"}]}`}, http.StatusBadRequest, ""},
+		{"code too big", big, nil, nil, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("code, stdin and files are %d bytes, over the limit of %d bytes", len(big), frontLimits.MaxCodeBytes)},
-		{"too many files", "1", manyFiles, false, http.StatusBadRequest, fmt.Sprintf("%d files, over the limit of %d", len(manyFiles), wire.MaxInputFiles)},
-		{"bad base64", "1", []wire.File{{Path: "a.bin", Content: "!!!", Encoding: "base64"}}, false, http.StatusBadRequest, "files[0].content: not valid base64"},
-		{"unavailable", "unavailable", nil, false, http.StatusServiceUnavailable, "no usable python"},
-		{"shutdown", "shutdown", nil, false, http.StatusServiceUnavailable, "the executor is shutting down"},
-		{"internal", "internal", nil, false, http.StatusInternalServerError, wire.InternalMessage},
+		{"too many files", "1", manyFiles, nil, http.StatusBadRequest, fmt.Sprintf("%d files, over the limit of %d", len(manyFiles), wire.MaxInputFiles)},
+		{"bad base64", "1", []wire.File{{Path: "a.bin", Content: "!!!", Encoding: "base64"}}, nil, http.StatusBadRequest, "files[0].content: not valid base64"},
+		{"busy", "busy", nil, nil, http.StatusTooManyRequests, ""},
+		{"unavailable", "unavailable", nil, nil, http.StatusServiceUnavailable, ""},
+		{"shutdown", "shutdown", nil, nil, http.StatusServiceUnavailable, ""},
+		{"internal", "internal", nil, nil, http.StatusInternalServerError, ""},
 	} {
 		for _, f := range fronts(t) {
-			raw := ""
-			if tc.raw {
-				raw = `{"code": 5, "input": 5, "language": 5}`
+			raw, ok := tc.raw[f.name]
+			if tc.raw != nil && !ok {
+				continue // not a failure this front can meet
+			}
+			if ok && raw == "" {
+				raw = "wrong type"
 			}
 			status, message, _, failed := f.run(t, tc.code, tc.files, raw)
 			if !failed {
@@ -188,12 +203,14 @@ func TestFrontsAnswerAlike(t *testing.T) {
 			if status != 0 && status != tc.status {
 				t.Errorf("%s, %s: status %d, want %d", tc.name, f.name, status, tc.status)
 			}
-			if tc.message == "" {
-				continue
-			}
 			want := tc.message
-			if status == 0 && (tc.status == http.StatusServiceUnavailable) {
-				want += " (try again in 1 s)"
+			if err, ok := runFailures[tc.code]; ok {
+				if want = wire.FailureOf(err).Message; status == 0 {
+					want = wire.FailureOf(err).RetryText()
+				}
+			}
+			if want == "" {
+				continue
 			}
 			if f.name == "piston" {
 				// Piston's first file is the program.
