@@ -57,8 +57,9 @@ type Program struct {
 	// server's limit).
 	Timeout     time.Duration
 	MemoryBytes int64
-	Colour      bool
-	Script      bool
+	// Colour and Script are executor.Request's.
+	Colour bool
+	Script bool
 }
 
 // invalid is a client's mistake in a request.
