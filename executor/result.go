@@ -48,7 +48,25 @@ type Request struct {
 	// as a notebook cell: the value of its last expression and what it
 	// passes to display() come back in Result.Results.
 	Script bool
+	// Launch, when set, runs the request as `python -c CODE`, `python
+	// FILE` or `python -m MODULE` would, not as a snippet: Code is then
+	// the code, the path of one of Files or the module's name, and
+	// sys.argv is what python's would be (Args after "-c", the file or
+	// the module). The sandbox wraps it in a launcher of its own; a
+	// launched cell, as a snippet's, takes top-level await and shows its
+	// last expression's value. Empty: a snippet.
+	Launch Launch
 }
+
+// Launch is how a launched request names its program: see Request.Launch.
+type Launch string
+
+// Launch's values.
+const (
+	LaunchCode   Launch = "code"
+	LaunchFile   Launch = "file"
+	LaunchModule Launch = "module"
+)
 
 // File is a file that goes into a run's work dir or comes back out of it.
 // Content is base64 in JSON.

@@ -15,6 +15,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/fakediscord"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -37,7 +38,7 @@ func remoteScheduler(t *testing.T) *executor.Scheduler {
 		Runner:    ex,
 		Scheduler: exSched,
 		Load:      func() httpserver.Load { return httpserver.Load{Capacity: 1, QueueSize: 10} },
-		API:       api.Config{Timeout: 10 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1 << 20},
+		API:       api.Config{Limits: wire.Limits{Timeout: 10 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1 << 20}},
 	})
 	if err := svc.Open(ctx); err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func remoteScheduler(t *testing.T) *executor.Scheduler {
 	sched := executor.NewScheduler(rr, executor.Config{Concurrency: 1, MaxPerUser: 100})
 	t.Cleanup(func() {
 		_ = sched.Close(context.Background())
-		_ = rr.Close()
+		rr.Close()
 		_ = exSched.Close(context.Background())
 		_ = svc.Close(context.Background())
 		ex.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
@@ -27,7 +28,7 @@ func startExecutor(tb testing.TB, concurrency int, sessions bool) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ac := api.Config{Timeout: 5 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1 << 20}
+	ac := api.Config{Limits: wire.Limits{Timeout: 5 * time.Second, MemoryBytes: 256 << 20, MaxCodeBytes: 1 << 20}}
 	var runner executor.Runner = ex
 	var m *session.Manager
 	if sessions {
@@ -76,7 +77,7 @@ func BenchmarkScaleOut(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer func() { _ = r.Close() }()
+			defer r.Close()
 			slots := r.Capacity()
 			if slots != n*concurrency {
 				b.Fatalf("capacity %d, want %d", slots, n*concurrency)

@@ -16,7 +16,7 @@
 //
 // A run whose context carries an output hook (executor.WithOutput, the
 // bots' live output) asks the executor to stream its output (Accept:
-// application/x-ndjson, see internal/api) and hands the output so far to
+// application/x-ndjson, see executor/wire) and hands the output so far to
 // the hook as it comes; an executor that answers plain JSON serves it
 // without. A run whose executor dies mid-run is retried as any run is,
 // streamed output or not: the hook then gets the new attempt's output
@@ -53,7 +53,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/httpserver"
 )
 
@@ -236,11 +236,10 @@ func (r *Runner) checkToken(ctx context.Context) error {
 
 // Close stops the background refresh. Runs in flight go on until their
 // contexts end.
-func (r *Runner) Close() error {
+func (r *Runner) Close() {
 	r.stop()
 	r.wg.Wait()
 	r.client.CloseIdleConnections()
-	return nil
 }
 
 func (r *Runner) refreshLoop(ctx context.Context) {
@@ -541,7 +540,7 @@ func (r *Runner) endOn(ctx context.Context, base, id string) error {
 	case http.StatusOK, http.StatusNotFound:
 		return nil
 	}
-	var er api.ErrorResponse
+	var er wire.ErrorResponse
 	_ = json.Unmarshal(b, &er)
 	return &executor.Error{Code: executor.ErrInternal, Message: fmt.Sprintf("ending session on %s: answered %d: %s", base, resp.StatusCode, cmp.Or(er.Error, http.StatusText(resp.StatusCode)))}
 }
@@ -570,6 +569,11 @@ const (
 
 // Run runs req on an executor, as described in the package comment.
 func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
+	if req.Launch != "" {
+		// /v1/run takes snippets: a launched program is an execute API
+		// front's own, which runs it on the sandbox behind it.
+		return executor.Result{}, executor.Errorf(executor.ErrInvalid, "a launched program (%s) cannot go to a remote executor: /v1/run takes snippets", req.Launch)
+	}
 	rr := r.runRequest(req)
 	key := ""
 	if req.Session != nil {
@@ -578,7 +582,7 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 		key = req.Session.ID
 		rr.Session = key
 		if req.Session.Replay != nil {
-			rr.Replay = make([]api.RunRequest, 0, len(req.Session.Replay))
+			rr.Replay = make([]wire.RunRequest, 0, len(req.Session.Replay))
 		}
 		for _, c := range req.Session.Replay {
 			rr.Replay = append(rr.Replay, r.runRequest(c))
@@ -647,14 +651,14 @@ func (r *Runner) Run(ctx context.Context, req executor.Request) (executor.Result
 
 // runRequest is req in the body of /v1/run, without its session; its
 // timeout the runner's where it names none.
-func (r *Runner) runRequest(req executor.Request) api.RunRequest {
+func (r *Runner) runRequest(req executor.Request) wire.RunRequest {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = r.cfg.Timeout
 	}
-	rr := api.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: api.Duration(timeout), Memory: req.MemoryBytes, Colour: req.Colour, Script: req.Script}
+	rr := wire.RunRequest{Code: req.Code, Stdin: req.Stdin, Args: req.Args, Timeout: wire.Duration(timeout), Memory: req.MemoryBytes, Colour: req.Colour, Script: req.Script}
 	for _, f := range req.Files {
-		rr.Files = append(rr.Files, api.RunFile{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
+		rr.Files = append(rr.Files, wire.File{Path: f.Path, Content: base64.StdEncoding.EncodeToString(f.Content), Encoding: "base64"})
 	}
 	return rr
 }
@@ -681,7 +685,7 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte, live exe
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	if live != nil {
-		hreq.Header.Set("Accept", api.NDJSON+", application/json;q=0.5")
+		hreq.Header.Set("Accept", wire.NDJSON+", application/json;q=0.5")
 	}
 	if r.cfg.Token != "" {
 		hreq.Header.Set("Authorization", "Bearer "+r.cfg.Token)
@@ -695,7 +699,7 @@ func (r *Runner) attempt(ctx context.Context, base string, body []byte, live exe
 	}
 	defer resp.Body.Close()
 	status, b := resp.StatusCode, []byte(nil)
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); status == http.StatusOK && mt == api.NDJSON {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); status == http.StatusOK && mt == wire.NDJSON {
 		status, b, err = readStream(resp.Body, live)
 	} else {
 		b, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
@@ -713,7 +717,7 @@ const maxAnswer = 64 << 20
 // errStreamCut is a stream that ended before its last line.
 var errStreamCut = errors.New("the stream ended before the result")
 
-// readStream reads a streamed answer (see api.OutputEvent), handing the
+// readStream reads a streamed answer (see wire.OutputEvent), handing the
 // output so far to live at each event, and returns its last line and the
 // status it stands for.
 func readStream(body io.Reader, live executor.OutputFunc) (status int, last []byte, err error) {
@@ -731,11 +735,11 @@ func readStream(body io.Reader, live executor.OutputFunc) (status int, last []by
 		switch kind.Event {
 		case "":
 			if kind.Code != "" {
-				return api.ErrorStatus(kind.Code), sc.Bytes(), nil
+				return wire.ErrorStatus(kind.Code), sc.Bytes(), nil
 			}
 			return http.StatusOK, sc.Bytes(), nil
-		case api.OutputEventName:
-			var ev api.OutputEvent
+		case wire.OutputEventName:
+			var ev wire.OutputEvent
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 				return 0, nil, fmt.Errorf("an output event is not valid: %w", err)
 			}
@@ -761,7 +765,7 @@ func readStream(body io.Reader, live executor.OutputFunc) (status int, last []by
 // answer reads an executor's answer: its status, headers and body.
 func (r *Runner) answer(base string, status int, header http.Header, b []byte) (executor.Result, outcome, error) {
 	if status == http.StatusOK {
-		var rr api.RunResponse
+		var rr wire.RunResponse
 		if err := json.Unmarshal(b, &rr); err != nil {
 			return executor.Result{}, died, fmt.Errorf("%s: the answer is not a result: %w", base, err)
 		}
@@ -770,7 +774,7 @@ func (r *Runner) answer(base string, status int, header http.Header, b []byte) (
 		res.TimeoutLimit = time.Duration(rr.TimeoutLimitMS) * time.Millisecond
 		return res, ran, nil
 	}
-	var er api.ErrorResponse
+	var er wire.ErrorResponse
 	_ = json.Unmarshal(b, &er)
 	msg := er.Error
 	if msg == "" {

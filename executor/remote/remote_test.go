@@ -20,8 +20,8 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/formatting"
-	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/httpserver"
 )
 
@@ -39,16 +39,16 @@ type fake struct {
 	mu    sync.Mutex
 	ready bool
 	load  httpserver.Load
-	run   func(w http.ResponseWriter, r *http.Request, req api.RunRequest)
+	run   func(w http.ResponseWriter, r *http.Request, req wire.RunRequest)
 	ended []string // the sessions DELETE asked it to end
 }
 
-func newFake(t *testing.T, capacity int, run func(w http.ResponseWriter, r *http.Request, req api.RunRequest)) *fake {
+func newFake(t *testing.T, capacity int, run func(w http.ResponseWriter, r *http.Request, req wire.RunRequest)) *fake {
 	t.Helper()
 	return newFakeAt(t, "127.0.0.1:0", capacity, run)
 }
 
-func newFakeAt(t *testing.T, addr string, capacity int, run func(w http.ResponseWriter, r *http.Request, req api.RunRequest)) *fake {
+func newFakeAt(t *testing.T, addr string, capacity int, run func(w http.ResponseWriter, r *http.Request, req wire.RunRequest)) *fake {
 	t.Helper()
 	f := &fake{ready: true, load: httpserver.Load{Capacity: capacity, QueueSize: 10}, run: run}
 	mux := http.NewServeMux()
@@ -66,7 +66,7 @@ func newFakeAt(t *testing.T, addr string, capacity int, run func(w http.Response
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		var req api.RunRequest
+		var req wire.RunRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			t.Errorf("bad run body: %v", err)
 		}
@@ -78,7 +78,7 @@ func newFakeAt(t *testing.T, addr string, capacity int, run func(w http.Response
 		defer f.mu.Unlock()
 		f.ended = append(f.ended, r.PathValue("id"))
 		w.WriteHeader(http.StatusNotFound)
-		_ = json.NewEncoder(w).Encode(api.ErrorResponse{Error: "no session", Code: "not_found"})
+		_ = json.NewEncoder(w).Encode(wire.ErrorResponse{Error: "no session", Code: "not_found"})
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -97,22 +97,22 @@ func (f *fake) set(ready bool, queued int) {
 }
 
 // echo answers the run with its code as stdout.
-func echo(name string) func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
-	return func(w http.ResponseWriter, _ *http.Request, req api.RunRequest) {
-		_ = json.NewEncoder(w).Encode(api.RunResponse{Result: executor.Result{Success: true, Stdout: name + ":" + req.Code, DurationMS: 12}, TimeoutLimitMS: 3000})
+func echo(name string) func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
+	return func(w http.ResponseWriter, _ *http.Request, req wire.RunRequest) {
+		_ = json.NewEncoder(w).Encode(wire.RunResponse{Result: executor.Result{Success: true, Stdout: name + ":" + req.Code, DurationMS: 12}, TimeoutLimitMS: 3000})
 	}
 }
 
-func status(code int) func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
-	return func(w http.ResponseWriter, _ *http.Request, _ api.RunRequest) {
+func status(code int) func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
+	return func(w http.ResponseWriter, _ *http.Request, _ wire.RunRequest) {
 		w.Header().Set("Retry-After", "3")
 		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(api.ErrorResponse{Error: http.StatusText(code)})
+		_ = json.NewEncoder(w).Encode(wire.ErrorResponse{Error: http.StatusText(code)})
 	}
 }
 
 // die drops the connection mid-run, as a killed executor does.
-func die(w http.ResponseWriter, _ *http.Request, _ api.RunRequest) {
+func die(w http.ResponseWriter, _ *http.Request, _ wire.RunRequest) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err == nil {
 		conn.Close()
@@ -129,7 +129,7 @@ func open(t *testing.T, cfg remote.Config) *remote.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Close() })
+	t.Cleanup(r.Close)
 	return r
 }
 
@@ -242,9 +242,9 @@ func TestDeathMidRunRetriesOnce(t *testing.T) {
 // sent to a second one (a snippet that fails one would fail it too) and
 // the executor stays in the choice.
 func TestExecutorsOwnErrorIsNotRetried(t *testing.T) {
-	failing := newFake(t, 8, func(w http.ResponseWriter, _ *http.Request, _ api.RunRequest) {
+	failing := newFake(t, 8, func(w http.ResponseWriter, _ *http.Request, _ wire.RunRequest) {
 		w.WriteHeader(http.StatusInternalServerError)
-		_ = json.NewEncoder(w).Encode(api.ErrorResponse{Error: "internal error", Code: "internal"})
+		_ = json.NewEncoder(w).Encode(wire.ErrorResponse{Error: "internal error", Code: "internal"})
 	})
 	other := newFake(t, 8, echo("other"))
 	other.set(true, 9) // the busiest by its report: picked last
@@ -350,8 +350,8 @@ func TestBadURL(t *testing.T) {
 // TestForwardsArgsAndFiles: the request's fields reach the executor's
 // /v1/run, its colour included.
 func TestForwardsArgsAndFiles(t *testing.T) {
-	got := make(chan api.RunRequest, 1)
-	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+	got := make(chan wire.RunRequest, 1)
+	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
 		got <- req
 		echo("f")(w, r, req)
 	})
@@ -372,12 +372,29 @@ func TestForwardsArgsAndFiles(t *testing.T) {
 	}
 }
 
+// TestLaunchedIsRefused: a launched program (executor.Request.Launch: a
+// file, a module, code with python's argv) is refused as the client's
+// mistake before any executor sees it: /v1/run takes snippets, and sent
+// as one its code would run as a snippet (a file's path as Python).
+func TestLaunchedIsRefused(t *testing.T) {
+	f := newFake(t, 1, echo("a"))
+	r := open(t, remote.Config{URLs: []string{f.srv.URL}})
+	_, err := r.Run(context.Background(), executor.Request{Launch: executor.LaunchFile, Code: "main.py",
+		Files: []executor.File{{Path: "main.py", Content: []byte("print(1)")}}})
+	if executor.ErrorCode(err) != executor.ErrInvalid || !strings.Contains(err.Error(), "remote executor") {
+		t.Fatalf("err %v, want ErrInvalid saying a remote executor takes no launched program", err)
+	}
+	if n := f.runs.Load(); n != 0 {
+		t.Errorf("%d runs reached the executor", n)
+	}
+}
+
 // TestSendsItsOwnTimeout: a run and a replayed cell that name no timeout
 // are sent with the runner's (the bot's RUNBLOCK_TIMEOUT), not left to
 // the executor's default; one that names its own keeps it.
 func TestSendsItsOwnTimeout(t *testing.T) {
-	got := make(chan api.RunRequest, 3)
-	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+	got := make(chan wire.RunRequest, 3)
+	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
 		got <- req
 		echo("f")(w, r, req)
 	})
@@ -411,7 +428,7 @@ func TestSendsItsOwnTimeout(t *testing.T) {
 // executor down.
 func TestCancelKeepsTheExecutor(t *testing.T) {
 	started := make(chan struct{})
-	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+	f := newFake(t, 1, func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
 		if req.Code == "slow" {
 			close(started)
 			<-r.Context().Done()
@@ -436,13 +453,21 @@ func TestCancelKeepsTheExecutor(t *testing.T) {
 	}
 }
 
-// tokenExecutor serves the real execute API, which takes only token, with
-// a ready /readyz: what New checks the token against.
+// tokenExecutor serves an execute API that takes only token (401
+// otherwise, as the real one answers), with a ready /readyz: what New
+// checks the token against.
 func tokenExecutor(t *testing.T, token string) string {
 	t.Helper()
 	srv := httpserver.New(httpserver.Config{
 		Addr: "127.0.0.1:0",
-		API:  api.New(api.Config{Tokens: []string{token}, PythonVersion: "3.11.2"}),
+		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+token {
+				w.WriteHeader(http.StatusUnauthorized)
+				_ = json.NewEncoder(w).Encode(wire.ErrorResponse{Error: "missing or wrong bearer token", Code: wire.ErrorCode(http.StatusUnauthorized)})
+				return
+			}
+			_, _ = w.Write([]byte(`[{"language":"python","version":"3.11.2","aliases":[]}]`))
+		}),
 		Readiness: func() httpserver.Readiness {
 			return httpserver.Readiness{Ready: true, Load: &httpserver.Load{Capacity: 1}}
 		},
@@ -484,7 +509,7 @@ func TestNewChecksTheToken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := remote.New(context.Background(), remote.Config{URLs: tt.urls, Token: tt.token, Refresh: time.Hour})
 			if err == nil {
-				defer func() { _ = r.Close() }()
+				defer r.Close()
 			}
 			switch {
 			case tt.want == "" && err != nil:
@@ -507,8 +532,8 @@ func TestNewChecksTheToken(t *testing.T) {
 func TestResultsPassThrough(t *testing.T) {
 	results := []executor.Display{{Data: map[string]string{"text/plain": "'a'", "image/png": "iVBORw0K"}, At: 3},
 		{Data: map[string]string{"text/plain": "42"}, Value: true, At: 3}}
-	f := newFake(t, 1, func(w http.ResponseWriter, _ *http.Request, req api.RunRequest) {
-		_ = json.NewEncoder(w).Encode(api.RunResponse{Result: executor.Result{Success: true, Stdout: "hi\n", Results: results}})
+	f := newFake(t, 1, func(w http.ResponseWriter, _ *http.Request, req wire.RunRequest) {
+		_ = json.NewEncoder(w).Encode(wire.RunResponse{Result: executor.Result{Success: true, Stdout: "hi\n", Results: results}})
 	})
 	r := open(t, remote.Config{URLs: []string{f.srv.URL}})
 	res, err := run(t, r, "x")

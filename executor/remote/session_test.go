@@ -12,19 +12,19 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
-	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/executor/wire"
 )
 
 // cells records the session cells a fake executor got.
 type cells struct {
 	mu  sync.Mutex
-	got []api.RunRequest
+	got []wire.RunRequest
 }
 
 // answer echoes a cell with its executor's name and the replay it came
 // with.
-func (c *cells) answer(name string) func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
-	return func(w http.ResponseWriter, _ *http.Request, req api.RunRequest) {
+func (c *cells) answer(name string) func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
+	return func(w http.ResponseWriter, _ *http.Request, req wire.RunRequest) {
 		c.mu.Lock()
 		c.got = append(c.got, req)
 		c.mu.Unlock()
@@ -33,7 +33,7 @@ func (c *cells) answer(name string) func(w http.ResponseWriter, r *http.Request,
 			replay = append(replay, r.Code)
 		}
 		out := fmt.Sprintf("%s:%s:%s after [%s]", name, req.Session, req.Code, strings.Join(replay, ","))
-		_ = json.NewEncoder(w).Encode(api.RunResponse{Result: executor.Result{Success: true, Stdout: out}})
+		_ = json.NewEncoder(w).Encode(wire.RunResponse{Result: executor.Result{Success: true, Stdout: out}})
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
-	"github.com/runblock/runblock/internal/api"
+	"github.com/runblock/runblock/executor/wire"
 )
 
 // hook is an output hook that records what it got, failing the test when
@@ -170,7 +170,7 @@ func TestStreamSessionCell(t *testing.T) {
 // request for a stream serves the run, without live output.
 func TestStreamFromAnOldExecutor(t *testing.T) {
 	var accept atomic.Value
-	old := newFake(t, 2, func(w http.ResponseWriter, r *http.Request, req api.RunRequest) {
+	old := newFake(t, 2, func(w http.ResponseWriter, r *http.Request, req wire.RunRequest) {
 		accept.Store(r.Header.Get("Accept"))
 		echo("old")(w, r, req)
 	})
@@ -180,7 +180,7 @@ func TestStreamFromAnOldExecutor(t *testing.T) {
 	if err != nil || res.Stdout != "old:x" || len(h.got()) != 0 {
 		t.Fatalf("run: %+v, %v, hook %q; want the plain answer", res, err, h.got())
 	}
-	if a, _ := accept.Load().(string); !strings.Contains(a, api.NDJSON) {
+	if a, _ := accept.Load().(string); !strings.Contains(a, wire.NDJSON) {
 		t.Errorf("Accept %q: the stream was not asked for", a)
 	}
 }
@@ -213,11 +213,11 @@ func TestStreamCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHook(t)
-			cut := newFake(t, 8, func(w http.ResponseWriter, r *http.Request, _ api.RunRequest) {
-				w.Header().Set("Content-Type", api.NDJSON)
+			cut := newFake(t, 8, func(w http.ResponseWriter, r *http.Request, _ wire.RunRequest) {
+				w.Header().Set("Content-Type", wire.NDJSON)
 				w.WriteHeader(http.StatusOK)
 				if tc.output {
-					_ = json.NewEncoder(w).Encode(api.OutputEvent{Event: api.OutputEventName, Stdout: "half"})
+					_ = json.NewEncoder(w).Encode(wire.OutputEvent{Event: wire.OutputEventName, Stdout: "half"})
 				}
 				_ = http.NewResponseController(w).Flush()
 				if tc.output {

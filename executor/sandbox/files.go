@@ -80,8 +80,10 @@ func checkFiles(files []executor.File, maxFiles int, maxBytes int64) error {
 
 // encodeRequest is what goes down the request pipe (see protocol.go and
 // guard.py's _runblock_unpack): a header with the request's flags, the
-// code, the arguments, the input files.
+// code, the arguments, the input files; a launched request's code is the
+// launcher (see launched).
 func encodeRequest(req executor.Request) []byte {
+	req = launched(req)
 	var b bytes.Buffer
 	flags := 0
 	if req.Colour {

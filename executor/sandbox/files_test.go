@@ -74,6 +74,42 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestLaunch: a launched request runs as python would run its code, file
+// or module, with python's sys.argv, and shows a launched cell's value;
+// the launcher is the sandbox's own, leaving no name behind.
+func TestLaunch(t *testing.T) {
+	e := newExecutor(t, sandbox.Config{})
+	file := func(path, src string) executor.File {
+		return executor.File{Path: path, Size: int64(len(src)), Content: []byte(src)}
+	}
+	for _, tc := range []struct {
+		name   string
+		req    executor.Request
+		stdout string
+		value  string
+	}{
+		{"code", executor.Request{Launch: executor.LaunchCode, Code: "import sys\nprint(sys.argv, sorted(n for n in dir() if 'runblock' in n))\n6*7", Args: []string{"a"}},
+			"['-c', 'a'] []\n", "42"},
+		{"file", executor.Request{Launch: executor.LaunchFile, Code: "bin/main.py", Args: []string{"a"}, Script: true,
+			Files: []executor.File{file("bin/main.py", "import sys, helper\nprint(sys.argv, __name__, helper.X)"), file("bin/helper.py", "X = 1")}},
+			"['bin/main.py', 'a'] __main__ 1\n", ""},
+		{"module", executor.Request{Launch: executor.LaunchModule, Code: "tool", Args: []string{"a"}, Script: true,
+			Files: []executor.File{file("tool.py", "import sys\nprint(sys.argv[1:], __name__)")}},
+			"['a'] __main__\n", ""},
+	} {
+		res := run(t, e, tc.req)
+		value := ""
+		for _, d := range res.Results {
+			if d.Value {
+				value = d.Data["text/plain"]
+			}
+		}
+		if res.Stdout != tc.stdout || value != tc.value || !res.Success {
+			t.Errorf("%s: stdout %q, value %q (stderr %q), want %q, %q", tc.name, res.Stdout, value, res.Stderr, tc.stdout, tc.value)
+		}
+	}
+}
+
 func fileNames(files []executor.File) []string {
 	var names []string
 	for _, f := range files {

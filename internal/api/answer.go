@@ -160,7 +160,7 @@ func (a *answer) deadline(n int64) time.Time {
 // encoded: at least its outputs and its files' content.
 type sized interface{ answerSize() int64 }
 
-func (r RunResponse) answerSize() int64 { return resultSize(r.Result) }
+func (r runAnswer) answerSize() int64 { return resultSize(r.Result) }
 
 func (r snekboxResponse) answerSize() int64 {
 	n := int64(len(r.Stdout))
@@ -189,7 +189,7 @@ func resultSize(res executor.Result) int64 {
 	return n
 }
 
-func (r RunResponse) lighten(mark func(int) []byte) (any, [][]byte) {
+func (r runAnswer) lighten(mark func(int) []byte) (any, [][]byte) {
 	var contents [][]byte
 	r.Files, contents = lightFiles(r.Files, mark)
 	return r, contents

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -27,7 +28,7 @@ func TestFilesComeWhole(t *testing.T) {
 	if resp.status != http.StatusOK {
 		t.Fatalf("%d", resp.status)
 	}
-	var got api.RunResponse
+	var got wire.RunResponse
 	if err := json.Unmarshal(resp.body, &got); err != nil || len(got.Files) != 2 || len(got.Files[0].Content) != size ||
 		got.Files[0].Content[size-1] != byte((size-1)%256) || string(got.Files[1].Content) != "xy" || got.Stdout != "hi\"\n" {
 		t.Fatalf("/v1/run: %v (%d bytes)", err, len(resp.body))

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/mcp"
 )
 
@@ -36,12 +37,9 @@ type Config struct {
 	// list); each is one client of the fairness order. None: no
 	// authentication, for a loopback-only listener (see CheckListener).
 	Tokens []string
-	// Timeout and MemoryBytes are the server's limits: the default of a
-	// request, and the most it may ask for.
-	Timeout     time.Duration
-	MemoryBytes int64
-	// MaxCodeBytes caps code + stdin + files of a request.
-	MaxCodeBytes int64
+	// Limits are what a request may ask for, as in every front: MCP's
+	// at /mcp too. The body cap is theirs (Limits.BodyBytes).
+	wire.Limits
 	// Origins are the web origins, besides the service's own, whose
 	// pages may call the API (RUNBLOCK_API_ORIGINS), such as
 	// "https://app.example.com"; see admit.
@@ -54,8 +52,8 @@ type Config struct {
 	// names one runs alone.
 	Sessions Sessions
 	// MCP, when set, serves the tool run_python over MCP's streamable HTTP
-	// transport at /mcp behind the same tokens; its Scheduler (and
-	// PythonVersion, when unset) are the Handler's.
+	// transport at /mcp behind the same tokens; its Scheduler and Limits
+	// (and PythonVersion, when unset) are the Handler's.
 	MCP *mcp.Config
 	// Draining reports that the service is shutting down (503).
 	Draining func() bool
@@ -86,7 +84,6 @@ const (
 type Handler struct {
 	cfg     Config
 	log     *slog.Logger
-	lim     limits
 	tokens  []token
 	mux     *http.ServeMux
 	answers *budget // bytes of answers being written
@@ -119,7 +116,6 @@ func New(cfg Config) *Handler {
 		h.cfg.Answers = NewAnswers(h.cfg.AnswerBytes)
 	}
 	h.answers = h.cfg.Answers.b
-	h.lim = limits{maxTimeout: cfg.Timeout, maxMemory: cfg.MemoryBytes, maxBytes: cfg.MaxCodeBytes}
 	for _, t := range cfg.Tokens {
 		sum := sha256.Sum256([]byte(t))
 		h.tokens = append(h.tokens, token{hash: sum, id: "token:" + hex.EncodeToString(sum[:4])})
@@ -203,7 +199,9 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 		if err := http.NewResponseController(rw).SetWriteDeadline(time.Time{}); err != nil {
 			h.log.Debug("clearing write deadline", "err", err)
 		}
-		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody())
+		if n := h.cfg.BodyBytes(); n > 0 {
+			r.Body = http.MaxBytesReader(rw, r.Body, n)
+		}
 		// The room the gate takes for the run's result, which the answer
 		// takes over; what it did not is given back here.
 		held := new(atomic.Int64)
@@ -214,19 +212,11 @@ func (h *Handler) endpoint(writeErr errorWriter, fn handlerFunc) http.Handler {
 		if err == nil {
 			return
 		}
-		var ae *apiError
-		if !errors.As(err, &ae) {
-			ae = h.runError(err)
+		f := h.failure(r, client, err)
+		if f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds()))))
 		}
-		if ae.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.retryAfter.Seconds()))))
-		}
-		if ae.status >= 500 && ae.status != http.StatusServiceUnavailable {
-			h.log.Error("api request failed", "path", r.URL.Path, "client", client, "err", err)
-		} else {
-			h.log.Debug("api request refused", "path", r.URL.Path, "client", client, "status", ae.status, "err", ae.message)
-		}
-		writeErr(w, ae.status, ae.message)
+		writeErr(w, f.Status, f.Message)
 	})
 }
 
@@ -235,9 +225,17 @@ func (h *Handler) refused(r *http.Request, ae *apiError) {
 	h.log.Warn("api request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "status", ae.status, "err", ae.message)
 }
 
-// maxBody caps a request body: the code, stdin and files, JSON-escaped
-// (up to 6 bytes a byte for control characters), plus room for the rest.
-func (h *Handler) maxBody() int64 { return 6*h.lim.maxBytes + 64<<10 }
+// failure is what a request that failed with err answers (an *apiError
+// of the endpoint's own, else wire.FailureOf), logged at its level.
+func (h *Handler) failure(r *http.Request, client string, err error) wire.Failure {
+	var ae *apiError
+	f := wire.FailureOf(err)
+	if errors.As(err, &ae) {
+		f = wire.Failure{Status: ae.status, Message: ae.message, Level: slog.LevelDebug, RetryAfter: ae.retryAfter}
+	}
+	h.log.Log(r.Context(), f.Level, "api request failed", "path", r.URL.Path, "client", client, "status", f.Status, "err", err)
+	return f
+}
 
 // client authenticates r and returns its key in the fairness order: the
 // token's identity, or the remote address when no token is configured.
@@ -381,34 +379,13 @@ func jsonKind(goKind string) string {
 // run checks p against the server's limits and runs it as client's job
 // through the scheduler, as a script: the snekbox and Piston clients
 // expect exactly what it writes, no notebook value or display().
-func (h *Handler) run(r *http.Request, client string, p program) (executor.Result, error) {
-	req, err := p.request(h.lim)
+func (h *Handler) run(r *http.Request, client string, p wire.Program) (executor.Result, error) {
+	p.Script = true
+	req, err := h.cfg.Limits.Request(p)
 	if err != nil {
 		return executor.Result{}, err
 	}
-	req.Script = true
 	return h.cfg.Scheduler.Submit(r.Context(), executor.Job{User: client, Request: req})
-}
-
-// runError maps an executor error to its HTTP answer.
-func (h *Handler) runError(err error) *apiError {
-	var e *executor.Error
-	if !errors.As(err, &e) {
-		return &apiError{status: http.StatusInternalServerError, message: "internal error"}
-	}
-	switch e.Code {
-	case executor.ErrBusy, executor.ErrRateLimited:
-		return &apiError{status: http.StatusTooManyRequests, message: e.Message, retryAfter: max(e.RetryAfter, time.Second)}
-	case executor.ErrTooLarge:
-		return &apiError{status: http.StatusRequestEntityTooLarge, message: e.Message}
-	case executor.ErrInvalid:
-		return &apiError{status: http.StatusBadRequest, message: e.Message}
-	case executor.ErrShutdown, executor.ErrUnavailable:
-		return &apiError{status: http.StatusServiceUnavailable, message: e.Message, retryAfter: time.Second}
-	case executor.ErrCanceled:
-		return &apiError{status: 499, message: "the request was cancelled"}
-	}
-	return &apiError{status: http.StatusInternalServerError, message: "internal error"}
 }
 
 func writeJSON(w *answer, status int, v any) { w.write(status, v) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -165,7 +166,7 @@ func TestNativeRequestReachesRunner(t *testing.T) {
 		got <- req
 		return executor.Result{Success: true, Stdout: "hi\n", TimeoutLimit: req.Timeout}, nil
 	})
-	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Timeout: 2 * time.Second, MemoryBytes: 128 << 20})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Limits: wire.Limits{Timeout: 2 * time.Second, MemoryBytes: 128 << 20}})
 	for _, tc := range []struct {
 		body    string
 		timeout time.Duration
@@ -203,7 +204,7 @@ func TestBadRequests(t *testing.T) {
 		t.Error("a bad request reached the runner")
 		return executor.Result{}, nil
 	})
-	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{MaxCodeBytes: 100})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Limits: wire.Limits{MaxCodeBytes: 100}})
 	for _, tc := range []struct {
 		path, body string
 		status     int

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/mcp"
 )
@@ -26,7 +27,7 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 		runs.Add(1)
 		return executor.Result{Success: true, Stdout: "ran\n"}, nil
 	})
-	mc := &mcp.Config{Timeout: 2 * time.Second, MemoryBytes: 256 << 20}
+	mc := &mcp.Config{Limits: wire.Limits{Timeout: 2 * time.Second, MemoryBytes: 256 << 20}}
 	noToken := open(t, r, executor.Config{Concurrency: 1}, api.Config{Origins: []string{"https://notebook.example"}, MCP: mc})
 	withToken := open(t, r, executor.Config{Concurrency: 1}, api.Config{Tokens: []string{token}, MCP: mc})
 	run := `{"code":"print(1)"}`

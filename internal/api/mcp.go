@@ -18,7 +18,7 @@ type clientKey struct{}
 // up) and answers with plain JSON, each write under a deadline sized to it
 // as the other endpoints' answers are.
 func (h *Handler) mcpHandler(mc mcp.Config) http.Handler {
-	mc.Scheduler = h.cfg.Scheduler
+	mc.Scheduler, mc.Limits = h.cfg.Scheduler, h.cfg.Limits
 	if mc.Sessions == nil && h.cfg.Sessions != nil {
 		mc.Sessions = h.cfg.Sessions
 	}

@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,40 +9,8 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 )
-
-// RunRequest is the body of POST /v1/run.
-type RunRequest struct {
-	Code  string `json:"code"`
-	Stdin string `json:"stdin,omitempty"`
-	// Args are the snippet's sys.argv[1:].
-	Args  []string  `json:"args,omitempty"`
-	Files []RunFile `json:"files,omitempty"`
-	// Timeout is in seconds (a number) or a duration such as "2.5s"; 0 or
-	// absent is the server's limit, and more is capped to it.
-	Timeout Duration `json:"timeout,omitzero"`
-	// Memory is in bytes; 0 or absent is the server's limit, and more is
-	// capped to it.
-	Memory int64 `json:"memory,omitempty"`
-	// Session makes the run a cell of the client's session of that id
-	// (1 to 128 letters, digits and . _ : @ -): runs with
-	// the same id share variables, imports and files. Sessions are the
-	// client's own: another token's same id is another session.
-	Session string `json:"session,omitempty"`
-	// Replay is for runblock's own bots: the session's earlier successful
-	// cells, oldest first, which the executor replays (output discarded)
-	// when no live process holds exactly their state. Other clients leave
-	// it out: the executor keeps its own record. An empty list (not
-	// absent) says the session has no earlier cells.
-	Replay []RunRequest `json:"replay,omitzero"`
-	// Colour says the client renders ANSI colour (executor.Request.Colour):
-	// an executor whose python is 3.13 or later writes the traceback of an
-	// uncaught exception with SGR escape sequences. Absent or false: plain.
-	Colour bool `json:"colour,omitempty"`
-	// Script runs the code as a script (executor.Request.Script): no
-	// results, no display(). Absent or false: a notebook cell.
-	Script bool `json:"script,omitempty"`
-}
 
 // sessionKey is the session manager's key of a client's session id.
 func sessionKey(client, id string) string { return "api:" + client + ":" + id }
@@ -64,103 +30,12 @@ type Sessions interface {
 	Live() int
 }
 
-// EndResponse is the answer of DELETE /v1/sessions/{id}.
-type EndResponse struct {
-	Session string `json:"session"`
-	Ended   bool   `json:"ended"`
-}
-
-// RunFile is an input file written into the work dir before the run.
-type RunFile struct {
-	Path     string `json:"path"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding,omitempty"` // "utf8" (default) or "base64"
-}
-
-// RunResponse is the answer of POST /v1/run: the Result, as `runblock exec
-// --json` prints it, plus the time limit the run had.
-type RunResponse struct {
-	executor.Result
-	TimeoutLimitMS int64 `json:"timeout_limit_ms"`
-}
-
-// ErrorResponse is the body of a native API error, as `runblock exec
-// --json` prints a run that could not be made: a message and a code
-// ("bad_request", "unauthorized", "forbidden", "not_found",
-// "unsupported_media_type", "too_large", "busy", "unavailable",
-// "internal").
-type ErrorResponse struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
-
-// Duration is a JSON number of seconds or a duration string.
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).Seconds())
-}
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	switch v := v.(type) {
-	case float64:
-		if v < 0 || v > 1e6 {
-			return fmt.Errorf("timeout %v: give seconds between 0 and 1000000", v)
-		}
-		*d = Duration(v * float64(time.Second))
-	case string:
-		p, err := time.ParseDuration(v)
-		if err != nil || p < 0 {
-			return fmt.Errorf("timeout %q: give seconds or a duration such as \"2.5s\"", v)
-		}
-		*d = Duration(p)
-	case nil:
-		*d = 0
-	default:
-		return fmt.Errorf("timeout: give seconds or a duration such as \"2.5s\"")
-	}
-	return nil
-}
-
-// errorCodes are ErrorResponse's codes by HTTP status; any other status
-// is "internal".
-var errorCodes = map[int]string{
-	http.StatusBadRequest:            "bad_request",
-	http.StatusUnauthorized:          "unauthorized",
-	http.StatusForbidden:             "forbidden",
-	http.StatusNotFound:              "not_found",
-	http.StatusUnsupportedMediaType:  "unsupported_media_type",
-	http.StatusRequestEntityTooLarge: string(executor.ErrTooLarge),
-	http.StatusTooManyRequests:       string(executor.ErrBusy),
-	http.StatusServiceUnavailable:    string(executor.ErrUnavailable),
-}
-
-// ErrorStatus is the HTTP status an ErrorResponse's code stands for: what
-// a stream's last line, which came after a 200, would have been answered
-// with.
-func ErrorStatus(code string) int {
-	for status, c := range errorCodes {
-		if c == code {
-			return status
-		}
-	}
-	return http.StatusInternalServerError
-}
-
 func nativeErrors(w *answer, status int, message string) {
-	code, ok := errorCodes[status]
-	if !ok {
-		code = "internal"
-	}
-	writeJSON(w, status, ErrorResponse{Error: message, Code: code})
+	writeJSON(w, status, wire.ErrorResponse{Error: message, Code: wire.ErrorCode(status)})
 }
 
 func (h *Handler) native(w *answer, r *http.Request, client string) error {
-	var body RunRequest
+	var body wire.RunRequest
 	if err := decode(r, &body, true); err != nil {
 		return err
 	}
@@ -205,31 +80,22 @@ func (h *Handler) native(w *answer, r *http.Request, client string) error {
 		info.ID = body.Session
 		res.Session = &info
 	}
-	writeJSON(w, http.StatusOK, RunResponse{Result: res, TimeoutLimitMS: res.TimeoutLimit.Milliseconds()})
+	writeJSON(w, http.StatusOK, runAnswer{Result: res, TimeoutLimitMS: res.TimeoutLimit.Milliseconds()})
 	return nil
 }
 
 // nativeRequest checks body (a replayed cell's fields named after field,
-// such as "replay[2].") and turns it into an executor.Request.
-func (h *Handler) nativeRequest(body RunRequest, field string) (executor.Request, error) {
-	if body.Memory < 0 {
-		return executor.Request{}, badRequest("field \"%smemory\" must be a number of bytes, 0 for the server's limit", field)
-	}
-	p := program{mode: "code", target: body.Code, argv: append([]string{"-c"}, body.Args...), stdin: body.Stdin,
-		timeout: time.Duration(body.Timeout), memory: body.Memory}
-	paths := make([]string, len(body.Files))
-	for i, f := range body.Files {
-		paths[i] = f.Path
-	}
-	if err := p.addFiles(field+"files[%d].path", paths, func(i int) ([]byte, error) {
-		return content(body.Files[i].Content, body.Files[i].Encoding)
-	}); err != nil {
-		return executor.Request{}, err
-	}
-	req, err := p.request(h.lim)
-	req.Colour, req.Script = body.Colour, body.Script
-	return req, err
+// such as "replay[2].") and turns it into an executor.Request: with files
+// or arguments, it runs as `python -c CODE ARGS...` would.
+func (h *Handler) nativeRequest(body wire.RunRequest, field string) (executor.Request, error) {
+	return h.cfg.Limits.Request(wire.Program{
+		Launch: executor.LaunchCode, Code: body.Code, Args: body.Args, Stdin: body.Stdin, Files: body.Files, Field: field,
+		Timeout: time.Duration(body.Timeout), MemoryBytes: body.Memory, Colour: body.Colour, Script: body.Script,
+	})
 }
+
+// runAnswer is /v1/run's answer, sized and lightened as it is written.
+type runAnswer wire.RunResponse
 
 // endSession is DELETE /v1/sessions/{id}: it ends the client's session id.
 func (h *Handler) endSession(w *answer, r *http.Request, client string) error {
@@ -247,21 +113,6 @@ func (h *Handler) endSession(w *answer, r *http.Request, client string) error {
 	if !found {
 		return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no session %q", id)}
 	}
-	writeJSON(w, http.StatusOK, EndResponse{Session: id, Ended: true})
+	writeJSON(w, http.StatusOK, wire.EndResponse{Session: id, Ended: true})
 	return nil
-}
-
-// content decodes a file's content in the given encoding.
-func content(s, encoding string) ([]byte, error) {
-	switch encoding {
-	case "", "utf8", "utf-8":
-		return []byte(s), nil
-	case "base64":
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, fmt.Errorf("content is not valid base64: %v", err)
-		}
-		return b, nil
-	}
-	return nil, fmt.Errorf("encoding %q is not supported: use \"utf8\" or \"base64\"", encoding)
 }

@@ -1,28 +1,33 @@
 package api
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 )
 
 // pistonRequest is the body of Piston's POST /api/v2/execute. Compile
 // settings are accepted and ignored: Python has no compile stage.
 type pistonRequest struct {
-	Language string `json:"language"`
-	Version  string `json:"version"`
-	Files    []struct {
-		Name     string `json:"name"`
-		Content  string `json:"content"`
-		Encoding string `json:"encoding"` // "utf8" (default), "base64" or "hex"
-	} `json:"files"`
-	Stdin          string   `json:"stdin"`
-	Args           []string `json:"args"`
-	RunTimeout     *float64 `json:"run_timeout"`      // ms; -1 or absent: the server's limit
-	RunMemoryLimit *float64 `json:"run_memory_limit"` // bytes; -1 or absent: the server's limit
+	Language       string       `json:"language"`
+	Version        string       `json:"version"`
+	Files          []pistonFile `json:"files"`
+	Stdin          string       `json:"stdin"`
+	Args           []string     `json:"args"`
+	RunTimeout     *float64     `json:"run_timeout"`      // ms; -1 or absent: the server's limit
+	RunMemoryLimit *float64     `json:"run_memory_limit"` // bytes; -1 or absent: the server's limit
+}
+
+// pistonFile is one of a Piston request's files: its content "utf8" (the
+// default, also "text"), "base64" or "hex", as Encoding says.
+type pistonFile struct {
+	Name     string `json:"name"`
+	Content  string `json:"content"`
+	Encoding string `json:"encoding"`
 }
 
 type pistonResponse struct {
@@ -86,26 +91,19 @@ func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 	if len(body.Files) == 0 {
 		return badRequest("files is required as an array with at least one file")
 	}
-	p := program{mode: "file", stdin: body.Stdin}
-	names := make([]string, len(body.Files))
+	p := wire.Program{Launch: executor.LaunchFile, Args: body.Args, Stdin: body.Stdin, FilePath: "name"}
 	for i, f := range body.Files {
-		names[i] = f.Name
-		if names[i] == "" {
-			names[i] = fmt.Sprintf("file%d.code", i)
+		if f.Name == "" {
+			f.Name = fmt.Sprintf("file%d.code", i)
 		}
+		p.Files = append(p.Files, wire.File{Path: f.Name, Content: f.Content, Encoding: f.Encoding})
 	}
-	if err := p.addFiles("files[%d].name", names, func(i int) ([]byte, error) {
-		return pistonContent(body.Files[i].Content, body.Files[i].Encoding)
-	}); err != nil {
-		return err
-	}
-	p.target = p.files[0].Path
-	p.argv = append([]string{p.target}, body.Args...)
+	p.Code = p.Files[0].Path
 	if t := body.RunTimeout; t != nil && *t > 0 {
-		p.timeout = time.Duration(*t * float64(time.Millisecond))
+		p.Timeout = wire.Seconds(*t / 1000)
 	}
 	if m := body.RunMemoryLimit; m != nil && *m > 0 {
-		p.memory = int64(*m)
+		p.MemoryBytes = int64(*m)
 	}
 	res, err := h.run(r, client, p)
 	if err != nil {
@@ -145,15 +143,4 @@ func (h *Handler) piston(w *answer, r *http.Request, client string) error {
 	}
 	writeJSON(w, http.StatusOK, pistonResponse{Language: "python", Version: h.cfg.PythonVersion, Run: run})
 	return nil
-}
-
-func pistonContent(s, encoding string) ([]byte, error) {
-	if encoding == "hex" {
-		b, err := hex.DecodeString(s)
-		if err != nil {
-			return nil, fmt.Errorf("content is not valid hex")
-		}
-		return b, nil
-	}
-	return content(s, encoding)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/eventually"
 )
@@ -171,22 +172,23 @@ func TestUnreadAnswersAreFreed(t *testing.T) {
 }
 
 // TestLimitIsWhatItSays: a request within the API's MaxCodeBytes (code,
-// stdin and files) runs on an executor whose own limit is that plus the
-// launcher: files and arguments go to the sandbox once, not twice.
+// stdin and files) runs on an executor whose own limit is the same: the
+// launcher is the sandbox's own and counts for nothing, and files and
+// arguments go to the sandbox once, not twice.
 func TestLimitIsWhatItSays(t *testing.T) {
 	const limit = 64 << 10
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 5 * time.Second, MaxCodeBytes: limit + api.LauncherBytes, AllowUnisolated: true,
+	ex, err := sandbox.New(ctx, sandbox.Config{Timeout: 5 * time.Second, MaxCodeBytes: limit, AllowUnisolated: true,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}
 	t.Cleanup(func() { ex.Close() })
-	s := open(t, ex, executor.Config{Concurrency: 1}, api.Config{Timeout: 5 * time.Second, MaxCodeBytes: limit})
+	s := open(t, ex, executor.Config{Concurrency: 1}, api.Config{Limits: wire.Limits{Timeout: 5 * time.Second, MaxCodeBytes: limit}})
 	code := "import sys\nprint(sys.argv, len(open('data/in.txt').read()))\n#" + strings.Repeat("c", 30<<10)
-	body, _ := json.Marshal(api.RunRequest{Code: code, Args: []string{"a", "b"},
-		Files: []api.RunFile{{Path: "data/in.txt", Content: strings.Repeat("d", limit-len(code)-100)}}, Stdin: strings.Repeat("s", 99)})
+	body, _ := json.Marshal(wire.RunRequest{Code: code, Args: []string{"a", "b"},
+		Files: []wire.File{{Path: "data/in.txt", Content: strings.Repeat("d", limit-len(code)-100)}}, Stdin: strings.Repeat("s", 99)})
 	m := post(t, s.url+"/v1/run", string(body)).json(t)
 	want := fmt.Sprintf("['-c', 'a', 'b'] %d\n", limit-len(code)-100)
 	if m["success"] != true || m["stdout"] != want {

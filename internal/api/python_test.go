@@ -12,6 +12,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -25,7 +26,7 @@ func python(t *testing.T) *service {
 		t.Fatalf("executor: %v", err)
 	}
 	t.Cleanup(func() { ex.Close() })
-	return open(t, ex, executor.Config{Concurrency: 2}, api.Config{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10})
+	return open(t, ex, executor.Config{Concurrency: 2}, api.Config{Limits: wire.Limits{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10}})
 }
 
 // TestSnekboxBodies posts the request bodies of snekbox's documentation and
@@ -167,5 +168,33 @@ func TestNativeResults(t *testing.T) {
 	want = `[{"data":{"text/plain":"['-c', 'x']"},"stdout_offset":0},{"data":{"text/plain":"'text'"},"value":true,"stdout_offset":0}]`
 	if err := json.Unmarshal(resp.body, &got); err != nil || resp.status != http.StatusOK || string(got.Results) != want {
 		t.Errorf("launched: status %d, results %s, want %s: %s", resp.status, got.Results, want, resp.body)
+	}
+}
+
+// TestLaunchedCellAwaits: a launched cell (code with arguments or files,
+// which the sandbox runs through its launcher) awaits at its top level
+// and shows its value, as a snippet's cell and a notebook do, and its
+// traceback starts in the code, not in the launcher or asyncio; a
+// launched script, as python -c, does not take await.
+func TestLaunchedCellAwaits(t *testing.T) {
+	s := python(t)
+	var got struct {
+		Success bool            `json:"success"`
+		Stderr  string          `json:"stderr"`
+		Results json.RawMessage `json:"results"`
+	}
+	resp := post(t, s.url+"/v1/run", `{"code":"import asyncio, sys\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, sys.argv[1])","args":["awaited"]}`)
+	want := `[{"data":{"text/plain":"'awaited'"},"value":true,"stdout_offset":0}]`
+	if err := json.Unmarshal(resp.body, &got); err != nil || !got.Success || string(got.Results) != want {
+		t.Errorf("an awaiting launched cell: status %d, results %s, want %s: %s", resp.status, got.Results, want, resp.body)
+	}
+	resp = post(t, s.url+"/v1/run", `{"code":"import asyncio\nawait asyncio.sleep(0)\n1/0","args":["x"]}`)
+	if err := json.Unmarshal(resp.body, &got); err != nil || got.Success || !strings.Contains(got.Stderr, "ZeroDivisionError") ||
+		strings.Contains(got.Stderr, "asyncio") || strings.Contains(got.Stderr, "_runblock") {
+		t.Errorf("a failing awaiting cell: its traceback %q: %s", got.Stderr, resp.body)
+	}
+	resp = post(t, s.url+"/v1/run", `{"code":"import asyncio\nawait asyncio.sleep(0)","args":["x"],"script":true}`)
+	if err := json.Unmarshal(resp.body, &got); err != nil || got.Success || !strings.Contains(got.Stderr, "SyntaxError") {
+		t.Errorf("an awaiting launched script: %s, want python's SyntaxError", resp.body)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -57,7 +58,7 @@ func TestSlowBodyIsRequestTimeout(t *testing.T) {
 			t.Errorf("scheduler close: %v", err)
 		}
 	})
-	h := api.New(api.Config{Scheduler: sched, Timeout: time.Second, MemoryBytes: 64 << 20, MaxCodeBytes: 1 << 10})
+	h := api.New(api.Config{Limits: wire.Limits{Timeout: time.Second, MemoryBytes: 64 << 20, MaxCodeBytes: 1 << 10}, Scheduler: sched})
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ReadTimeout = 100 * time.Millisecond
 	srv.Start()

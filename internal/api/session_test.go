@@ -12,6 +12,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -37,7 +38,7 @@ func sessions(t *testing.T, cfg session.Config) (*service, *session.Manager) {
 			t.Errorf("closing the sessions: %v", err)
 		}
 	})
-	s := open(t, m, executor.Config{Concurrency: 2}, api.Config{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10, Tokens: []string{tokenA, tokenB}, Sessions: m})
+	s := open(t, m, executor.Config{Concurrency: 2}, api.Config{Limits: wire.Limits{Timeout: 2 * time.Second, MaxCodeBytes: 256 << 10}, Tokens: []string{tokenA, tokenB}, Sessions: m})
 	return s, m
 }
 

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
-	"errors"
 	"net/http"
 	"path"
 	"regexp"
@@ -10,16 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 )
 
 // snekboxRequest is the body of snekbox's POST /eval.
 type snekboxRequest struct {
 	Input *string  `json:"input"`
 	Args  []string `json:"args"`
-	Files []struct {
-		Path    string `json:"path"`
-		Content string `json:"content"` // base64
-	} `json:"files"`
+	// Files' content is base64, as snekbox takes it, unless a file's
+	// "encoding" says "text".
+	Files []wire.File `json:"files"`
 	// ExecutablePath is in snekbox's layout, such as
 	// /snekbin/python/3.12/bin/python: any python is served by ours.
 	ExecutablePath string `json:"executable_path"`
@@ -68,18 +66,11 @@ func (h *Handler) snekbox(w *answer, r *http.Request, client string) error {
 	if err != nil {
 		return badRequest("args: %v", err)
 	}
-	paths := make([]string, len(body.Files))
-	for i, f := range body.Files {
-		paths[i] = f.Path
-	}
-	if err := p.addFiles("files[%d].path", paths, func(i int) ([]byte, error) {
-		data, err := base64.StdEncoding.DecodeString(body.Files[i].Content)
-		if err != nil {
-			return nil, errors.New("not valid base64")
+	for _, f := range body.Files {
+		if f.Encoding == "" {
+			f.Encoding = "base64"
 		}
-		return data, nil
-	}); err != nil {
-		return err
+		p.Files = append(p.Files, f)
 	}
 	res, err := h.run(r, client, p)
 	if err != nil {

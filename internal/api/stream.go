@@ -12,33 +12,13 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 )
 
-// A client of POST /v1/run that accepts NDJSON gets its run's output as
-// it comes: once the run starts, a 200 with Content-Type NDJSON, then an
-// OutputEvent line whenever the output grew (at most one each
-// StreamEvery), then, as the last line, exactly the body the same request
-// would have got without streaming: the RunResponse, or the
-// ErrorResponse of a failure after the run started. Errors before it
-// starts are answered as without streaming.
-const (
-	NDJSON = "application/x-ndjson"
-	// StreamEvery is the least time between two output events: output
-	// that comes faster goes into the next one.
-	StreamEvery = 100 * time.Millisecond
-	// OutputEventName is the "event" of an OutputEvent.
-	OutputEventName = "output"
-)
-
-// OutputEvent is a line of a streamed answer before the last: the output
-// the run wrote since the previous event, as the result will hold it (the
-// events' stdout together are the start of the result's stdout, their
-// stderr of its stderr). The last line has no "event".
-type OutputEvent struct {
-	Event  string `json:"event"`
-	Stdout string `json:"stdout,omitempty"`
-	Stderr string `json:"stderr,omitempty"`
-}
+// StreamEvery is the least time between two output events of a streamed
+// answer (see wire.NDJSON): output that comes faster goes into the next
+// one.
+const StreamEvery = 100 * time.Millisecond
 
 // wantsStream reports whether r accepts NDJSON (its Accept header names
 // it with a q other than 0).
@@ -46,7 +26,7 @@ func wantsStream(r *http.Request) bool {
 	for _, h := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(h, ",") {
 			typ, params, err := mime.ParseMediaType(part)
-			if err != nil || typ != NDJSON {
+			if err != nil || typ != wire.NDJSON {
 				continue
 			}
 			q, err := strconv.ParseFloat(cmp.Or(params["q"], "1"), 64)
@@ -158,7 +138,7 @@ func (s *stream) loop() {
 		}
 		// Only what extends what was sent goes out: a runner's output so
 		// far is the start of its result's, and never shown twice.
-		ev := OutputEvent{Event: OutputEventName}
+		ev := wire.OutputEvent{Event: wire.OutputEventName}
 		if strings.HasPrefix(out, s.sentOut) {
 			ev.Stdout = out[len(s.sentOut):]
 		}
@@ -190,7 +170,7 @@ func (s *stream) start() bool {
 
 func (s *stream) writeHeader() {
 	h := s.a.Header()
-	h.Set("Content-Type", NDJSON)
+	h.Set("Content-Type", wire.NDJSON)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // proxies such as nginx pass each line on
 	s.a.WriteHeader(http.StatusOK)
@@ -201,7 +181,7 @@ func (s *stream) writeHeader() {
 // answers' budget. A line that finds no room before its deadline is not
 // sent (its output goes in the next one, or in the answer); false then,
 // and when the client did not take it.
-func (s *stream) send(ev OutputEvent) bool {
+func (s *stream) send(ev wire.OutputEvent) bool {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		s.a.h.log.Error("encoding an output event", "err", err)

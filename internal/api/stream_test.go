@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 )
 
@@ -21,13 +22,13 @@ import (
 type streamed struct {
 	status      int
 	contentType string
-	events      []api.OutputEvent // before the last line
+	events      []wire.OutputEvent // before the last line
 	last        []byte
 }
 
 // postStream posts body to /v1/run asking for a stream and reads the
 // answer line by line; seen, when set, is called at each output event.
-func postStream(t *testing.T, url, body string, seen func(api.OutputEvent), headers ...string) streamed {
+func postStream(t *testing.T, url, body string, seen func(wire.OutputEvent), headers ...string) streamed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -35,7 +36,7 @@ func postStream(t *testing.T, url, body string, seen func(api.OutputEvent), head
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Accept", api.NDJSON)
+	req.Header.Set("Accept", wire.NDJSON)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -51,7 +52,7 @@ func postStream(t *testing.T, url, body string, seen func(api.OutputEvent), head
 		if err != nil {
 			t.Fatalf("the stream ended without its last line (%d events): %v", len(s.events), err)
 		}
-		var ev api.OutputEvent
+		var ev wire.OutputEvent
 		if err := json.Unmarshal(line, &ev); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
@@ -59,7 +60,7 @@ func postStream(t *testing.T, url, body string, seen func(api.OutputEvent), head
 			s.last = line
 			break
 		}
-		if ev.Event != api.OutputEventName || ev.Stdout == "" && ev.Stderr == "" {
+		if ev.Event != wire.OutputEventName || ev.Stdout == "" && ev.Stderr == "" {
 			t.Errorf("event %q: want output, and some", line)
 		}
 		s.events = append(s.events, ev)
@@ -110,7 +111,7 @@ func TestStreamShowsOutputAsItComes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			body, _ := json.Marshal(map[string]any{"code": tc.code, "timeout": 1.5})
 			got := postStream(t, s.url, string(body), nil)
-			if got.status != http.StatusOK || got.contentType != api.NDJSON {
+			if got.status != http.StatusOK || got.contentType != wire.NDJSON {
 				t.Fatalf("status %d, Content-Type %q: want a 200 stream", got.status, got.contentType)
 			}
 			plain := post(t, s.url+"/v1/run", string(body))
@@ -139,7 +140,7 @@ func TestStreamErrorsBeforeTheRunKeepTheirStatus(t *testing.T) {
 	r := canaryOK(func(context.Context, executor.Request) (executor.Result, error) {
 		return executor.Result{Success: true}, nil
 	})
-	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Tokens: []string{tokenA}, MaxCodeBytes: 1 << 10})
+	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{Limits: wire.Limits{MaxCodeBytes: 1 << 10}, Tokens: []string{tokenA}})
 	auth := "Bearer " + tokenA
 	for _, tc := range []struct {
 		name, body, auth string
@@ -153,7 +154,7 @@ func TestStreamErrorsBeforeTheRunKeepTheirStatus(t *testing.T) {
 		{"too large", `{"code":"` + strings.Repeat("x", 2<<10) + `"}`, auth, http.StatusRequestEntityTooLarge, "too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := post(t, s.url+"/v1/run", tc.body, "Accept", api.NDJSON, "Authorization", tc.auth)
+			resp := post(t, s.url+"/v1/run", tc.body, "Accept", wire.NDJSON, "Authorization", tc.auth)
 			if resp.status != tc.status || resp.header.Get("Content-Type") != "application/json" || resp.json(t)["code"] != tc.code {
 				t.Errorf("%d %q %s: want %d and code %q", resp.status, resp.header.Get("Content-Type"), resp.body, tc.status, tc.code)
 			}
@@ -177,8 +178,8 @@ func TestStreamFailureAfterTheStartIsTheLastLine(t *testing.T) {
 		return executor.Result{}, errors.New("the sandbox broke")
 	})
 	s := open(t, r, executor.Config{Concurrency: 1}, api.Config{})
-	got := postStream(t, s.url, `{"code":"1"}`, func(api.OutputEvent) { close(shown) })
-	if got.status != http.StatusOK || got.contentType != api.NDJSON || len(got.events) != 1 || got.events[0].Stdout != "partial\n" {
+	got := postStream(t, s.url, `{"code":"1"}`, func(wire.OutputEvent) { close(shown) })
+	if got.status != http.StatusOK || got.contentType != wire.NDJSON || len(got.events) != 1 || got.events[0].Stdout != "partial\n" {
 		t.Fatalf("%d %q, events %+v: want a 200 stream with the output", got.status, got.contentType, got.events)
 	}
 	if string(got.last) != `{"error":"internal error","code":"internal"}`+"\n" {
@@ -218,7 +219,7 @@ func TestStreamToAClientThatDoesNotReadEndsTheRun(t *testing.T) {
 		_ = tc.SetReadBuffer(4 << 10)
 	}
 	body := `{"code":"1"}`
-	fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\nContent-Length: %d\r\n\r\n%s", addr, api.NDJSON, len(body), body)
+	fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\nContent-Length: %d\r\n\r\n%s", addr, wire.NDJSON, len(body), body)
 	if err := <-ended; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the run: %v, want it ended once the stream stalled", err)
 	}

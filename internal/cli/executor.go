@@ -10,6 +10,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/httpserver"
@@ -65,7 +66,6 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	logger.Info("starting runblock executor", "version", m.Version, "config", cfg)
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
-	ec.MaxCodeBytes = api.RunnerCodeBytes(cfg.Executor.MaxCodeBytes)
 	if m.exec, err = sandbox.New(ctx, ec); err != nil {
 		return err
 	}
@@ -93,14 +93,12 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 			return httpserver.Load{Capacity: sc.Concurrency, Running: st.Running, Queued: st.Queued, QueueSize: sc.QueueSize}
 		},
 		API: api.Config{
-			Tokens:       cfg.APITokens,
-			Origins:      cfg.APIOrigins,
-			Answers:      answers,
-			Timeout:      cfg.Executor.Timeout,
-			MemoryBytes:  cfg.Executor.MemoryBytes,
-			MaxCodeBytes: cfg.Executor.MaxCodeBytes,
-			Sessions:     sessions,
-			MCP:          new(mcpConfig(ctx, cfg, m.Version, logger, m.exec)),
+			Limits:   frontLimits(cfg),
+			Tokens:   cfg.APITokens,
+			Origins:  cfg.APIOrigins,
+			Answers:  answers,
+			Sessions: sessions,
+			MCP:      new(mcpConfig(ctx, cfg, m.Version, logger, m.exec)),
 		},
 		Ready:     m.exec.Ready,
 		Isolation: m.exec.Isolation().Tier,
@@ -122,10 +120,11 @@ func (m *ExecutorMain) Addr() string {
 	return m.service.Addr()
 }
 
-// Wait returns at a signal (ctx).
-func (m *ExecutorMain) Wait(ctx context.Context) {
+// Wait returns at a signal (ctx); nothing else stops the service.
+func (m *ExecutorMain) Wait(ctx context.Context) error {
 	<-ctx.Done()
 	m.Logger.Info("signal received: draining")
+	return nil
 }
 
 // Close drains (/readyz and new runs answer 503, so that balancers and
@@ -192,6 +191,12 @@ func newSessions(cfg config.Config, ex *sandbox.Executor, metrics *metrics.Regis
 		opts.Metrics = metrics
 	}
 	return session.New(ex, ex, opts)
+}
+
+// frontLimits are what a request to the execute API or MCP may ask for:
+// the executor's settings, the same in every front.
+func frontLimits(cfg config.Config) wire.Limits {
+	return wire.Limits{Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes, MaxCodeBytes: cfg.Executor.MaxCodeBytes}
 }
 
 // clientScheduler is the scheduler's configuration where its users are

@@ -182,7 +182,7 @@ func TestFailoverAcrossExecutors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rr.Close() })
+	t.Cleanup(rr.Close)
 	rec := &recorder{Runner: rr, hold: make(chan struct{})}
 	m := &Main{Config: cfg, Logger: config.NewLogger(logs, cfg), Runner: rec}
 	if err := m.Run(ctx); err != nil {

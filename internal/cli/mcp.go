@@ -2,7 +2,7 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"log/slog"
 	"regexp"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/session"
 	"github.com/runblock/runblock/internal/config"
 	"github.com/runblock/runblock/internal/mcp"
 )
@@ -19,47 +20,93 @@ import (
 // mcpUser is the stdio client's place in the fair queue: one assistant.
 const mcpUser = "mcp:stdio"
 
-// runMCP is `runblock mcp`: the tool run_python for an LLM assistant that
-// launches runblock, over MCP on standard input and output
-// (newline-delimited JSON-RPC); logs go to standard error. It ends when
-// the assistant closes standard input.
+// runMCP is `runblock mcp`: MCPMain until the assistant closes standard
+// input, or a signal.
 func runMCP(ctx context.Context, c *invocation, args []string) int {
 	if !c.noArguments("mcp", args) {
 		return 2
 	}
-	cfg, logger := c.cfg, c.logger
+	m := &MCPMain{Version: c.version, Config: c.cfg, Logger: c.logger, Stdin: c.stdin, Stdout: c.stdout}
+	return runService(ctx, m, c.logger, config.DefaultDrainTimeout)
+}
+
+// MCPMain owns `runblock mcp`'s parts: the sandbox, its sessions and
+// scheduler, and the MCP server's connection on standard input and output
+// (newline-delimited JSON-RPC), serving the tool run_python to an LLM
+// assistant that launched runblock; logs go to standard error.
+type MCPMain struct {
+	Version string // the build's, for the tool's description
+	Config  config.Config
+	Logger  *slog.Logger
+	Stdin   io.Reader
+	Stdout  io.Writer
+
+	exec      *sandbox.Executor
+	sessions  *session.Manager // nil: sessions are off
+	scheduler *executor.Scheduler
+	conn      *sdk.ServerSession
+	ended     chan error // the connection's end: its error, once
+}
+
+// Run starts every part and returns once the server reads its input; it
+// fails fast (and closes what it started) when one cannot start.
+func (m *MCPMain) Run(ctx context.Context) (err error) {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, logger := m.Config, m.Logger
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
-	ex, err := sandbox.New(ctx, ec)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
-		return 1
+	if m.exec, err = sandbox.New(ctx, ec); err != nil {
+		return err
 	}
-	var runner executor.Runner = ex
-	sessions := newSessions(cfg, ex, nil, logger)
-	if sessions != nil {
-		runner = sessions
-	}
-	sched := executor.NewScheduler(runner, clientScheduler(cfg, logger))
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), config.DefaultDrainTimeout)
-		defer cancel()
-		if err := closeRunners(ctx, sched, sessions, ex); err != nil {
-			logger.Error("shutdown incomplete", "err", err)
+		if err != nil {
+			closeFailedStart(m.Close, m.Logger)
 		}
 	}()
-	mc := mcpConfig(ctx, cfg, c.version, logger, ex)
-	mc.Scheduler = sched
-	if sessions != nil {
-		mc.Sessions = sessions
+	var runner executor.Runner = m.exec
+	if m.sessions = newSessions(cfg, m.exec, nil, logger); m.sessions != nil {
+		runner = m.sessions
 	}
-	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", ex.Isolation().Tier)
-	t := mcp.Ordered(&sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}})
-	if err := mcp.NewServer(mc, mcpUser).Run(ctx, t); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
-		return 1
+	m.scheduler = executor.NewScheduler(runner, clientScheduler(cfg, logger))
+	mc := mcpConfig(ctx, cfg, m.Version, logger, m.exec)
+	mc.Scheduler = m.scheduler
+	if m.sessions != nil {
+		mc.Sessions = m.sessions
 	}
-	return 0
+	t := mcp.Ordered(&sdk.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
+	if m.conn, err = mcp.NewServer(mc, mcpUser).Connect(ctx, t, nil); err != nil {
+		return err
+	}
+	m.ended = make(chan error, 1)
+	go func() { m.ended <- m.conn.Wait() }() // ends with the connection, which Close closes
+	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", m.exec.Isolation().Tier)
+	return nil
+}
+
+// Wait returns at a signal (ctx), or once the input has ended and every
+// request read has been answered; its error is the connection's.
+func (m *MCPMain) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		m.Logger.Info("signal received")
+		return nil
+	case err := <-m.ended:
+		m.ended <- err // for Close
+		return err
+	}
+}
+
+// Close ends the connection, lets the runs in flight finish until ctx
+// ends, then stops the sessions and the sandbox.
+func (m *MCPMain) Close(ctx context.Context) error {
+	var err error
+	if m.conn != nil {
+		err = m.conn.Close()
+		<-m.ended
+	}
+	return errors.Join(err, closeRunners(ctx, m.scheduler, m.sessions, m.exec))
 }
 
 // mcpConfig is the MCP server's configuration but its Scheduler: the run
@@ -67,8 +114,7 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 // tool's description.
 func mcpConfig(ctx context.Context, cfg config.Config, version string, logger *slog.Logger, ex *sandbox.Executor) mcp.Config {
 	mc := mcp.Config{
-		Timeout: cfg.Executor.Timeout, MemoryBytes: cfg.Executor.MemoryBytes,
-		MaxCodeBytes: cfg.Executor.MaxCodeBytes, MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes,
+		Limits: frontLimits(cfg), MaxFiles: cfg.Executor.MaxFiles, MaxFilesBytes: cfg.Executor.MaxFilesBytes,
 		PythonVersion: pythonVersion.FindString(ex.Isolation().Python), Version: version,
 		Logger: logger.With("component", "mcp"),
 	}

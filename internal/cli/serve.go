@@ -310,7 +310,7 @@ func (m *Main) openHTTP(slackBot *slack.Bot) error {
 // and been answered. At a terminal, a first Ctrl-C cancels the snippet
 // running and the console goes on; main restored the default action, so
 // a second one exits.
-func (m *Main) Wait(ctx context.Context) {
+func (m *Main) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		m.Logger.Info("signal received")
@@ -322,6 +322,7 @@ func (m *Main) Wait(ctx context.Context) {
 		}
 	case <-m.Done():
 	}
+	return nil
 }
 
 // Done is closed when the console's input has ended and every message of it
@@ -388,9 +389,7 @@ func (m *Main) Close(ctx context.Context) error {
 	wg.Wait()
 	errs = append(errs, closeRunners(ctx, m.scheduler, m.sessions, m.exec))
 	if m.remote != nil {
-		if err := m.remote.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("remote executors: %w", err))
-		}
+		m.remote.Close()
 	}
 	if m.http != nil {
 		if err := m.http.Close(ctx); err != nil {

@@ -644,7 +644,7 @@ func TestConsoleTracebackNamesTheReplysCell(t *testing.T) {
 func TestWiringIsShort(t *testing.T) {
 	const maxWiringLines = 60
 	fset := token.NewFileSet()
-	for file, recv := range map[string]string{"serve.go": "Main", "executor.go": "ExecutorMain"} {
+	for file, recv := range map[string]string{"serve.go": "Main", "executor.go": "ExecutorMain", "mcp.go": "MCPMain"} {
 		f, err := parser.ParseFile(fset, file, nil, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -13,20 +13,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"mime"
 	"net/http"
 	"net/url"
 	"path"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/formatting"
 )
 
@@ -34,13 +33,9 @@ import (
 // required; the zero value of the rest is usable.
 type Config struct {
 	Scheduler executor.Submitter
-	// Timeout and MemoryBytes are the server's limits: a call's default and
-	// the most it may ask for.
-	Timeout     time.Duration
-	MemoryBytes int64
-	// MaxCodeBytes caps code, stdin and files of a call together (0: no cap
-	// of this server's own; the Scheduler still applies its limits).
-	MaxCodeBytes int64
+	// Limits are what a call may ask for, as in the execute API's every
+	// front; over HTTP, the body cap is theirs (Limits.BodyBytes).
+	wire.Limits
 	// MaxFiles and MaxFilesBytes are what comes back, for the description.
 	MaxFiles      int
 	MaxFilesBytes int64
@@ -115,17 +110,8 @@ func NewServer(cfg Config, user string) *sdk.Server {
 func HTTPHandler(cfg Config, userOf func(*http.Request) string) http.Handler {
 	next := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		return NewServer(cfg, userOf(r))
-	}, &sdk.StreamableHTTPOptions{Logger: cfg.Logger, MaxRequestBodyBytes: cfg.requestBytes(), Stateless: true, JSONResponse: true})
-	return inOrder(next, cfg.requestBytes(), userOf)
-}
-
-// requestBytes bounds an HTTP request body: the code cap with room for
-// base64 and JSON, or the SDK's default.
-func (cfg Config) requestBytes() int64 {
-	if cfg.MaxCodeBytes <= 0 {
-		return 0
-	}
-	return cfg.MaxCodeBytes*4/3 + 64<<10
+	}, &sdk.StreamableHTTPOptions{Logger: cfg.Logger, MaxRequestBodyBytes: cfg.BodyBytes(), Stateless: true, JSONResponse: true})
+	return inOrder(next, cfg.BodyBytes(), userOf)
 }
 
 // RunInput is run_python's arguments.
@@ -157,17 +143,20 @@ type FileInput struct {
 }
 
 // RunOutput is run_python's structured result: the fields of /v1/run's
-// answer that say how the run ended.
+// answer that say how the run ended, and its results (what it passed to
+// display() and its last value, as /v1/run's) without their images,
+// which come as image content.
 type RunOutput struct {
-	Success        bool   `json:"success"`
-	ExitCode       int    `json:"exit_code"`
-	Timeout        bool   `json:"timeout"`
-	MemoryExceeded bool   `json:"memory_exceeded"`
-	OutputLimit    bool   `json:"output_limit"`
-	DurationMS     int64  `json:"duration_ms"`
-	Error          string `json:"error,omitempty"`
-	Stdout         string `json:"stdout"`
-	Stderr         string `json:"stderr"`
+	Success        bool               `json:"success"`
+	ExitCode       int                `json:"exit_code"`
+	Timeout        bool               `json:"timeout"`
+	MemoryExceeded bool               `json:"memory_exceeded"`
+	OutputLimit    bool               `json:"output_limit"`
+	DurationMS     int64              `json:"duration_ms"`
+	Error          string             `json:"error,omitempty"`
+	Stdout         string             `json:"stdout"`
+	Stderr         string             `json:"stderr"`
+	Results        []executor.Display `json:"results,omitempty"`
 	// Session is where the call ran, for a call with a session.
 	Session *executor.SessionInfo `json:"session,omitempty"`
 }
@@ -210,14 +199,11 @@ func (h *handler) describe() string {
 func (h *handler) run(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) (*sdk.CallToolResult, RunOutput, error) {
 	req, err := h.request(in)
 	if err != nil {
-		return nil, RunOutput{}, err
+		return nil, RunOutput{}, h.failure(ctx, "run refused", err)
 	}
 	res, err := h.cfg.Scheduler.Submit(ctx, executor.Job{User: h.user, Request: req})
 	if err != nil {
-		if executor.ErrorCode(err) == executor.ErrInternal {
-			h.cfg.Logger.Error("run failed", "user", h.user, "err", err)
-		}
-		return nil, RunOutput{}, errors.New(plain(formatting.RenderError(formatting.Console, err)))
+		return nil, RunOutput{}, h.failure(ctx, "run failed", err)
 	}
 	if res.Session != nil {
 		info := *res.Session
@@ -228,7 +214,7 @@ func (h *handler) run(ctx context.Context, _ *sdk.CallToolRequest, in RunInput) 
 		Success: res.Success, ExitCode: res.ExitCode, Timeout: res.Timeout,
 		MemoryExceeded: res.MemoryExceeded, OutputLimit: res.OutputLimit,
 		DurationMS: res.Duration.Milliseconds(), Error: res.Error,
-		Stdout: res.Stdout, Stderr: res.Stderr, Session: res.Session,
+		Stdout: res.Stdout, Stderr: res.Stderr, Session: res.Session, Results: textResults(res.Results),
 	}
 	if out.DurationMS == 0 {
 		out.DurationMS = res.DurationMS
@@ -243,10 +229,7 @@ func (h *handler) reset(ctx context.Context, _ *sdk.CallToolRequest, in ResetInp
 	}
 	ended, err := h.cfg.Sessions.EndSession(ctx, h.sessionKey(in.Session))
 	if err != nil {
-		if executor.ErrorCode(err) == executor.ErrInternal {
-			h.cfg.Logger.Error("ending a session failed", "user", h.user, "err", err)
-		}
-		return nil, ResetOutput{}, errors.New(plain(formatting.RenderError(formatting.Console, err)))
+		return nil, ResetOutput{}, h.failure(ctx, "ending a session failed", err)
 	}
 	msg := fmt.Sprintf("Session %s ended: its next call starts from nothing.", in.Session)
 	if !ended {
@@ -258,58 +241,53 @@ func (h *handler) reset(ctx context.Context, _ *sdk.CallToolRequest, in ResetInp
 // sessionKey is the session manager's key of the client's session id.
 func (h *handler) sessionKey(id string) string { return "mcp:" + h.user + ":" + id }
 
-// request checks in against the server's limits and turns it into a Request.
+// failure is the tool error of a call that failed with err: what every
+// front shows of it (wire.FailureOf), with when to try again, logged at
+// its level.
+func (h *handler) failure(ctx context.Context, what string, err error) error {
+	f := wire.FailureOf(err)
+	h.cfg.Logger.Log(ctx, f.Level, what, "user", h.user, "err", err)
+	return errors.New(f.RetryText())
+}
+
+// request checks in against the server's limits and turns it into a
+// Request, as every front does (wire.Limits.Request).
 func (h *handler) request(in RunInput) (executor.Request, error) {
 	if strings.TrimSpace(in.Code) == "" {
-		return executor.Request{}, errors.New("code is empty: give the Python source to run")
+		return executor.Request{}, executor.Errorf(executor.ErrInvalid, "code is empty: give the Python source to run")
 	}
-	req := executor.Request{Code: in.Code, Stdin: in.Stdin, Timeout: h.cfg.Timeout, MemoryBytes: h.cfg.MemoryBytes}
-	if in.Session != "" {
-		if !session.ValidID(in.Session) {
-			return req, fmt.Errorf("session: use 1 to %d characters, %s", session.MaxIDLength, session.IDChars)
-		}
-		if h.cfg.Sessions != nil {
-			req.Session = &executor.Session{ID: h.sessionKey(in.Session)}
-		}
+	p := wire.Program{Code: in.Code, Stdin: in.Stdin, Timeout: wire.Seconds(in.Timeout), FilePath: "name"}
+	for _, f := range in.Files {
+		p.Files = append(p.Files, wire.File{Path: f.Name, Content: f.Content, Encoding: f.Encoding})
 	}
-	switch {
-	case math.IsNaN(in.Timeout) || in.Timeout < 0:
-		return req, errors.New("timeout must be a positive number of seconds")
-	case in.Timeout > 0:
-		req.Timeout = min(h.cfg.Timeout, time.Duration(in.Timeout*float64(time.Second)))
-	}
-	paths := make([]string, len(in.Files))
-	for i, f := range in.Files {
-		paths[i] = f.Name
-	}
-	if err := executor.CheckInputPaths(paths); err != nil {
-		var pe *executor.PathError
-		if errors.As(err, &pe) {
-			return req, fmt.Errorf("files[%d].name: %w", pe.Index, pe)
-		}
+	req, err := h.cfg.Limits.Request(p)
+	if err != nil || in.Session == "" {
 		return req, err
 	}
-	size := int64(len(in.Code) + len(in.Stdin))
-	for i, f := range in.Files {
-		var err error
-		var data []byte
-		switch f.Encoding {
-		case "", "text", "utf-8", "utf8":
-			data = []byte(f.Content)
-		case "base64":
-			if data, err = base64.StdEncoding.DecodeString(f.Content); err != nil {
-				return req, fmt.Errorf("files[%d].content: not valid base64", i)
-			}
-		default:
-			return req, fmt.Errorf("files[%d].encoding: %q is neither text nor base64", i, f.Encoding)
-		}
-		size += int64(len(data))
-		req.Files = append(req.Files, executor.File{Path: f.Name, Size: int64(len(data)), Content: data})
+	if !session.ValidID(in.Session) {
+		return req, executor.Errorf(executor.ErrInvalid, "session: use 1 to %d characters, %s", session.MaxIDLength, session.IDChars)
 	}
-	if h.cfg.MaxCodeBytes > 0 && size > h.cfg.MaxCodeBytes {
-		return req, fmt.Errorf("code, stdin and files come to %s, over this server's limit of %s", formatting.SizeText(size), formatting.SizeText(h.cfg.MaxCodeBytes))
+	if h.cfg.Sessions != nil {
+		req.Session = &executor.Session{ID: h.sessionKey(in.Session)}
 	}
 	return req, nil
+}
+
+// textResults is results without their images (they come as image
+// content), for the structured result.
+func textResults(results []executor.Display) []executor.Display {
+	var out []executor.Display
+	for _, d := range results {
+		data := make(map[string]string, len(d.Data))
+		for mt, v := range d.Data {
+			if !strings.HasPrefix(mt, "image/") {
+				data[mt] = v
+			}
+		}
+		d.Data = data
+		out = append(out, d)
+	}
+	return out
 }
 
 // content is a run's answer for the model: its stdout, with each of its

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/mcp"
 )
 
@@ -147,8 +150,7 @@ func structured(t *testing.T, res *sdk.CallToolResult) mcp.RunOutput {
 func TestRunPythonOverHTTP(t *testing.T) {
 	sched, plot := scheduler(t)
 	rec := &recorder{next: sched}
-	cfg := mcp.Config{Scheduler: rec, Timeout: 10 * time.Second, MemoryBytes: 512 << 20, MaxCodeBytes: 64 << 10,
-		MaxFiles: 10, MaxFilesBytes: 8 << 20, PythonVersion: "3.11.2", Packages: []string{"numpy 1.24.2"}, Version: "test"}
+	cfg := mcp.Config{Limits: wire.Limits{Timeout: 10 * time.Second, MemoryBytes: 512 << 20, MaxCodeBytes: 64 << 10}, Scheduler: rec, MaxFiles: 10, MaxFilesBytes: 8 << 20, PythonVersion: "3.11.2", Packages: []string{"numpy 1.24.2"}, Version: "test"}
 	cs := serveHTTP(t, cfg, "sekrit-token-0123456789")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -218,6 +220,15 @@ func TestRunPythonOverHTTP(t *testing.T) {
 		want := []string{"a\n", "1\n", "b\n", `image/png "\x89PNG\r\n\x1a\nfake"`, "42\n"}
 		if res.IsError || len(got) != len(want)+1 || !slices.Equal(got[:len(want)], want) || !strings.HasPrefix(got[len(want)], "OK · ") {
 			t.Fatalf("isError %v, content %q, want %q then the OK line", res.IsError, got, want)
+		}
+		// The structured result holds the results as /v1/run's answer
+		// does, their images left to the image content.
+		var forms []string
+		for _, d := range structured(t, res).Results {
+			forms = append(forms, fmt.Sprintf("%v %s@%d", d.Value, strings.Join(slices.Sorted(maps.Keys(d.Data)), ","), d.At))
+		}
+		if want := []string{"false text/plain@2", "false text/plain@4", "true text/plain@4"}; !slices.Equal(forms, want) {
+			t.Errorf("structured results %q, want %q", forms, want)
 		}
 	})
 
@@ -304,16 +315,17 @@ func TestRunPythonOverHTTP(t *testing.T) {
 }
 
 // TestSchedulerErrorsAreToolErrors checks that a run the scheduler refuses
-// (rate limits, a full queue) is a tool error with the chat's friendly
-// line, and that the server keeps serving.
+// (rate limits, a full queue) is a tool error that says what every front
+// says (wire.FailureOf) and when to try again, and that the server keeps
+// serving.
 func TestSchedulerErrorsAreToolErrors(t *testing.T) {
 	refuse := submitFunc(func(context.Context, executor.Job) (executor.Result, error) {
 		return executor.Result{}, &executor.Error{Code: executor.ErrBusy, RetryAfter: 3 * time.Second}
 	})
-	cs := serveHTTP(t, mcp.Config{Scheduler: refuse, Timeout: time.Second, MemoryBytes: 64 << 20}, "tok-abcdefghijklmnop")
+	cs := serveHTTP(t, mcp.Config{Limits: wire.Limits{Timeout: time.Second, MemoryBytes: 64 << 20}, Scheduler: refuse}, "tok-abcdefghijklmnop")
 	for range 2 {
 		res := call(t, cs, map[string]any{"code": "print(1)"})
-		if got := text(t, res); !res.IsError || got != "Busy · too many snippets are waiting; try again in 3 s." {
+		if got := text(t, res); !res.IsError || got != "too many snippets are waiting (try again in 3 s)" {
 			t.Fatalf("isError %v, text %q", res.IsError, got)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/mcp"
 )
 
@@ -86,7 +87,7 @@ func TestPipelinedCallsOfASessionRunInOrder(t *testing.T) {
 		return executor.Result{Success: true}, nil
 	})
 	st, ct := sdk.NewInMemoryTransports()
-	srv := mcp.NewServer(mcp.Config{Scheduler: sched, Sessions: sessions, Timeout: 10e9, MemoryBytes: 256 << 20}, "u")
+	srv := mcp.NewServer(mcp.Config{Limits: wire.Limits{Timeout: 10e9, MemoryBytes: 256 << 20}, Scheduler: sched, Sessions: sessions}, "u")
 	ss, err := srv.Connect(ctx, mcp.Ordered(st), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestRunPythonAnnotations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	st, ct := sdk.NewInMemoryTransports()
-	srv := mcp.NewServer(mcp.Config{Scheduler: submitFunc(nil), Timeout: 10e9, MemoryBytes: 256 << 20}, "u")
+	srv := mcp.NewServer(mcp.Config{Limits: wire.Limits{Timeout: 10e9, MemoryBytes: 256 << 20}, Scheduler: submitFunc(nil)}, "u")
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestParallelHTTPCallsOfASessionRunInOrder(t *testing.T) {
 	})
 	// The server tells when the run of nb has arrived.
 	arrived := make(chan struct{})
-	h := mcp.HTTPHandler(mcp.Config{Scheduler: sched, Sessions: sessions, Timeout: 10e9, MemoryBytes: 256 << 20}, func(*http.Request) string { return "token:a" })
+	h := mcp.HTTPHandler(mcp.Config{Limits: wire.Limits{Timeout: 10e9, MemoryBytes: 256 << 20}, Scheduler: sched, Sessions: sessions}, func(*http.Request) string { return "token:a" })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {

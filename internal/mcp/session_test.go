@@ -13,6 +13,7 @@ import (
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/session"
+	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/mcp"
 )
 
@@ -35,7 +36,7 @@ func sessionServer(t *testing.T) *sdk.ClientSession {
 		defer cancel()
 		_ = sched.Close(ctx)
 	})
-	return serveHTTP(t, mcp.Config{Scheduler: sched, Sessions: m, Timeout: 10 * time.Second, MemoryBytes: 256 << 20}, "tok-abcdefghijklmnop")
+	return serveHTTP(t, mcp.Config{Limits: wire.Limits{Timeout: 10 * time.Second, MemoryBytes: 256 << 20}, Scheduler: sched, Sessions: m}, "tok-abcdefghijklmnop")
 }
 
 func TestRunPythonKeepsASessionAcrossCalls(t *testing.T) {
