@@ -22,7 +22,7 @@ import (
 // namespaces, those of python's process group. Where they cannot be read
 // (a service that may not read the sandbox's /proc), it is the session's
 // memory limit.
-func (s *session) MemoryBytes() int64 {
+func (s *sessionSandbox) MemoryBytes() int64 {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
 	if n, ok := s.memory(true); ok {
@@ -33,7 +33,7 @@ func (s *session) MemoryBytes() int64 {
 
 // held is what the session's sandbox holds as its init counts it against
 // its limit: its init aside; !ok where it cannot be read.
-func (s *session) held() (int64, bool) {
+func (s *sessionSandbox) held() (int64, bool) {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
 	return s.memory(false)
@@ -41,7 +41,7 @@ func (s *session) held() (int64, bool) {
 
 // memory counts the session's sandbox, its init too when withInit; s.memMu
 // is held.
-func (s *session) memory(withInit bool) (int64, bool) {
+func (s *sessionSandbox) memory(withInit bool) (int64, bool) {
 	if !s.p.namespaced {
 		// Only a sandbox started from scratch lacks namespaces.
 		cold, ok := s.p.launch.(*coldLaunch)
@@ -83,7 +83,7 @@ func (s *session) memory(withInit bool) (int64, bool) {
 // its processes, and only them, however they left their parents (setsid,
 // the children of an exited thread: reparented within the namespace); it
 // is reached through the init's root, which the snippet cannot change.
-func (s *session) processes() (root string, procs []string) {
+func (s *sessionSandbox) processes() (root string, procs []string) {
 	if s.init == "" {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(s.p.outR.Fd()), &st); err != nil {

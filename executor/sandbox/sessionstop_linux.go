@@ -22,7 +22,7 @@ const stopRounds = 16
 // own, the processes are those of its PID namespace (see processes),
 // signalled through their directories of the sandbox's /proc; without
 // them, those of python's process group. s.mu is held.
-func (s *session) hold(sig unix.Signal) {
+func (s *sessionSandbox) hold(sig unix.Signal) {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
 	list, send := s.holdable()
@@ -51,7 +51,7 @@ func (s *session) hold(sig unix.Signal) {
 // holdable lists the /proc/PID directories of the session's processes
 // that hold stops, and sends one of them a signal; nil where they cannot
 // be found.
-func (s *session) holdable() (list func() []string, send func(dir string, sig unix.Signal)) {
+func (s *sessionSandbox) holdable() (list func() []string, send func(dir string, sig unix.Signal)) {
 	if !s.p.namespaced {
 		cold, ok := s.p.launch.(*coldLaunch)
 		if !ok || cold.cmd.Process == nil {
@@ -90,5 +90,5 @@ func signalDir(dir string, sig unix.Signal) {
 
 // pause stops the session's processes once its cell ended; resume
 // continues them before the next cell is sent (see hold).
-func (s *session) pause()  { s.hold(unix.SIGSTOP) }
-func (s *session) resume() { s.hold(unix.SIGCONT) }
+func (s *sessionSandbox) pause()  { s.hold(unix.SIGSTOP) }
+func (s *sessionSandbox) resume() { s.hold(unix.SIGCONT) }
