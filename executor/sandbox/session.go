@@ -102,7 +102,21 @@ func newSessionSandbox(e *Executor, p *proc) (*sessionSandbox, error) {
 		s.release()
 		return nil, err
 	}
+	// Idle until its first cell, as between cells (see idle).
+	s.idle()
 	return s, nil
+}
+
+// idle stops the session's processes (see hold) and then tells its init
+// that nothing of the session runs until the next cell wakes it
+// (proc.sleep): a forked session's init then counts nothing and blocks,
+// so an idle session uses no CPU. Where not every process could be
+// stopped, the init goes on counting. s.mu is held (or s is not yet
+// shared).
+func (s *sessionSandbox) idle() {
+	if s.pause() {
+		s.p.sleep()
+	}
 }
 
 // takeOver stops the readers p's start gave its stdout, stderr and status
@@ -171,12 +185,20 @@ func (s *sessionSandbox) Run(ctx context.Context, req executor.Request) (executo
 		s.budgetMu.Unlock()
 	}()
 	// Between cells the session's processes are stopped: what a cell
-	// left running uses no CPU until the next cell (see hold).
+	// left running uses no CPU until the next cell (see hold), and its
+	// init counts nothing (see idle). It counts again before they go on.
+	if err := s.p.wake(); err != nil {
+		s.release()
+		return executor.Result{}, errSessionEnded
+	}
 	s.resume()
 	res, err := c.run(ctx)
 	if !s.ended.Load() {
-		s.pause()
+		stopped := s.pause()
 		s.overLimit(&res)
+		if stopped && !s.ended.Load() {
+			s.p.sleep()
+		}
 	}
 	return res, err
 }

@@ -7,8 +7,8 @@ package sandbox
 func (s *sessionSandbox) MemoryBytes() int64 { return s.p.lim.Memory }
 
 // pause and resume do nothing without Linux (see sessionstop_linux.go).
-func (s *sessionSandbox) pause()  {}
-func (s *sessionSandbox) resume() {}
+func (s *sessionSandbox) pause() bool { return false }
+func (s *sessionSandbox) resume()     {}
 
 // held is not read without Linux.
 func (s *sessionSandbox) held() (int64, bool) { return 0, false }
