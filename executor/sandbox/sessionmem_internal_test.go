@@ -117,7 +117,7 @@ func BenchmarkSessionMemoryCount(b *testing.B) {
 	b.Run("all-of-proc", func(b *testing.B) {
 		for b.Loop() {
 			procs, _ := scanNamespace(s.pidNS)
-			if _, ok := stage.SharedMemory(0, procs); !ok {
+			if _, ok := stage.Proportional(0, procs); !ok {
 				b.Fatal("incomplete count")
 			}
 		}
