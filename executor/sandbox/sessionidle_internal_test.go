@@ -47,32 +47,8 @@ func TestIdleSessionUsesNoCPU(t *testing.T) {
 	}
 	quiet := func(when string) {
 		t.Helper()
-		rc, err := s.p.launch.(*forkedLaunch).lifeline.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// What is written on the lifeline and not yet read (either end
-		// of a pipe tells).
-		unread := func() (n int) {
-			n = -1
-			_ = rc.Control(func(fd uintptr) {
-				if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil { // FIONREAD
-					n = v
-				}
-			})
-			return n
-		}
-		eventually.True(t, func() bool { return unread() == 0 }, "%s: the session's init never read that it idles", when)
-		var got []int64
-		for range idleWindows {
-			before := schedulings(watched())
-			<-time.After(idleWindow)
-			n := schedulings(watched()) - before
-			if got = append(got, n); n == 0 {
-				return
-			}
-		}
-		t.Errorf("%s: the idle session and its supervisor were scheduled in every window of %s: %v times", when, idleWindow, got)
+		waitRead(t, s.p, when)
+		quietWindow(t, when, watched)
 	}
 	quiet("before its first cell")
 	if res, err := s.Run(context.Background(), executor.Request{Code: "x = [1] * 1000\nprint(len(x))"}); err != nil || res.Stdout != "1000\n" {
@@ -82,6 +58,70 @@ func TestIdleSessionUsesNoCPU(t *testing.T) {
 	if res, err := s.Run(context.Background(), executor.Request{Code: "print(len(x) + 1)"}); err != nil || res.Stdout != "1001\n" {
 		t.Fatalf("a cell after idling: %+v, %v", res, err)
 	}
+}
+
+// TestIdlePooledRunUsesNoCPU: a pre-forked run waiting in the pool for
+// its snippet is not scheduled, nor is its supervisor (the fork server's
+// init), which counted its memory every 50 ms while no snippet existed;
+// and it runs its snippet once taken.
+func TestIdlePooledRunUsesNoCPU(t *testing.T) {
+	e, err := New(context.Background(), Config{Pool: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	live := e.fork.current()
+	if live == nil {
+		t.Skip("no fork server here")
+	}
+	// One taken from the pool, as a run takes it; the pool forks the
+	// next, which waits on offer: both idle.
+	p := <-e.pool.idle
+	waitRead(t, p, "the taken run")
+	supervisor := "/proc/" + strconv.Itoa(live.cmd.Process.Pid)
+	quietWindow(t, "two pooled runs waiting", func() []string { return []string{supervisor} })
+	if res, err := p.run(context.Background(), executor.Request{Code: "print('hello')"}); err != nil || res.Stdout != "hello\n" {
+		t.Fatalf("the idle pooled run: %+v, %v", res, err)
+	}
+}
+
+// waitRead waits until p's init has read all that was written on its
+// lifeline.
+func waitRead(t *testing.T, p *proc, when string) {
+	t.Helper()
+	rc, err := p.launch.(*forkedLaunch).lifeline.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What is written on the lifeline and not yet read (either end of a
+	// pipe tells).
+	unread := func() (n int) {
+		n = -1
+		_ = rc.Control(func(fd uintptr) {
+			if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil { // FIONREAD
+				n = v
+			}
+		})
+		return n
+	}
+	eventually.True(t, func() bool { return unread() == 0 }, "%s: the init never read that it idles", when)
+}
+
+// quietWindow watches the processes at the /proc/PID directories watched
+// lists for idleWindows windows of idleWindow, and fails t unless one
+// window saw none of their threads scheduled.
+func quietWindow(t *testing.T, when string, watched func() []string) {
+	t.Helper()
+	var got []int64
+	for range idleWindows {
+		before := schedulings(watched())
+		<-time.After(idleWindow)
+		n := schedulings(watched()) - before
+		if got = append(got, n); n == 0 {
+			return
+		}
+	}
+	t.Errorf("%s: scheduled in every window of %s: %v times", when, idleWindow, got)
 }
 
 // schedulings is how often the threads of the processes at dirs
