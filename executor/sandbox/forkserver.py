@@ -45,6 +45,7 @@ def _runblock_forkserver(config):
     import os
     import posix
     import resource
+    import select  # each run's PID 1 polls its lifeline: loaded before the forks
     import signal
     import socket
 
@@ -244,6 +245,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
     namespace. In the run's python only, returns the lockdown steps it
     took, in order; None elsewhere."""
     import posix
+    import select
     import signal
 
     PR_SET_DUMPABLE = 4  # protocol: PrSetDumpable
@@ -290,7 +292,12 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
 
             signal.signal(signal.SIGCHLD, reap)
             reap(0, None)
-            while posix.read(fds[conf["run_lifeline"]], 1):
+            # Until the service closes the lifeline: what it writes there
+            # (idle, busy) is the fork server's init's to read, not ours.
+            # poll retries itself when a SIGCHLD interrupts it.
+            lifeline = select.poll()
+            lifeline.register(fds[conf["run_lifeline"]], select.POLLHUP)
+            while not lifeline.poll():
                 pass
             posix._exit(0)
         except BaseException as exc:

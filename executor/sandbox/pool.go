@@ -46,7 +46,16 @@ func newPlotPool(e *Executor) *pool {
 
 func startPool(log *slog.Logger, size int, start func(context.Context) (*proc, error)) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{log: log, start: start, idle: make(chan *proc), cancel: cancel}
+	// A pooled sandbox waits for its snippet: a forked one's init counts
+	// nothing until it comes (proc.sleep, run wakes it).
+	sleeping := func(ctx context.Context) (*proc, error) {
+		sb, err := start(ctx)
+		if err == nil {
+			sb.sleep()
+		}
+		return sb, err
+	}
+	p := &pool{log: log, start: sleeping, idle: make(chan *proc), cancel: cancel}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })
 	}

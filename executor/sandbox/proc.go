@@ -314,10 +314,32 @@ var errStale = &executor.Error{Code: executor.ErrInternal, Message: "sandbox die
 // process tree could keep them open).
 const outputGrace = 100 * time.Millisecond
 
+// sleep tells a forked run's init that nothing of the run runs until
+// wake (see forkedLaunch.sleep), so that it counts nothing meanwhile;
+// false for a sandbox started from scratch, whose init polls.
+func (p *proc) sleep() bool {
+	f, ok := p.launch.(*forkedLaunch)
+	return ok && f.sleep()
+}
+
+// wake tells a forked run's init that sleep is over, before the run goes
+// on (see forkedLaunch.wake).
+func (p *proc) wake() error {
+	if f, ok := p.launch.(*forkedLaunch); ok {
+		return f.wake()
+	}
+	return nil
+}
+
 // run hands the snippet over and waits for it to end. The timeout counts
 // from here. The proc is destroyed afterwards.
 func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, error) {
 	defer p.destroy()
+	if p.wake() != nil {
+		// A pooled run whose init cannot count it: another takes the
+		// snippet, which never reached this one.
+		return executor.Result{}, errStale
+	}
 	start := time.Now()
 	var writers sync.WaitGroup
 	feed := func(f *os.File, s string) {

@@ -42,15 +42,17 @@ func (e *Executor) StartSession(ctx context.Context) (executor.LiveSession, erro
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSession(e, p)
+	s, err := newSessionSandbox(e, p)
 	if err != nil {
 		return nil, &executor.Error{Code: executor.ErrInternal, Message: "start session", Err: err}
 	}
 	return s, nil
 }
 
-// session is a live session: its sandbox, waiting for its next cell.
-type session struct {
+// sessionSandbox is the sandbox's side of a live session: its live
+// process (the sandbox, its init and its python), waiting for its next
+// cell.
+type sessionSandbox struct {
 	e      *Executor
 	p      *proc
 	out    *cellStream
@@ -72,16 +74,16 @@ type session struct {
 	pidNS string     // its PID namespace
 }
 
-// newSession takes over p's pipes (stopping the readers its start gave
-// them) and tells its guard that it runs a session; p is destroyed when
-// it fails.
-func newSession(e *Executor, p *proc) (*session, error) {
+// newSessionSandbox takes over p's pipes (stopping the readers its start
+// gave them) and tells its guard that it runs a session; p is destroyed
+// when it fails.
+func newSessionSandbox(e *Executor, p *proc) (*sessionSandbox, error) {
 	pre, err := takeOver(p)
 	if err != nil {
 		p.destroy()
 		return nil, err
 	}
-	s := &session{e: e, p: p, frames: bufio.NewReaderSize(p.statusR, 4096), budgets: map[int]*outputBudget{}, grew: make(chan struct{}, 1)}
+	s := &sessionSandbox{e: e, p: p, frames: bufio.NewReaderSize(p.statusR, 4096), budgets: map[int]*outputBudget{}, grew: make(chan struct{}, 1)}
 	s.out = newCellStream(p.outR, e.cfg.KeepBytes, s.budget, s.grew)
 	s.err = newCellStream(p.errR, e.cfg.KeepBytes, s.budget, s.grew)
 	s.out.commit(pre[0])
@@ -100,7 +102,21 @@ func newSession(e *Executor, p *proc) (*session, error) {
 		s.release()
 		return nil, err
 	}
+	// Idle until its first cell, as between cells (see idle).
+	s.idle()
 	return s, nil
+}
+
+// idle stops the session's processes (see hold) and then tells its init
+// that nothing of the session runs until the next cell wakes it
+// (proc.sleep): a forked session's init then counts nothing and blocks,
+// so an idle session uses no CPU. Where not every process could be
+// stopped, the init goes on counting. s.mu is held (or s is not yet
+// shared).
+func (s *sessionSandbox) idle() {
+	if s.pause() {
+		s.p.sleep()
+	}
 }
 
 // takeOver stops the readers p's start gave its stdout, stderr and status
@@ -127,7 +143,7 @@ func takeOver(p *proc) ([2][]byte, error) {
 }
 
 // budget is the output budget of cell n, shared by its two streams.
-func (s *session) budget(n int) *outputBudget {
+func (s *sessionSandbox) budget(n int) *outputBudget {
 	s.budgetMu.Lock()
 	defer s.budgetMu.Unlock()
 	b, ok := s.budgets[n]
@@ -139,13 +155,13 @@ func (s *session) budget(n int) *outputBudget {
 }
 
 // Alive reports whether the session's python still holds its state.
-func (s *session) Alive() bool { return !s.ended.Load() && s.p.alive() }
+func (s *sessionSandbox) Alive() bool { return !s.ended.Load() && s.p.alive() }
 
 // errSessionEnded: a cell for a session whose python has ended.
 var errSessionEnded = &executor.Error{Code: executor.ErrInternal, Message: "the session has ended"}
 
 // Run runs one cell: see executor.LiveSession.
-func (s *session) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
+func (s *sessionSandbox) Run(ctx context.Context, req executor.Request) (executor.Result, error) {
 	if n := int64(len(req.Code) + len(req.Stdin)); n > s.e.cfg.MaxCodeBytes {
 		return executor.Result{}, executor.Errorf(executor.ErrTooLarge, "snippet and stdin are %d bytes, over the limit of %d bytes", n, s.e.cfg.MaxCodeBytes)
 	}
@@ -169,12 +185,20 @@ func (s *session) Run(ctx context.Context, req executor.Request) (executor.Resul
 		s.budgetMu.Unlock()
 	}()
 	// Between cells the session's processes are stopped: what a cell
-	// left running uses no CPU until the next cell (see hold).
+	// left running uses no CPU until the next cell (see hold), and its
+	// init counts nothing (see idle). It counts again before they go on.
+	if err := s.p.wake(); err != nil {
+		s.release()
+		return executor.Result{}, errSessionEnded
+	}
 	s.resume()
 	res, err := c.run(ctx)
 	if !s.ended.Load() {
-		s.pause()
+		stopped := s.pause()
 		s.overLimit(&res)
+		if stopped && !s.ended.Load() {
+			s.p.sleep()
+		}
 	}
 	return res, err
 }
@@ -184,7 +208,7 @@ func (s *session) Run(ctx context.Context, req executor.Request) (executor.Resul
 // past the limit, is over the limit. The init's own count is polled, and
 // where the CPU is starved it can count late; a cell's end does not wait
 // for it, so without this a session could pass its limit a cell at a time.
-func (s *session) overLimit(res *executor.Result) {
+func (s *sessionSandbox) overLimit(res *executor.Result) {
 	used, ok := s.held()
 	if !ok || used <= s.p.lim.Memory {
 		return
@@ -196,7 +220,7 @@ func (s *session) overLimit(res *executor.Result) {
 // Close ends the session: its whole sandbox is killed, and its work dir,
 // uid slot and pipes are released. A cell running meanwhile ends as
 // canceled.
-func (s *session) Close() error {
+func (s *sessionSandbox) Close() error {
 	s.closing.Store(true)
 	s.p.kill()
 	s.mu.Lock()
@@ -207,7 +231,7 @@ func (s *session) Close() error {
 
 // release kills the session's sandbox, if it lives, and releases
 // everything it held; s.mu is held (or s is not yet shared).
-func (s *session) release() {
+func (s *sessionSandbox) release() {
 	if s.ended.Swap(true) {
 		return
 	}
@@ -217,7 +241,7 @@ func (s *session) release() {
 
 // cellRun is one cell on its way.
 type cellRun struct {
-	s       *session
+	s       *sessionSandbox
 	n       int
 	req     executor.Request
 	timeout time.Duration

@@ -29,7 +29,7 @@ func TestSessionReducedTiers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := live.(*session)
+			s := live.(*sessionSandbox)
 			for i, c := range []struct {
 				code, stdout string
 				files        int

@@ -82,7 +82,7 @@ func TestSessionCountsAllItsProcesses(t *testing.T) {
 	}
 }
 
-func liveSession(t testing.TB, cold bool) *session {
+func liveSession(t testing.TB, cold bool) *sessionSandbox {
 	t.Helper()
 	e, err := New(context.Background(), Config{DisableForkServer: cold})
 	if err != nil {
@@ -94,7 +94,7 @@ func liveSession(t testing.TB, cold bool) *session {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = live.Close() })
-	return live.(*session)
+	return live.(*sessionSandbox)
 }
 
 // BenchmarkSessionMemoryCount: one count of an idle session (fork path),
@@ -117,7 +117,7 @@ func BenchmarkSessionMemoryCount(b *testing.B) {
 	b.Run("all-of-proc", func(b *testing.B) {
 		for b.Loop() {
 			procs, _ := scanNamespace(s.pidNS)
-			if _, ok := stage.SharedMemory(0, procs); !ok {
+			if _, ok := stage.Proportional(0, procs); !ok {
 				b.Fatal("incomplete count")
 			}
 		}

@@ -14,34 +14,38 @@ import (
 
 // MemoryBytes is the memory the session's sandbox holds now, for the
 // session manager's bound on all live sessions (session.MemoryReporter):
-// every process of the sandbox (its init too), counted by the share of
-// each page as the sandbox's own counter counts a run past its limit, and
-// the use of its work dir and shared memory tmpfs. Where the namespaces
-// are the sandbox's own, its processes are those of its PID namespace, as
-// the sandbox's own /proc lists them (see sessionInit); without
-// namespaces, those of python's process group. Where they cannot be read
-// (a service that may not read the sandbox's /proc), it is the session's
-// memory limit.
-func (s *session) MemoryBytes() int64 {
+// every process of the sandbox (its init too), each by its proportional
+// share of its anonymous and shared memory as the kernel sums it in its
+// smaps_rollup (see stage.Proportional), and the use of its work dir and
+// shared memory tmpfs. Where the namespaces are the sandbox's own, its
+// processes are those of its PID namespace, as the sandbox's own /proc
+// lists them (see sessionInit); without namespaces, those of python's
+// process group. Where they cannot be read (a service that may not read
+// the sandbox's /proc), it is the session's memory limit.
+func (s *sessionSandbox) MemoryBytes() int64 {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
-	if n, ok := s.memory(true); ok {
+	if n, ok := s.memory(true, stage.Proportional); ok {
 		return n
 	}
 	return s.p.lim.Memory
 }
 
 // held is what the session's sandbox holds as its init counts it against
-// its limit: its init aside; !ok where it cannot be read.
-func (s *session) held() (int64, bool) {
+// its limit (see stage.Counted: the share of each page is read only where
+// what the processes hold resident is past the limit), its init aside;
+// !ok where it cannot be read.
+func (s *sessionSandbox) held() (int64, bool) {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
-	return s.memory(false)
+	return s.memory(false, func(held int64, procs []string) (int64, bool) {
+		return stage.Counted(held, procs, s.p.lim.Memory)
+	})
 }
 
-// memory counts the session's sandbox, its init too when withInit; s.memMu
-// is held.
-func (s *session) memory(withInit bool) (int64, bool) {
+// memory counts the session's sandbox with count, its init too when
+// withInit; s.memMu is held.
+func (s *sessionSandbox) memory(withInit bool, count func(held int64, procs []string) (int64, bool)) (int64, bool) {
 	if !s.p.namespaced {
 		// Only a sandbox started from scratch lacks namespaces.
 		cold, ok := s.p.launch.(*coldLaunch)
@@ -52,7 +56,7 @@ func (s *session) memory(withInit bool) (int64, bool) {
 		if len(procs) == 0 {
 			return 0, false
 		}
-		return stage.SharedMemory(0, procs)
+		return count(0, procs)
 	}
 	root, procs := s.processes()
 	if !withInit {
@@ -68,7 +72,7 @@ func (s *session) memory(withInit bool) (int64, bool) {
 			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
-	n, complete := stage.SharedMemory(held, procs)
+	n, complete := count(held, procs)
 	// The init's pid is another process's once the init is gone: then what
 	// was read may be another's, and its namespace is not the session's.
 	if ns, err := os.Readlink(s.init + "/ns/pid"); err != nil || ns != s.pidNS {
@@ -83,7 +87,7 @@ func (s *session) memory(withInit bool) (int64, bool) {
 // its processes, and only them, however they left their parents (setsid,
 // the children of an exited thread: reparented within the namespace); it
 // is reached through the init's root, which the snippet cannot change.
-func (s *session) processes() (root string, procs []string) {
+func (s *sessionSandbox) processes() (root string, procs []string) {
 	if s.init == "" {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(s.p.outR.Fd()), &st); err != nil {

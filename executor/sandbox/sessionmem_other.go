@@ -4,11 +4,11 @@ package sandbox
 
 // MemoryBytes is the session's memory limit: without Linux its sandbox's
 // memory is not read (see sessionmem_linux.go).
-func (s *session) MemoryBytes() int64 { return s.p.lim.Memory }
+func (s *sessionSandbox) MemoryBytes() int64 { return s.p.lim.Memory }
 
 // pause and resume do nothing without Linux (see sessionstop_linux.go).
-func (s *session) pause()  {}
-func (s *session) resume() {}
+func (s *sessionSandbox) pause() bool { return false }
+func (s *sessionSandbox) resume()     {}
 
 // held is not read without Linux.
-func (s *session) held() (int64, bool) { return 0, false }
+func (s *sessionSandbox) held() (int64, bool) { return 0, false }

@@ -49,7 +49,7 @@ func TestSessionReportsMemory(t *testing.T) {
 }
 
 // TestDefaultSessionBoundsKeepManyIdleSessions: with the default bounds
-// (32 sessions, 1 GiB) and the executor's memory limit as the count of a
+// (256 sessions, 1 GiB) and the executor's memory limit as the count of a
 // session that could not report, 8 idle sessions on the real sandbox all
 // stay live: counted at their limit, only 4 would.
 func TestDefaultSessionBoundsKeepManyIdleSessions(t *testing.T) {

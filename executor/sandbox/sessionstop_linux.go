@@ -21,13 +21,15 @@ const stopRounds = 16
 // namespaces) is never stopped. Where the namespaces are the sandbox's
 // own, the processes are those of its PID namespace (see processes),
 // signalled through their directories of the sandbox's /proc; without
-// them, those of python's process group. s.mu is held.
-func (s *session) hold(sig unix.Signal) {
+// them, those of python's process group. It reports whether every
+// process was signalled: false where they cannot be found, or where a
+// stop found new processes still after stopRounds. s.mu is held.
+func (s *sessionSandbox) hold(sig unix.Signal) bool {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
 	list, send := s.holdable()
 	if list == nil {
-		return
+		return false
 	}
 	done := map[string]bool{}
 	for range stopRounds {
@@ -43,15 +45,16 @@ func (s *session) hold(sig unix.Signal) {
 		// A process continued cannot have forked a child that a stop
 		// must reach: continuing takes one round.
 		if !more || sig != unix.SIGSTOP {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // holdable lists the /proc/PID directories of the session's processes
 // that hold stops, and sends one of them a signal; nil where they cannot
 // be found.
-func (s *session) holdable() (list func() []string, send func(dir string, sig unix.Signal)) {
+func (s *sessionSandbox) holdable() (list func() []string, send func(dir string, sig unix.Signal)) {
 	if !s.p.namespaced {
 		cold, ok := s.p.launch.(*coldLaunch)
 		if !ok || cold.cmd.Process == nil {
@@ -88,7 +91,8 @@ func signalDir(dir string, sig unix.Signal) {
 	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
-// pause stops the session's processes once its cell ended; resume
-// continues them before the next cell is sent (see hold).
-func (s *session) pause()  { s.hold(unix.SIGSTOP) }
-func (s *session) resume() { s.hold(unix.SIGCONT) }
+// pause stops the session's processes once its cell ended (and from its
+// start until its first cell), and reports whether all are stopped;
+// resume continues them before the next cell is sent (see hold).
+func (s *sessionSandbox) pause() bool { return s.hold(unix.SIGSTOP) }
+func (s *sessionSandbox) resume()     { s.hold(unix.SIGCONT) }

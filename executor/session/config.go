@@ -7,13 +7,15 @@ const (
 	// DefaultIdle is how long a session's process lives without a cell.
 	DefaultIdle = 15 * time.Minute
 	// DefaultMaxLive bounds the live sessions of one executor. An idle
-	// session forked from the fork server holds about 1 MiB of its own
-	// (5 MiB proportional) as a bare interpreter, and typically 20 to
-	// 100 MiB once its cells have imported pandas or matplotlib and built
-	// some data: 32 such sessions fill DefaultMemoryBytes at about 30 MiB
-	// each, so the count and the memory bound bite at about the same place,
-	// and the memory bound catches the heavy ones.
-	DefaultMaxLive = 32
+	// session costs no CPU (its processes are stopped and its sandbox's
+	// init blocks until its next cell) and a few MiB: a bare interpreter
+	// forked from the preloaded fork server holds 4 to 6 MiB of its own,
+	// so 170 to 256 of them fill DefaultMemoryBytes, and the count and the memory
+	// bound bite at about the same place; sessions whose cells imported
+	// pandas or built data (20 to 100 MiB) meet the memory bound first.
+	// The bench's idle-sessions row measures what 500 idle sessions cost
+	// (internal/bench/RESULTS.md).
+	DefaultMaxLive = 256
 	// DefaultMemoryBytes bounds the memory of all live sessions together.
 	DefaultMemoryBytes = 1 << 30
 	// DefaultReplayBudget is the longest a replay may take, its cells

@@ -70,12 +70,20 @@ type Options struct {
 	// ComputeSDK's benchmark).
 	LaunchRuns int
 	LaunchGap  time.Duration
+	// IdleSessions is how many live sessions the idle-sessions row opens
+	// in one executor; 0 = 500. IdleWindow is the window their CPU time is
+	// read over, 0 = 10 s; IdleCells the cells run in them, 0 = 200.
+	IdleSessions int
+	IdleWindow   time.Duration
+	IdleCells    int
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood; SkipPlot
-	// skips the plot rows; SkipLaunch the launch section.
-	SkipOriginal bool
-	SkipFlood    bool
-	SkipPlot     bool
-	SkipLaunch   bool
+	// skips the plot rows; SkipLaunch the launch section; SkipIdleSessions
+	// the idle-sessions row.
+	SkipOriginal     bool
+	SkipFlood        bool
+	SkipPlot         bool
+	SkipLaunch       bool
+	SkipIdleSessions bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -250,6 +258,16 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
+	if opts.SkipIdleSessions {
+		b.skip("idle sessions", "--skip-idle-sessions")
+	} else {
+		r.IdleSessions = b.idleSessions(ctx, cmp.Or(opts.IdleSessions, idleSessionsDefault),
+			cmp.Or(opts.IdleWindow, idleWindowDefault), cmp.Or(opts.IdleCells, idleCellsDefault))
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+
 	r.compare()
 	r.evaluate()
 	r.ElapsedS = time.Since(start).Seconds()
@@ -341,7 +359,8 @@ type benchmark struct {
 }
 
 // quick are the counts of a --quick run, where Options leave them 0.
-var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond}
+var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond,
+	IdleSessions: 20, IdleWindow: 2 * time.Second, IdleCells: 40}
 
 func newBenchmark(opts Options) *benchmark {
 	if opts.Quick {
@@ -353,6 +372,9 @@ func newBenchmark(opts Options) *benchmark {
 		opts.PlotGap = cmp.Or(opts.PlotGap, quick.PlotGap)
 		opts.LaunchRuns = cmp.Or(opts.LaunchRuns, quick.LaunchRuns)
 		opts.LaunchGap = cmp.Or(opts.LaunchGap, quick.LaunchGap)
+		opts.IdleSessions = cmp.Or(opts.IdleSessions, quick.IdleSessions)
+		opts.IdleWindow = cmp.Or(opts.IdleWindow, quick.IdleWindow)
+		opts.IdleCells = cmp.Or(opts.IdleCells, quick.IdleCells)
 	}
 	n := cmp.Or(opts.Concurrency, runtime.NumCPU())
 	b := &benchmark{

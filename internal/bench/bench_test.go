@@ -37,6 +37,9 @@ func TestMeasureSmoke(t *testing.T) {
 		FloodTimeout:      500 * time.Millisecond,
 		LaunchRuns:        3,
 		LaunchGap:         time.Millisecond,
+		IdleSessions:      3,
+		IdleWindow:        100 * time.Millisecond,
+		IdleCells:         4,
 		SkipOriginal:      true,
 		SkipPlot:          true, // TestPlotRows
 		Executor:          sandbox.Config{KeepBytes: 4096},
@@ -173,8 +176,11 @@ func TestMeasureSmoke(t *testing.T) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 
-	if len(r.Targets) != 12 {
-		t.Fatalf("%d targets, want 12", len(r.Targets))
+	if m := r.IdleSessions; m == nil || m.Sessions != 3 || m.Processes < 6 || m.PSSMiB <= 0 || m.OK != 4 || m.CellP99MS <= 0 {
+		t.Errorf("idle sessions: %+v; want 3 sessions (6 processes at least) with their memory and 4 cells answered", m)
+	}
+	if len(r.Targets) != 13 {
+		t.Fatalf("%d targets, want 13", len(r.Targets))
 	}
 	for _, i := range []int{2, 7, 8} { // the original; the plot; the preload off
 		if s := r.Targets[i].Status; s != statusNA {

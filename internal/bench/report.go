@@ -63,7 +63,9 @@ type Report struct {
 	Launches    []LaunchStats `json:"launches,omitempty"`
 	LaunchRuns  int           `json:"launch_runs,omitempty"`
 	LaunchGapMS float64       `json:"launch_gap_ms,omitempty"`
-	Targets     []Target      `json:"targets"`
+	// IdleSessions is what live sessions cost while idle (idle.go).
+	IdleSessions *IdleSessions `json:"idle_sessions,omitempty"`
+	Targets      []Target      `json:"targets"`
 	// Skipped are the parts that did not run, each with why.
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
@@ -285,6 +287,13 @@ const (
 	targetValueCostMS    = 1.0  // a cell's shown value over a script cell, p50 (issue 34)
 	targetPreloadCost    = 1.05 // plain runs with the default preload against without it: the noise of one run
 	targetFloodRSSVsPool = 1.1  // "unchanged", within the noise of a peak RSS
+	// 500 idle live sessions in one executor (issue 36): the CPU of the
+	// executor's process tree, in % of a core; the PSS of their processes;
+	// a cell's p99 in one of them.
+	targetIdleSessions          = 500
+	targetIdleSessionsCPU       = 2.0
+	targetIdleSessionsPSSMiB    = 1536.0
+	targetIdleSessionsCellP99MS = 10.0
 )
 
 // check is one row's part of a target.
@@ -470,6 +479,30 @@ func (r *Report) evaluate() {
 			detail: fmt.Sprintf("value %.2f ms - script %.2f ms = %.2f ms, %d/%d ok", v.P50MS, s.P50MS, d, v.OK, v.Runs)}
 	}
 	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("a shown value costs <= %g ms p50 over a script cell (live session)", targetValueCostMS), c))
+
+	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("%d idle live sessions: <= %g%% of a core, <= %g GiB PSS, a cell p99 <= %g ms",
+		targetIdleSessions, targetIdleSessionsCPU, targetIdleSessionsPSSMiB/1024, targetIdleSessionsCellP99MS), r.IdleSessions.check()))
+}
+
+// check judges the idle-sessions row against its targets; the PSS target
+// scales with the sessions measured where fewer than the target's were.
+func (m *IdleSessions) check() check {
+	switch {
+	case m == nil:
+		return check{detail: "idle sessions not measured"}
+	case m.Sessions == 0 || m.OK == 0:
+		return check{detail: "no idle session measured: " + m.Error}
+	}
+	pss := targetIdleSessionsPSSMiB * float64(m.Sessions) / targetIdleSessions
+	c := check{measured: true,
+		ok: m.Sessions >= targetIdleSessions && m.CPUPercent <= targetIdleSessionsCPU && m.PSSMiB+m.ServicePSSMiB <= pss &&
+			m.CellP99MS <= targetIdleSessionsCellP99MS && m.OK == m.Cells,
+		detail: fmt.Sprintf("%d sessions: %.2f%% of a core over %.0f s, %.0f MiB PSS (%.0f MiB sandboxes + %.0f MiB service), cell p50 %.2f ms p99 %.2f ms, %d/%d ok",
+			m.Sessions, m.CPUPercent, m.WindowS, m.PSSMiB+m.ServicePSSMiB, m.PSSMiB, m.ServicePSSMiB, m.CellP50MS, m.CellP99MS, m.OK, m.Cells)}
+	if m.Sessions < targetIdleSessions {
+		c.detail += fmt.Sprintf(" (fewer than %d: not met)", targetIdleSessions)
+	}
+	return c
 }
 
 // launch returns the launch stats of row name in pattern, or nil.
@@ -621,6 +654,20 @@ func (r *Report) WriteText(w io.Writer) error {
 			mt.add(m.Label, strconv.Itoa(m.Processes), num(m.PSSMiB, 1), num(m.RSSMiB, 1))
 		}
 		mt.write(&b)
+	}
+
+	if m := r.IdleSessions; m != nil {
+		fmt.Fprintf(&b, "\nidle live sessions, one executor with the default settings (%d opened in %.1f s):\n", m.Sessions, m.OpenS)
+		if m.Error != "" {
+			fmt.Fprintf(&b, "  stopped: %s\n", m.Error)
+		}
+		if m.Processes > 0 {
+			fmt.Fprintf(&b, "  CPU of the executor's process tree over %.0f s: %d ticks, %.2f%% of a core\n", m.WindowS, m.CPUTicks, m.CPUPercent)
+			fmt.Fprintf(&b, "  PSS: %.1f MiB in %d sandbox processes, %.1f MiB the service\n", m.PSSMiB, m.Processes, m.ServicePSSMiB)
+		}
+		if m.Cells > 0 {
+			fmt.Fprintf(&b, "  %d cells in random sessions, one after another: p50 %.2f ms, p99 %.2f ms, %d ok\n", m.Cells, m.CellP50MS, m.CellP99MS, m.OK)
+		}
 	}
 
 	startup := table{head: []string{"sandbox.New (probe and canaries)", "ms"}}

@@ -117,6 +117,8 @@ func sample() *Report {
 			{Name: plotPrefork, Label: "executor prefork (2), default preload", Runs: 10, OK: 10, P50MS: 40, P90MS: 45},
 		},
 		PlotGapMS: 1000,
+		IdleSessions: &IdleSessions{Sessions: 500, Processes: 1002, WindowS: 10, CPUTicks: 3, CPUPercent: 0.3, PSSMiB: 1300, ServicePSSMiB: 110,
+			Cells: 200, OK: 200, CellP50MS: 1.2, CellP99MS: 5},
 		Launches: []LaunchStats{
 			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 2.5, P95MS: 4, P99MS: 6, WallS: 0.3},
 			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternStaggered, Runs: 100, OK: 100, P50MS: 2.6, P95MS: 5, P99MS: 9, WallS: 5},
@@ -190,6 +192,7 @@ func TestEvaluate(t *testing.T) {
 		pss
 		floodVsPool
 		valueCost
+		idleSessions
 		targets
 	)
 	tests := []struct {
@@ -255,6 +258,8 @@ func TestEvaluate(t *testing.T) {
 		{"a shown value costs 1 ms", func(r *Report) { r.launch(launchCellValue, patternSequential).P50MS = 1.6 }, nil},
 		{"a shown value failing", func(r *Report) { r.launch(launchCellValue, patternSequential).OK = 99 }, map[int]string{valueCost: X}},
 		{"no script cell row", func(r *Report) { r.Launches = r.Launches[:5] }, map[int]string{valueCost: N}},
+		{"idle sessions over 1.5 GiB", func(r *Report) { r.IdleSessions.PSSMiB = 1500 }, map[int]string{idleSessions: X}},
+		{"idle sessions not measured", func(r *Report) { r.IdleSessions = nil }, map[int]string{idleSessions: N}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,7 +396,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 12 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
+	if len(back.Targets) != 13 || back.IdleSessions.CPUTicks != 3 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }

@@ -42,6 +42,8 @@ func benchOptions(ex sandbox.Config, logger *slog.Logger, args []string, stderr 
 	fs.IntVar(&opts.PlotRuns, "plot-runs", 0, "runs of the plot snippet per row (default 10)")
 	fs.BoolVar(&opts.SkipLaunch, "skip-launch", false, "do not measure the launch section")
 	fs.IntVar(&opts.LaunchRuns, "launch-runs", 0, "launches per pattern of the launch section (default 100)")
+	fs.IntVar(&opts.IdleSessions, "idle-sessions", 0, "live sessions the idle-sessions row opens in one executor (default 500)")
+	fs.BoolVar(&opts.SkipIdleSessions, "skip-idle-sessions", false, "do not measure what idle live sessions cost")
 	if err := fs.Parse(args); err != nil {
 		return bench.Options{}, err
 	}

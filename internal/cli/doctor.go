@@ -105,7 +105,7 @@ func sessionsText(c session.Config, memory int64) string {
   memory: a live session counts at what its sandbox holds, read after each cell (an idle one about 6 MiB: %d idle fit); one whose sandbox cannot be read counts at its %s limit, so %s holds at least %d
   idle: a session's process ends after %s without a cell (RUNBLOCK_SESSION_IDLE)
   between cells: the session's processes are stopped (SIGSTOP; continued with the next cell), so what a cell left running uses no CPU until then
-  cost: no CPU between cells but the sandbox's init counting its memory every 50 ms (about 1%% of a core for each idle session); about 1 MiB of its own for a bare interpreter, 20-100 MiB once pandas or matplotlib are loaded with data
+  cost: no CPU while idle, before its first cell and between cells (its processes stopped, the sandbox's init blocked until the next cell); a few MiB of its own for a bare interpreter, 20-100 MiB once pandas or matplotlib are loaded with data
   after an eviction, an idle end, a timeout or the memory limit, the next cell replays the earlier successful cells (within %s) and says so
 `, formatting.SizeText(memory), c.MaxLive, formatting.SizeText(c.MemoryBytes),
 		min(int64(c.MaxLive), c.MemoryBytes/idleSessionBytes), formatting.SizeText(memory), formatting.SizeText(c.MemoryBytes), min(int64(c.MaxLive), max(c.MemoryBytes/max(memory, 1), 1)),

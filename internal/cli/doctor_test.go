@@ -57,8 +57,8 @@ func TestDoctorSaysHowSessionsWork(t *testing.T) {
 	}{
 		{"off", session.Config{Disabled: true}, []string{"sessions: off (RUNBLOCK_SESSIONS=off)"}},
 		{"defaults", session.Config{}, []string{
-			"sessions: on", "256 MiB for a whole session", "at most 32 live", "1 GiB together",
-			"counts at what its sandbox holds", "32 idle fit", "counts at its 256 MiB limit, so 1 GiB holds at least 4", "after 15m without a cell", "no CPU between cells", "processes are stopped (SIGSTOP; continued with the next cell)", "replays the earlier successful cells",
+			"sessions: on", "256 MiB for a whole session", "at most 256 live", "1 GiB together",
+			"counts at what its sandbox holds", "170 idle fit", "counts at its 256 MiB limit, so 1 GiB holds at least 4", "after 15m without a cell", "no CPU while idle, before its first cell and between cells", "processes are stopped (SIGSTOP; continued with the next cell)", "replays the earlier successful cells",
 		}},
 		{"set", session.Config{Idle: 90 * time.Second, MaxLive: 3, MemoryBytes: 4 << 30}, []string{"at most 3 live", "4 GiB together", "3 idle fit", "4 GiB holds at least 3", "after 1m30s without"}},
 	} {

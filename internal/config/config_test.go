@@ -47,7 +47,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"fork server", c.Executor.DisableForkServer, false},
 		{"sessions", c.Sessions.Disabled, false},
 		{"session idle", c.Sessions.Idle, 15 * time.Minute},
-		{"session max", c.Sessions.MaxLive, 32},
+		{"session max", c.Sessions.MaxLive, 256},
 		{"session memory", c.Sessions.MemoryBytes, int64(1 << 30)},
 		{"concurrency", c.Scheduler.Concurrency, runtime.NumCPU()},
 		{"queue", c.Scheduler.QueueSize, 100},

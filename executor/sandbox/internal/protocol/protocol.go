@@ -61,7 +61,13 @@
 // (RunPythonFDs), then RunReport (the service reads the run's InitStatus
 // from it; the fork server's init keeps it and gives the fork server a back
 // channel in its place) and RunLifeline (closed by the service to kill the
-// run; the run's PID 1 holds it too). On the back channel python sends its
+// run; the run's PID 1 holds it too, and waits for its end, never reading
+// it). The service writes one byte on the lifeline, LifelineIdle, where
+// nothing of the run can run until further word (a pooled run waits for
+// its snippet; a session's processes are stopped between cells): the
+// fork server's init then stops counting its memory and blocks; and
+// LifelineBusy before it lets the run go on, which the init counts at
+// once, and then at its pace. On the back channel python sends its
 // hello (ForkHello, JSON, one datagram of at most ForkHelloMax bytes, with
 // its credentials, its work dir and a sock_diag socket) and the init
 // answers "{}" with the Landlock ruleset, or python sends ForkHello.Error
@@ -336,6 +342,13 @@ const (
 	RunReport      = RunPythonFDs
 	RunLifeline    = RunReport + 1
 	RunFDs         = RunLifeline + 1
+)
+
+// The bytes the service writes on a forked run's lifeline (see above):
+// the fork server's init reads them, the run's PID 1 never does.
+const (
+	LifelineIdle = 'i' // nothing of the run runs: count nothing until LifelineBusy
+	LifelineBusy = 'b' // the run goes on: count it now, and at its pace
 )
 
 const (

@@ -240,13 +240,42 @@ func memfdDevice() (uint64, error) {
 	return st.Dev, nil
 }
 
-// SharedMemory is the memory of the thread groups at procs (their /proc/PID
+// Counted is the memory of the thread groups at procs (their /proc/PID
 // directories, in any mount of proc) plus held (the use of their tmpfs),
-// counted as a run's counter counts it past its limit: by the proportional
-// share of each mapping (see smapsShare), each page once; !complete when
-// one of them could not be read. The service counts a live session's
-// sandbox so.
-func SharedMemory(held int64, procs []string) (total int64, complete bool) {
-	total, complete, _ = countRun(held, procs, -1)
+// counted against limit as a run's counter counts it (see countRun): by
+// what they hold resident, and past limit by the proportional share of
+// each mapping, each page once; !complete when one of them could not be
+// read. The service checks a live session's sandbox so once a cell ended.
+func Counted(held int64, procs []string, limit int64) (total int64, complete bool) {
+	total, complete, _ = countRun(held, procs, limit)
+	return total, complete
+}
+
+// rollupKeys are the lines of /proc/PID/smaps_rollup that Proportional
+// sums: the proportional share of anonymous and shared memory pages, and
+// the hugetlb pages (the files of the read-only system are not counted).
+var rollupKeys = [][]byte{[]byte("Pss_Anon:"), []byte("Pss_Shmem:"), []byte("Shared_Hugetlb:"), []byte("Private_Hugetlb:")}
+
+// Proportional is the memory of the thread groups at procs plus held, each
+// by its proportional share of its anonymous and shared memory, which the
+// kernel sums in smaps_rollup in one walk of its page tables, without
+// writing out every mapping as smaps does. A page of a tmpfs they map
+// counts in held too, so that it may count over what the run's counter
+// would, never under; a process whose smaps_rollup may not be read counts
+// what it holds resident. !complete when one of them could not be read at
+// all. The service reports a live session's memory so.
+func Proportional(held int64, procs []string) (total int64, complete bool) {
+	buf := make([]byte, 4096)
+	rollup := func(path string) (int64, bool, bool) { return memoryLines(path, rollupKeys, buf) }
+	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
+	total, complete = held, true
+	for _, dir := range procs {
+		n, ok := groupMemory(dir, "smaps_rollup", rollup)
+		if !ok {
+			n, ok = groupMemory(dir, "status", rss)
+		}
+		total += n
+		complete = complete && ok
+	}
 	return total, complete
 }

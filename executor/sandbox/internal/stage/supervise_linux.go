@@ -40,10 +40,34 @@ type supervised interface {
 // errLifeline: the service closed a run's lifeline, to kill it.
 var errLifeline = errors.New("killed by the service")
 
+// lifeline reads what the service wrote on a run's lifeline fd, which
+// poll found ready: whether the run is idle after it (the last of
+// protocol.LifelineIdle and LifelineBusy read; idle as it was when
+// neither came), or errLifeline when the service closed it.
+func lifeline(fd int, idle bool) (bool, error) {
+	var b [64]byte
+	n, err := unix.Read(fd, b[:])
+	if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+		return idle, nil
+	}
+	if err != nil || n == 0 {
+		return idle, errLifeline
+	}
+	for _, c := range b[:n] {
+		switch c {
+		case protocol.LifelineIdle:
+			idle = true
+		case protocol.LifelineBusy:
+			idle = false
+		}
+	}
+	return idle, nil
+}
+
 // watch is what the supervisor watches of a run.
 type watch struct {
 	pidfd    int // python's
-	lifeline int // closed by the service to kill the run; -1: none
+	lifeline int // closed by the service to kill the run, or told it idles (see lifeline); -1: none
 	// idle bounds a wait with nothing to count, in milliseconds (-1:
 	// none): a cold run's init reaps the run's orphans at least so often.
 	idle   int
@@ -55,9 +79,12 @@ type watch struct {
 // begin), waits for python to end, accounting the run's memory, then
 // kills the run and returns how python ended; past the memory limit it
 // kills the run at once, with the memory verdict. When the lifeline
-// closes it kills the run and returns errLifeline.
+// closes it kills the run and returns errLifeline. While the service says
+// the run is idle (protocol.LifelineIdle: nothing of it can run) it counts
+// nothing and blocks until python ends or the lifeline speaks again.
 func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus, error) {
 	var st protocol.InitStatus
+	var idle bool
 	wait := w.idle
 	if w.limit > 0 {
 		// Counted once before the snippet exists, so that every run,
@@ -77,14 +104,25 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 		fds = append(fds, unix.PollFd{Fd: int32(w.lifeline), Events: unix.POLLIN})
 	}
 	for {
-		n, err := unix.Poll(fds, wait)
+		timeout := wait
+		if idle {
+			timeout = -1
+		}
+		n, err := unix.Poll(fds, timeout)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			r.kill()
 			return st, fmt.Errorf("poll: %w", err)
 		}
 		if len(fds) > 1 && fds[1].Revents != 0 {
-			r.kill()
-			return st, errLifeline
+			was := idle
+			if idle, err = lifeline(w.lifeline, idle); err != nil {
+				r.kill()
+				return st, err
+			}
+			if was && !idle {
+				// Count at once what the run holds as it goes on.
+				n = 0
+			}
 		}
 		ws, ended, err := r.end(fds[0].Revents != 0)
 		if err != nil {
@@ -109,7 +147,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			}
 			return st, nil
 		}
-		if n != 0 || w.limit == 0 {
+		if n != 0 || w.limit == 0 || idle {
 			continue
 		}
 		used, complete, recounted := w.memory.count(w.limit)

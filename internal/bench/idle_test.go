@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStatTicks: utime and stime are read past the command name, whatever
+// it holds, and a short or odd stat is refused.
+func TestStatTicks(t *testing.T) {
+	for _, c := range []struct {
+		name, stat string
+		want       int64
+		ok         bool
+	}{
+		{"plain", "4242 (python3) S 4200 4242 4200 0 -1 4194560 10 0 0 0 7 3 0 0 20 0 1 0", 10, true},
+		{"spaces and parentheses in the name", "77 (my (odd) proc) R 1 77 77 0 -1 0 0 0 0 0 120 30 0 0", 150, true},
+		{"truncated", "77 (x) S 1 77 77 0 -1 0 0 0 0 0 5", 0, false},
+		{"not a number", "77 (x) S 1 77 77 0 -1 0 0 0 0 0 five 1", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := statTicks(c.stat)
+			if ok != c.ok || (ok && got != c.want) {
+				t.Errorf("statTicks = %d, %v; want %d, %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+// TestTicksOf reads each process's ticks from a proc tree and leaves out
+// one that is gone.
+func TestTicksOf(t *testing.T) {
+	proc := t.TempDir()
+	for pid, stat := range map[string]string{
+		"10": "10 (runblock) S 1 10 10 0 -1 0 0 0 0 0 40 2 0 0",
+		"11": "11 (python3) S 10 11 11 0 -1 0 0 0 0 0 3 4 0 0",
+	} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := ticksOf(proc, []int{10, 11, 12})
+	if len(got) != 2 || got[10] != 42 || got[11] != 7 {
+		t.Errorf("ticksOf = %v, want map[10:42 11:7]", got)
+	}
+}
+
+// TestIdleSessionsFigures: the CPU share is the ticks the tree used in
+// the window (a process born in it counts all its ticks, one gone counts
+// none) over the window, in % of one core at 100 ticks a second; the
+// cells' percentiles are nearest-rank.
+func TestIdleSessionsFigures(t *testing.T) {
+	var m IdleSessions
+	m.setCPU(map[int]int64{1: 100, 2: 50, 3: 9}, map[int]int64{1: 110, 2: 55, 4: 5}, 10*time.Second)
+	if m.CPUTicks != 20 || m.CPUPercent != 2 || m.WindowS != 10 {
+		t.Errorf("setCPU: %d ticks, %g%% over %g s; want 20 ticks, 2%% over 10 s", m.CPUTicks, m.CPUPercent, m.WindowS)
+	}
+	var lat []time.Duration
+	for i := 100; i >= 1; i-- {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	m.setCells(lat)
+	if m.CellP50MS != 50 || m.CellP99MS != 99 {
+		t.Errorf("setCells: p50 %g ms, p99 %g ms; want 50 and 99", m.CellP50MS, m.CellP99MS)
+	}
+}
+
+// TestIdleSessionsCheck: the row meets its target only with at least 500
+// sessions, every figure within its bound (the PSS of the sandboxes and
+// the service together) and every cell answered.
+func TestIdleSessionsCheck(t *testing.T) {
+	met := IdleSessions{Sessions: 500, CPUPercent: 1.5, PSSMiB: 1400, ServicePSSMiB: 100, Cells: 200, OK: 200, CellP99MS: 8}
+	for _, c := range []struct {
+		name   string
+		change func(m *IdleSessions)
+		ok     bool
+		detail string
+	}{
+		{"met", func(*IdleSessions) {}, true, "500 sessions: 1.50% of a core"},
+		{"too much CPU", func(m *IdleSessions) { m.CPUPercent = 2.5 }, false, "2.50% of a core"},
+		{"too much memory with the service's", func(m *IdleSessions) { m.ServicePSSMiB = 200 }, false, "1600 MiB PSS"},
+		{"a slow tail", func(m *IdleSessions) { m.CellP99MS = 12 }, false, "p99 12.00 ms"},
+		{"a cell failed", func(m *IdleSessions) { m.OK = 199 }, false, "199/200 ok"},
+		{"fewer sessions", func(m *IdleSessions) { m.Sessions, m.PSSMiB = 100, 200 }, false, "fewer than 500"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := met
+			c.change(&m)
+			got := m.check()
+			if !got.measured || got.ok != c.ok || !strings.Contains(got.detail, c.detail) {
+				t.Errorf("check = %+v; want ok %v with %q", got, c.ok, c.detail)
+			}
+		})
+	}
+	var none *IdleSessions
+	if got := none.check(); got.measured {
+		t.Errorf("an unmeasured row is judged: %+v", got)
+	}
+}
