@@ -518,6 +518,10 @@ func (b *benchmark) start(ctx context.Context, row *Row, cfg sandbox.Config) (*s
 		return nil, err
 	}
 	row.StartupMS = ms(time.Since(t))
+	if err := ex.Warm(ctx); err != nil {
+		ex.Close()
+		return nil, err
+	}
 	row.ForkServer = b.forkServer(&row.Label, cfg, ex)
 	if row.Name == rowCold || b.report.Isolation == "" {
 		b.report.Isolation = ex.Isolation().Tier

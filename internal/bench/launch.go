@@ -188,6 +188,10 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 		return nil
 	}
 	defer ex.Close()
+	if err := ex.Warm(ctx); err != nil {
+		b.note("launches not measured: %v", err)
+		return nil
+	}
 	label := b.preforkLabel()
 	b.forkServer(&label, cfg, ex)
 	conc := b.conc[len(b.conc)-1]

@@ -30,6 +30,7 @@ func runMCP(ctx context.Context, c *invocation, args []string) int {
 	cfg, logger := c.cfg, c.logger
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
+	ec.ListPackages = true // for the tool's description
 	ex, err := sandbox.New(ctx, ec)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "runblock mcp: %v\n", err)
