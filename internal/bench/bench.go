@@ -70,12 +70,19 @@ type Options struct {
 	// ComputeSDK's benchmark).
 	LaunchRuns int
 	LaunchGap  time.Duration
+	// StartRuns is the number of `runblock executor` starts of the start
+	// section; 0 = 10. Binary is the runblock binary they start; "" =
+	// this process's own.
+	StartRuns int
+	Binary    string
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood; SkipPlot
-	// skips the plot rows; SkipLaunch the launch section.
+	// skips the plot rows; SkipLaunch the launch section; SkipStart the
+	// start section.
 	SkipOriginal bool
 	SkipFlood    bool
 	SkipPlot     bool
 	SkipLaunch   bool
+	SkipStart    bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -123,6 +130,14 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	}
 	b.report = r
 	plot := b.plotModules(ctx, py.Path)
+	if opts.SkipStart {
+		b.skip("start", "--skip-start")
+	} else {
+		r.Start = b.starts(ctx, py.Path)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	shared := cmp.Or(opts.SharedDir, findShared())
 	switch {
@@ -333,6 +348,7 @@ type benchmark struct {
 	plotGap    time.Duration
 	launchRuns int
 	launchGap  time.Duration
+	startRuns  int
 	programs   []string
 	report     *Report
 	log        *slog.Logger
@@ -341,7 +357,7 @@ type benchmark struct {
 }
 
 // quick are the counts of a --quick run, where Options leave them 0.
-var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond}
+var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond, StartRuns: 3}
 
 func newBenchmark(opts Options) *benchmark {
 	if opts.Quick {
@@ -353,6 +369,7 @@ func newBenchmark(opts Options) *benchmark {
 		opts.PlotGap = cmp.Or(opts.PlotGap, quick.PlotGap)
 		opts.LaunchRuns = cmp.Or(opts.LaunchRuns, quick.LaunchRuns)
 		opts.LaunchGap = cmp.Or(opts.LaunchGap, quick.LaunchGap)
+		opts.StartRuns = cmp.Or(opts.StartRuns, quick.StartRuns)
 	}
 	n := cmp.Or(opts.Concurrency, runtime.NumCPU())
 	b := &benchmark{
@@ -367,6 +384,7 @@ func newBenchmark(opts Options) *benchmark {
 		plotGap:    cmp.Or(opts.PlotGap, time.Second),
 		launchRuns: cmp.Or(opts.LaunchRuns, 100),
 		launchGap:  cmp.Or(opts.LaunchGap, 200*time.Millisecond),
+		startRuns:  cmp.Or(opts.StartRuns, 10),
 		log:        opts.Logger,
 	}
 	if b.log == nil {

@@ -39,6 +39,7 @@ func TestMeasureSmoke(t *testing.T) {
 		LaunchGap:         time.Millisecond,
 		SkipOriginal:      true,
 		SkipPlot:          true, // TestPlotRows
+		SkipStart:         true, // this test binary is no runblock: TestMeasureStart
 		Executor:          sandbox.Config{KeepBytes: 4096},
 		Logger:            slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}

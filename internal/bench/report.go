@@ -63,7 +63,10 @@ type Report struct {
 	Launches    []LaunchStats `json:"launches,omitempty"`
 	LaunchRuns  int           `json:"launch_runs,omitempty"`
 	LaunchGapMS float64       `json:"launch_gap_ms,omitempty"`
-	Targets     []Target      `json:"targets"`
+	// Start is the start section: `runblock executor` to ready and to
+	// its first answer.
+	Start   *StartStats `json:"start,omitempty"`
+	Targets []Target    `json:"targets"`
 	// Skipped are the parts that did not run, each with why.
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
@@ -285,6 +288,7 @@ const (
 	targetValueCostMS    = 1.0  // a cell's shown value over a script cell, p50 (issue 34)
 	targetPreloadCost    = 1.05 // plain runs with the default preload against without it: the noise of one run
 	targetFloodRSSVsPool = 1.1  // "unchanged", within the noise of a peak RSS
+	targetReadyMS        = 1500 // `runblock executor` to /readyz 200, every start (issue 36)
 )
 
 // check is one row's part of a target.
@@ -470,6 +474,13 @@ func (r *Report) evaluate() {
 			detail: fmt.Sprintf("value %.2f ms - script %.2f ms = %.2f ms, %d/%d ok", v.P50MS, s.P50MS, d, v.OK, v.Runs)}
 	}
 	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("a shown value costs <= %g ms p50 over a script cell (live session)", targetValueCostMS), c))
+
+	c = check{detail: "start not measured"}
+	if s := r.Start; s != nil && s.OK > 0 {
+		c = check{measured: true, ok: s.ReadyMaxMS <= targetReadyMS && s.OK == s.Runs,
+			detail: fmt.Sprintf("ready p50 %.0f ms, max %.0f ms; first run p50 %.0f ms, max %.0f ms; %d/%d started", s.ReadyP50MS, s.ReadyMaxMS, s.FirstRunP50MS, s.FirstRunMaxMS, s.OK, s.Runs)}
+	}
+	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("runblock executor ready <= %g s after its start, every start", targetReadyMS/1000.0), c))
 }
 
 // launch returns the launch stats of row name in pattern, or nil.
@@ -621,6 +632,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			mt.add(m.Label, strconv.Itoa(m.Processes), num(m.PSSMiB, 1), num(m.RSSMiB, 1))
 		}
 		mt.write(&b)
+	}
+
+	if s := r.Start; s != nil {
+		b.WriteString("\n")
+		st := table{head: []string{fmt.Sprintf("runblock executor, from its start (%d starts)", s.Runs), "p50 ms", "max ms", "ok"}}
+		if s.OK == 0 {
+			st.add("to /readyz 200", "-", "-", "not measured: "+s.Error)
+		} else {
+			ok := fmt.Sprintf("%d/%d", s.OK, s.Runs)
+			st.add("to /readyz 200", num(s.ReadyP50MS, 0), num(s.ReadyMaxMS, 0), ok)
+			st.add("to its first run's answer", num(s.FirstRunP50MS, 0), num(s.FirstRunMaxMS, 0), ok)
+		}
+		st.write(&b)
 	}
 
 	startup := table{head: []string{"sandbox.New (probe and canaries)", "ms"}}

@@ -128,6 +128,7 @@ func sample() *Report {
 		},
 		LaunchRuns:  100,
 		LaunchGapMS: 50,
+		Start:       &StartStats{Runs: 10, OK: 10, ReadyP50MS: 450, ReadyMaxMS: 900, FirstRunP50MS: 470, FirstRunMaxMS: 930},
 		Skipped:     []Skip{{Part: "original execute_code", Why: "--quick (it takes half a minute)"}},
 		Notes:       []string{"launch plot, executor prefork (2), burst: 1 of 100 failed (1 by the service)"},
 		ElapsedS:    95.5,
@@ -190,6 +191,7 @@ func TestEvaluate(t *testing.T) {
 		pss
 		floodVsPool
 		valueCost
+		ready
 		targets
 	)
 	tests := []struct {
@@ -255,6 +257,10 @@ func TestEvaluate(t *testing.T) {
 		{"a shown value costs 1 ms", func(r *Report) { r.launch(launchCellValue, patternSequential).P50MS = 1.6 }, nil},
 		{"a shown value failing", func(r *Report) { r.launch(launchCellValue, patternSequential).OK = 99 }, map[int]string{valueCost: X}},
 		{"no script cell row", func(r *Report) { r.Launches = r.Launches[:5] }, map[int]string{valueCost: N}},
+		{"a start over 1.5 s", func(r *Report) { r.Start.ReadyMaxMS = 1600 }, map[int]string{ready: X}},
+		{"a start at 1.5 s", func(r *Report) { r.Start.ReadyMaxMS = 1500 }, nil},
+		{"a start failed", func(r *Report) { r.Start.OK = 9 }, map[int]string{ready: X}},
+		{"no start", func(r *Report) { r.Start = nil }, map[int]string{ready: N}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,7 +397,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 12 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
+	if len(back.Targets) != 13 || back.Start == nil || back.Start.ReadyMaxMS != 900 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }

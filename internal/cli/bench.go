@@ -42,6 +42,8 @@ func benchOptions(ex sandbox.Config, logger *slog.Logger, args []string, stderr 
 	fs.IntVar(&opts.PlotRuns, "plot-runs", 0, "runs of the plot snippet per row (default 10)")
 	fs.BoolVar(&opts.SkipLaunch, "skip-launch", false, "do not measure the launch section")
 	fs.IntVar(&opts.LaunchRuns, "launch-runs", 0, "launches per pattern of the launch section (default 100)")
+	fs.BoolVar(&opts.SkipStart, "skip-start", false, "do not measure runblock executor's start")
+	fs.IntVar(&opts.StartRuns, "start-runs", 0, "starts of runblock executor, timed to ready and to a first run (default 10)")
 	if err := fs.Parse(args); err != nil {
 		return bench.Options{}, err
 	}
