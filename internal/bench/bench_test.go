@@ -170,14 +170,14 @@ func TestMeasureSmoke(t *testing.T) {
 	for _, sk := range r.Skipped {
 		skipped = append(skipped, sk.Part+": "+sk.Why)
 	}
-	if want := []string{"original execute_code: --skip-original", "plot: --skip-plot"}; !slices.Equal(skipped, want) {
+	if want := []string{"start: --skip-start", "original execute_code: --skip-original", "plot: --skip-plot"}; !slices.Equal(skipped, want) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 
-	if len(r.Targets) != 12 {
-		t.Fatalf("%d targets, want 12", len(r.Targets))
+	if len(r.Targets) != 14 {
+		t.Fatalf("%d targets, want 14", len(r.Targets))
 	}
-	for _, i := range []int{2, 7, 8} { // the original; the plot; the preload off
+	for _, i := range []int{2, 7, 8, 13} { // the original; the plot; the preload off; the start
 		if s := r.Targets[i].Status; s != statusNA {
 			t.Errorf("target %q without its figures = %s, want n/a", r.Targets[i].Name, s)
 		}

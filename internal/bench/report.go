@@ -289,6 +289,7 @@ const (
 	targetPreloadCost    = 1.05 // plain runs with the default preload against without it: the noise of one run
 	targetFloodRSSVsPool = 1.1  // "unchanged", within the noise of a peak RSS
 	targetReadyMS        = 1500 // `runblock executor` to /readyz 200, every start (issue 36)
+	targetTailVsP50      = 2.0  // a launch row's p99 over its p50, sequential and staggered (issue 36)
 )
 
 // check is one row's part of a target.
@@ -475,6 +476,20 @@ func (r *Report) evaluate() {
 	}
 	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("a shown value costs <= %g ms p50 over a script cell (live session)", targetValueCostMS), c))
 
+	var tails []check
+	for _, l := range r.Launches {
+		if l.Pattern == patternBurst || l.Error != "" || l.OK == 0 || l.P50MS <= 0 {
+			continue
+		}
+		x := l.P99MS / l.P50MS
+		tails = append(tails, check{measured: true, ok: x <= targetTailVsP50,
+			detail: fmt.Sprintf("%s %s %.1f/%.1f ms = %.1fx", l.Name, l.Pattern, l.P99MS, l.P50MS, x)})
+	}
+	if len(tails) == 0 {
+		tails = []check{{detail: "no launch row measured sequentially or staggered"}}
+	}
+	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("launch p99 <= %gx p50, sequential and staggered", targetTailVsP50), tails...))
+
 	c = check{detail: "start not measured"}
 	if s := r.Start; s != nil && s.OK > 0 {
 		c = check{measured: true, ok: s.ReadyMaxMS <= targetReadyMS && s.OK == s.Runs,
@@ -610,13 +625,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "launches, through the scheduler (%d at once, the rest queued): %d one after another, %d one every %.0f ms, %d at once;\n",
 			r.Concurrency[len(r.Concurrency)-1], r.LaunchRuns, r.LaunchRuns, r.LaunchGapMS, r.LaunchRuns)
 		b.WriteString("from the request to the answer, percentiles of the launches that worked\n")
-		lt := table{head: []string{"launch", "pattern", "p50 ms", "p95 ms", "p99 ms", "success"}}
+		lt := table{head: []string{"launch", "pattern", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "success"}}
 		for _, l := range r.Launches {
 			if l.Error != "" {
-				lt.add(l.Label, l.Pattern, "-", "-", "-", "stopped: "+l.Error)
+				lt.add(l.Label, l.Pattern, "-", "-", "-", "-", "stopped: "+l.Error)
 				continue
 			}
-			lt.add(l.Label, l.Pattern, num(l.P50MS, 1), num(l.P95MS, 1), num(l.P99MS, 1), fmt.Sprintf("%.0f%% (%d/%d)", 100*l.SuccessRate(), l.OK, l.Runs))
+			lt.add(l.Label, l.Pattern, num(l.P50MS, 1), num(l.P95MS, 1), num(l.P99MS, 1), num(l.P999MS, 1), fmt.Sprintf("%.0f%% (%d/%d)", 100*l.SuccessRate(), l.OK, l.Runs))
 		}
 		lt.write(&b)
 	}

@@ -118,13 +118,13 @@ func sample() *Report {
 		},
 		PlotGapMS: 1000,
 		Launches: []LaunchStats{
-			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 2.5, P95MS: 4, P99MS: 6, WallS: 0.3},
-			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternStaggered, Runs: 100, OK: 100, P50MS: 2.6, P95MS: 5, P99MS: 9, WallS: 5},
-			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternBurst, Runs: 100, OK: 99, Errors: 1, P50MS: 80, P95MS: 150, P99MS: 160, WallS: 0.2},
-			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 40, P95MS: 50, P99MS: 60, WallS: 4},
+			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 2.5, P95MS: 4, P99MS: 4.5, P999MS: 6, WallS: 0.3},
+			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternStaggered, Runs: 100, OK: 100, P50MS: 2.6, P95MS: 4.5, P99MS: 5, P999MS: 9, WallS: 5},
+			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternBurst, Runs: 100, OK: 99, Errors: 1, P50MS: 80, P95MS: 150, P99MS: 160, P999MS: 170, WallS: 0.2},
+			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 40, P95MS: 50, P99MS: 60, P999MS: 70, WallS: 4},
 			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternStaggered, Error: "context canceled"},
-			{Name: launchCellScript, Label: "print('hello'), a script in a live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.6, P95MS: 1, P99MS: 2, WallS: 0.1},
-			{Name: launchCellValue, Label: "'hello' shown as a cell's value, live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.9, P95MS: 1.5, P99MS: 3, WallS: 0.1},
+			{Name: launchCellScript, Label: "print('hello'), a script in a live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.6, P95MS: 1, P99MS: 1.2, P999MS: 2, WallS: 0.1},
+			{Name: launchCellValue, Label: "'hello' shown as a cell's value, live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.9, P95MS: 1.5, P99MS: 1.7, P999MS: 3, WallS: 0.1},
 		},
 		LaunchRuns:  100,
 		LaunchGapMS: 50,
@@ -191,6 +191,7 @@ func TestEvaluate(t *testing.T) {
 		pss
 		floodVsPool
 		valueCost
+		tails
 		ready
 		targets
 	)
@@ -257,6 +258,10 @@ func TestEvaluate(t *testing.T) {
 		{"a shown value costs 1 ms", func(r *Report) { r.launch(launchCellValue, patternSequential).P50MS = 1.6 }, nil},
 		{"a shown value failing", func(r *Report) { r.launch(launchCellValue, patternSequential).OK = 99 }, map[int]string{valueCost: X}},
 		{"no script cell row", func(r *Report) { r.Launches = r.Launches[:5] }, map[int]string{valueCost: N}},
+		{"a launch p99 over 2x its p50", func(r *Report) { r.launch(launchHello, patternStaggered).P99MS = 5.3 }, map[int]string{tails: X}},
+		{"a launch p99 at 2x its p50", func(r *Report) { r.launch(launchHello, patternStaggered).P99MS = 5.2 }, nil},
+		{"a burst's tail is not judged", func(r *Report) { r.launch(launchHello, patternBurst).P99MS = 1000 }, nil},
+		{"no launches", func(r *Report) { r.Launches = nil }, map[int]string{tails: N, valueCost: N}},
 		{"a start over 1.5 s", func(r *Report) { r.Start.ReadyMaxMS = 1600 }, map[int]string{ready: X}},
 		{"a start at 1.5 s", func(r *Report) { r.Start.ReadyMaxMS = 1500 }, nil},
 		{"a start failed", func(r *Report) { r.Start.OK = 9 }, map[int]string{ready: X}},
@@ -397,7 +402,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 13 || back.Start == nil || back.Start.ReadyMaxMS != 900 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
+	if len(back.Targets) != 14 || back.Start == nil || back.Start.ReadyMaxMS != 900 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }
