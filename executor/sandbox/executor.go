@@ -146,7 +146,8 @@ type Executor struct {
 	packages    []Package
 	packagesErr error
 
-	// warmed is closed once warm has ended; stopWarm stops it.
+	// warmed is closed once warm has ended; stopWarm stops it (nil: no
+	// warm started).
 	warmed   chan struct{}
 	stopWarm context.CancelFunc
 
@@ -172,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report, warmed: make(chan struct{}), stopWarm: func() {}}
+	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report, warmed: make(chan struct{})}
 	var listed sync.WaitGroup
 	if cfg.ListPackages {
 		listed.Go(func() { e.packages, e.packagesErr = packages(ctx, cfg, pl) })
@@ -248,6 +249,9 @@ func (e *Executor) warm(ctx context.Context) {
 // server and the plots' pool started (or given up, see Isolation) behind
 // New. It returns ctx's error if ctx ends first.
 func (e *Executor) Warm(ctx context.Context) error {
+	if e.stopWarm == nil {
+		return nil
+	}
 	select {
 	case <-e.warmed:
 		return nil
@@ -432,8 +436,10 @@ func (e *Executor) limits(req executor.Request) limits {
 // Close stops what warm is starting, the pools, if any (destroying their
 // idle sandboxes), and the fork servers.
 func (e *Executor) Close() {
-	e.stopWarm()
-	<-e.warmed
+	if e.stopWarm != nil {
+		e.stopWarm()
+		<-e.warmed
+	}
 	for _, p := range []*pool{e.pool, e.plots} {
 		if p != nil {
 			p.close()
