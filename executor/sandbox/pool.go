@@ -22,16 +22,6 @@ type pool struct {
 	idle   chan *proc
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	// mu guards offering, the fillers holding a ready sandbox; running,
-	// the runs in the sandboxes taken; holding, the fillers holding
-	// their next start back (holdBack); and taken, closed (and
-	// replaced) each time a run takes one.
-	mu       sync.Mutex
-	offering int
-	running  int
-	holding  int
-	taken    chan struct{}
 }
 
 // newPool is the executor's pool: pre-forked children of the plain fork
@@ -56,7 +46,7 @@ func newPlotPool(e *Executor, preloaded *forkServer) *pool {
 
 func startPool(log *slog.Logger, size int, start func(context.Context) (*proc, error)) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{log: log, start: start, idle: make(chan *proc), cancel: cancel, taken: make(chan struct{})}
+	p := &pool{log: log, start: start, idle: make(chan *proc), cancel: cancel}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })
 	}
@@ -82,12 +72,8 @@ func (p *pool) fill(ctx context.Context) {
 			continue
 		}
 		old := time.NewTimer(poolMaxAge)
-		p.offer(1)
 		select {
 		case p.idle <- sb:
-			old.Stop()
-			p.holdBack(ctx, sb)
-			continue
 		case <-sb.waited:
 			p.log.Warn("pool: idle sandbox died; replacing it")
 			sb.destroy()
@@ -96,56 +82,8 @@ func (p *pool) fill(ctx context.Context) {
 		case <-ctx.Done():
 			sb.destroy()
 		}
-		p.offer(-1)
 		old.Stop()
 	}
-}
-
-// offer counts a filler that starts (1) or ends (-1) offering a sandbox.
-func (p *pool) offer(n int) {
-	p.mu.Lock()
-	p.offering += n
-	p.mu.Unlock()
-}
-
-// holdBack counts the run that took sb, and holds the next start back
-// while that run runs, if the sandboxes on offer are enough for the next
-// run of each run taken (a single client's runs, one after another),
-// until it ends or a run takes another: a start takes a CPU from the run
-// beside it (a fork and a lockdown), which then answers later, while the
-// next run would find a sandbox anyway. Else, with fewer on offer (runs
-// at once), it starts at once. It also ends the others' holds.
-func (p *pool) holdBack(ctx context.Context, sb *proc) {
-	p.mu.Lock()
-	p.offering--
-	p.running++
-	close(p.taken)
-	p.taken = make(chan struct{})
-	hold, taken := p.offering >= p.running, p.taken
-	if hold {
-		p.holding++
-	}
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		select {
-		case <-sb.waited:
-		case <-ctx.Done():
-		}
-		p.mu.Lock()
-		p.running--
-		p.mu.Unlock()
-	})
-	if !hold {
-		return
-	}
-	select {
-	case <-sb.waited:
-	case <-taken:
-	case <-ctx.Done():
-	}
-	p.mu.Lock()
-	p.holding--
-	p.mu.Unlock()
 }
 
 // take returns a ready sandbox, or nil when none is idle right now.

@@ -2,20 +2,15 @@ package sandbox
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/internal/eventually"
 )
 
 // newPooled makes an executor with a pool of size sandboxes: pre-forked
@@ -187,78 +182,4 @@ func kB(file, key string) int {
 		}
 	}
 	return 0
-}
-
-// fakeLaunch is a pooled sandbox without a process: killing it ends it.
-type fakeLaunch struct {
-	ended chan struct{}
-	once  sync.Once
-}
-
-func (f *fakeLaunch) kill()                       { f.once.Do(func() { close(f.ended) }) }
-func (*fakeLaunch) unreported(*executor.Result)   {}
-func (*fakeLaunch) setupError(string, bool) error { return nil }
-func (*fakeLaunch) release()                      {}
-
-// TestPoolHoldsBackRefillBesideARun: the filler whose sandbox a run took
-// starts the next one only once that run has ended while another sandbox
-// waits for the next run (a start would take a CPU from the run), and at
-// once when none is left, or too few for the runs at once.
-func TestPoolHoldsBackRefillBesideARun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, starts, state := fakePool(t, ctx, 2)
-	run := <-p.idle
-	if !eventually.Poll(ctx, func() bool { o, h := state(); return o == 1 && h == 1 }) {
-		t.Fatal("the filler of the sandbox taken does not hold back beside the other one")
-	}
-	if n := starts.Load(); n != 2 {
-		t.Errorf("%d starts while the run runs beside an idle sandbox, want 2", n)
-	}
-	run.destroy() // the run ends
-	if !eventually.Poll(ctx, func() bool { o, h := state(); return starts.Load() == 3 && o == 2 && h == 0 }) {
-		o, h := state()
-		t.Fatalf("after the run: %d starts, %d offering, %d holding: want the next started", starts.Load(), o, h)
-	}
-	// Both taken: nothing idle is left, so both start at once.
-	a, b := <-p.idle, <-p.idle
-	defer a.destroy()
-	defer b.destroy()
-	if !eventually.Poll(ctx, func() bool { o, h := state(); return starts.Load() == 5 && o == 2 && h == 0 }) {
-		o, h := state()
-		t.Fatalf("with both taken: %d starts, %d offering, %d holding: want both started again at once", starts.Load(), o, h)
-	}
-
-	// Two runs at once from three: the one left on offer is not enough
-	// for the next of each, so neither filler holds back.
-	p3, starts3, state3 := fakePool(t, ctx, 3)
-	c, d := <-p3.idle, <-p3.idle
-	defer c.destroy()
-	defer d.destroy()
-	if !eventually.Poll(ctx, func() bool { o, h := state3(); return starts3.Load() == 5 && o == 3 && h == 0 }) {
-		o, h := state3()
-		t.Fatalf("two runs at once: %d starts, %d offering, %d holding: want both started again at once", starts3.Load(), o, h)
-	}
-}
-
-// fakePool is a filled pool of size fake sandboxes, how many it started,
-// and its offering and holding counts.
-func fakePool(t *testing.T, ctx context.Context, size int) (*pool, *atomic.Int64, func() (offering, holding int)) {
-	t.Helper()
-	var starts atomic.Int64
-	p := startPool(slog.New(slog.DiscardHandler), size, func(context.Context) (*proc, error) {
-		starts.Add(1)
-		f := &fakeLaunch{ended: make(chan struct{})}
-		return &proc{launch: f, waited: f.ended}, nil
-	})
-	t.Cleanup(p.close)
-	state := func() (offering, holding int) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.offering, p.holding
-	}
-	if !eventually.Poll(ctx, func() bool { o, _ := state(); return o == size }) {
-		t.Fatal("the pool did not fill")
-	}
-	return p, &starts, state
 }
