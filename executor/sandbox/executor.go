@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runblock/runblock/executor"
@@ -35,6 +36,10 @@ type Config struct {
 	// DisableForkServer (RUNBLOCK_FORKSERVER=off) runs every snippet in a
 	// sandbox started from scratch instead of a fork of the fork server.
 	DisableForkServer bool
+	// ListPackages has New list the notable packages (Packages) while
+	// the fork server starts, for a caller that names them at once
+	// (the MCP tool's description), rather than after New returns.
+	ListPackages bool
 	// Cgroup (RUNBLOCK_CGROUP) names a cgroup v2 subtree delegated to the
 	// service, below /sys/fs/cgroup or absolute, with memory and pids
 	// enabled in its cgroup.subtree_control; "" = the service's own
@@ -47,6 +52,8 @@ type Config struct {
 	// refusals, so that the hostile tests prove the kernel layers hold on
 	// their own: the guard is a courtesy, not the boundary.
 	unguarded bool
+	// warmGate (tests only) holds warm back until it is closed.
+	warmGate <-chan struct{}
 }
 
 // Defaults.
@@ -121,31 +128,67 @@ func (c Config) withDefaults() Config {
 // hold no user's quota, the scheduler counts only runs. Size the pool to
 // the concurrency limit: Pool × 16 MiB plus Concurrency × MemoryBytes
 // bounds what the executor can take.
+//
+// New returns once a run can be answered: the plain fork server is up.
+// The preloaded one and the plots' pool start behind it (warm), as they
+// take most of a start (numpy and matplotlib's imports); until then the
+// plain one forks every run, the snippets that import a preload too
+// (slower, not failing). Warm waits for them.
 type Executor struct {
 	cfg    Config
 	log    *slog.Logger
 	plan   *plan
 	report Report
 	pool   *pool
-	plots  *pool       // the preloaded fork server's, when there is one and a pool
 	fork   *forkServer // the plain one, the guard only; nil: runs start from scratch
+
+	// packages are the notable packages listed at New (Config.ListPackages).
+	packages    []Package
+	packagesErr error
+
+	// warmed is closed once warm has ended; stopWarm stops it (nil: no
+	// warm started).
+	warmed   chan struct{}
+	stopWarm context.CancelFunc
+
+	// mu guards what warm sets while runs are served: the preloaded fork
+	// server, the plots' pool, cfg.Preload (resolved) and
+	// report.ForkServer.
+	mu    sync.Mutex
+	plots *pool // the preloaded fork server's, when there is one and a pool
 	// preloaded has cfg.Preload's modules imported: it forks the snippets
 	// that import them (Preload.uses) and sessions. nil without a preload,
-	// or where it could not start: then the plain one forks every run.
+	// while it starts, or where it could not start: then the plain one
+	// forks every run.
 	preloaded *forkServer
 }
 
-// New detects and verifies the isolation layers (canary runs) and returns a
-// ready executor, or an error when no allowed tier works.
+// New detects and verifies the isolation layers (canary runs) and returns
+// an executor that answers runs, or an error when no allowed tier works.
+// The preloaded fork server and the plots' pool go on starting after it
+// returns (see Executor; Warm waits for them).
 func New(ctx context.Context, cfg Config) (*Executor, error) {
 	cfg = cfg.withDefaults()
 	pl, report, err := probe(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report}
-	e.cfg.Preload = resolvePreload(ctx, cfg, pl)
-	e.fork, e.preloaded, e.report.ForkServer = newForkServers(ctx, e.cfg, pl)
+	e := &Executor{cfg: cfg, log: cfg.Logger, plan: pl, report: report, warmed: make(chan struct{})}
+	var listed sync.WaitGroup
+	if cfg.ListPackages {
+		listed.Go(func() { e.packages, e.packagesErr = packages(ctx, cfg, pl) })
+	}
+	e.fork, e.report.ForkServer = newPlainForkServer(ctx, cfg, pl)
+	listed.Wait()
+	warm := e.fork != nil && len(cfg.Preload.Modules) > 0
+	if warm {
+		e.report.ForkServer.Detail += "; the preloaded one (" + strings.Join(cfg.Preload.Modules, ", ") + ") is starting, the plain one forks every run meanwhile"
+	} else {
+		e.cfg.Preload = resolvePreload(ctx, cfg, pl)
+		if e.fork != nil {
+			e.report.ForkServer.Detail += "; one fork server, " + e.cfg.Preload.String()
+		}
+	}
 	if !e.report.ForkServer.Active {
 		e.log.Info("runs start from scratch: no fork server", "why", e.report.ForkServer.Detail)
 	}
@@ -160,11 +203,61 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	if cfg.Pool > 0 {
 		e.pool = newPool(e, cfg.Pool)
-		if e.preloaded != nil {
-			e.plots = newPlotPool(e)
+	}
+	if !warm {
+		close(e.warmed)
+		return e, nil
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.stopWarm = cancel
+	go e.warm(wctx)
+	return e, nil
+}
+
+// warm starts the preloaded fork server, and the plots' pool with a
+// pool, behind New, until ctx ends (Close).
+func (e *Executor) warm(ctx context.Context) {
+	defer close(e.warmed)
+	if e.cfg.warmGate != nil {
+		select {
+		case <-e.cfg.warmGate:
+		case <-ctx.Done():
+			return
 		}
 	}
-	return e, nil
+	cfg := e.cfg
+	cfg.Preload = resolvePreload(ctx, cfg, e.plan)
+	preloaded, rep := newPreloadedForkServer(ctx, cfg, e.plan)
+	if ctx.Err() != nil {
+		if preloaded != nil {
+			preloaded.close()
+		}
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cfg.Preload, e.preloaded, e.report.ForkServer = cfg.Preload, preloaded, rep
+	if preloaded != nil && cfg.Pool > 0 {
+		e.plots = newPlotPool(e, preloaded)
+	}
+	if preloaded != nil {
+		e.log.Info("preloaded fork server ready", "preload", cfg.Preload.Modules)
+	}
+}
+
+// Warm waits until the executor is as configured: the preloaded fork
+// server and the plots' pool started (or given up, see Isolation) behind
+// New. It returns ctx's error if ctx ends first.
+func (e *Executor) Warm(ctx context.Context) error {
+	if e.stopWarm == nil {
+		return nil
+	}
+	select {
+	case <-e.warmed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Run runs one snippet. Cancelling ctx kills the run. The error is non-nil only
@@ -182,14 +275,7 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: err}
 	}
 	lim := e.limits(req)
-	fs := e.forkServer(e.cfg.Preload.uses(req.Code))
-	// The pool's sandboxes are forks of the plain fork server (or started
-	// from scratch); a snippet for the preloaded one takes the plots'
-	// pool's, else is forked from it on demand.
-	pooled := e.pool
-	if fs != e.fork {
-		pooled = e.plots
-	}
+	fs, pooled := e.route(req.Code)
 	if pooled != nil && lim == e.defaultLimits() {
 		if p := pooled.take(); p != nil {
 			res, err := p.run(ctx, req)
@@ -229,12 +315,31 @@ func (e *Executor) start(ctx context.Context, pl *plan, lim limits, fork starter
 	return spawn(ctx, pl, lim, e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 }
 
+// route returns the fork server a run of code forks from (see
+// forkServer) and the pool it takes a sandbox from, if any: the pool's
+// sandboxes are forks of the plain fork server (or started from
+// scratch); a snippet for the preloaded one takes the plots' pool's, else
+// is forked from it on demand.
+func (e *Executor) route(code string) (*forkServer, *pool) {
+	e.mu.Lock()
+	uses := e.cfg.Preload.uses(code)
+	plots := e.plots
+	e.mu.Unlock()
+	if fs := e.forkServer(uses); fs != e.fork {
+		return fs, plots
+	}
+	return e.fork, e.pool
+}
+
 // forkServer returns the fork server a run forks from: the preloaded one
 // when preloaded is asked for and it is up, else the plain one (nil when
 // there is none; e.start then starts from scratch).
 func (e *Executor) forkServer(preloaded bool) *forkServer {
-	if preloaded && e.preloaded != nil && e.preloaded.up() {
-		return e.preloaded
+	e.mu.Lock()
+	pre := e.preloaded
+	e.mu.Unlock()
+	if preloaded && pre != nil && pre.up() {
+		return pre
 	}
 	return e.fork
 }
@@ -245,26 +350,52 @@ func (e *Executor) forkServer(preloaded bool) *forkServer {
 // server can run, preloaded where there is no preload or it cannot start
 // (the plain one then forks every run); the report says which run.
 func newForkServers(ctx context.Context, cfg Config, pl *plan) (plain, preloaded *forkServer, rep ForkServerReport) {
+	plain, rep = newPlainForkServer(ctx, cfg, pl)
+	if plain == nil {
+		return nil, nil, rep
+	}
+	if len(cfg.Preload.Modules) == 0 {
+		rep.Detail += "; one fork server, " + cfg.Preload.String()
+		return plain, nil, rep
+	}
+	preloaded, rep = newPreloadedForkServer(ctx, cfg, pl)
+	return plain, preloaded, rep
+}
+
+// forkDetail is the report's detail of an active fork server.
+const forkDetail = "each run is a fork of a sandboxed python that never runs user code, in namespaces of its own; canary run through a fork verified every layer"
+
+// newPlainForkServer starts the plain fork server of pl, unless cfg
+// disables it; nil where none can run, and the report says why.
+func newPlainForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, ForkServerReport) {
 	if cfg.DisableForkServer {
-		return nil, nil, ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}
+		return nil, ForkServerReport{Detail: "off (RUNBLOCK_FORKSERVER=off): each run starts python from scratch"}
 	}
 	plain, err := verifiedForkServer(ctx, cfg, pl, nil)
 	if err != nil {
-		return nil, nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: " + err.Error()}
+		return nil, ForkServerReport{Detail: "unavailable, each run starts python from scratch: " + err.Error()}
 	}
-	detail := "each run is a fork of a sandboxed python that never runs user code, in namespaces of its own; canary run through a fork verified every layer"
+	return plain, ForkServerReport{Active: true, Detail: forkDetail}
+}
+
+// newPreloadedForkServer starts the fork server with cfg.Preload's modules
+// beside the plain one; nil where it cannot start (the plain one then
+// forks every run). The report is of both.
+func newPreloadedForkServer(ctx context.Context, cfg Config, pl *plan) (*forkServer, ForkServerReport) {
 	if len(cfg.Preload.Modules) == 0 {
-		return plain, nil, ForkServerReport{Active: true, Detail: detail + "; one fork server, " + cfg.Preload.String()}
+		return nil, ForkServerReport{Active: true, Detail: forkDetail + "; one fork server, " + cfg.Preload.String()}
 	}
-	preloaded, err = verifiedForkServer(ctx, cfg, pl, cfg.Preload.Modules)
+	preloaded, err := verifiedForkServer(ctx, cfg, pl, cfg.Preload.Modules)
 	if err != nil {
-		cfg.Logger.Warn("the preloaded fork server cannot start; the plain one forks every run", "preload", cfg.Preload.Modules, "err", err)
-		return plain, nil, ForkServerReport{Active: true, Detail: detail + "; one fork server, nothing preloaded: the one with " +
+		if ctx.Err() == nil {
+			cfg.Logger.Warn("the preloaded fork server cannot start; the plain one forks every run", "preload", cfg.Preload.Modules, "err", err)
+		}
+		return nil, ForkServerReport{Active: true, Detail: forkDetail + "; one fork server, nothing preloaded: the one with " +
 			strings.Join(cfg.Preload.Modules, ", ") + " could not start (" + err.Error() + ")"}
 	}
-	detail += "; two fork servers: a plain one (nothing preloaded) forks plain snippets and the pool, a preloaded one (" +
-		cfg.Preload.String() + ") forks sessions and snippets that import them"
-	return plain, preloaded, ForkServerReport{Active: true, Detail: detail, Preloaded: cfg.Preload.Modules}
+	return preloaded, ForkServerReport{Active: true, Preloaded: cfg.Preload.Modules, Detail: forkDetail +
+		"; two fork servers: a plain one (nothing preloaded) forks plain snippets and the pool, a preloaded one (" +
+		cfg.Preload.String() + ") forks sessions and snippets that import them"}
 }
 
 // verifiedForkServer starts a fork server of pl with preload imported and
@@ -302,8 +433,13 @@ func (e *Executor) limits(req executor.Request) limits {
 	return lim
 }
 
-// Close stops the pool, if any, and destroys its idle sandboxes.
+// Close stops what warm is starting, the pools, if any (destroying their
+// idle sandboxes), and the fork servers.
 func (e *Executor) Close() {
+	if e.stopWarm != nil {
+		e.stopWarm()
+		<-e.warmed
+	}
 	for _, p := range []*pool{e.pool, e.plots} {
 		if p != nil {
 			p.close()
@@ -320,8 +456,14 @@ func (e *Executor) Close() {
 // not while its fork server is down (stuck or dead, being started again):
 // runs then start from scratch, slower, so a service reports itself not
 // ready meanwhile.
+//
+// It does not wait for warm: while the preloaded fork server starts, the
+// plain one answers every run.
 func (e *Executor) Ready() error {
-	for _, fs := range []*forkServer{e.fork, e.preloaded} {
+	e.mu.Lock()
+	pre := e.preloaded
+	e.mu.Unlock()
+	for _, fs := range []*forkServer{e.fork, pre} {
 		if fs != nil && !fs.up() {
 			return errForkServerDown
 		}
@@ -330,11 +472,19 @@ func (e *Executor) Ready() error {
 }
 
 // Isolation reports the active tier and layers.
-func (e *Executor) Isolation() Report { return e.report }
+func (e *Executor) Isolation() Report {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.report
+}
 
 // Packages lists the notable packages a snippet can import, with their
-// versions, as doctor does.
+// versions, as doctor does: those listed at New with
+// Config.ListPackages, else listed now.
 func (e *Executor) Packages(ctx context.Context) ([]Package, error) {
+	if e.cfg.ListPackages {
+		return e.packages, e.packagesErr
+	}
 	return packages(ctx, e.cfg, e.plan)
 }
 

@@ -35,6 +35,9 @@ func newExecutor(t testing.TB, cfg sandbox.Config) *sandbox.Executor {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	if err := e.Warm(context.Background()); err != nil {
+		t.Fatalf("Warm: %v", err)
+	}
 	t.Cleanup(func() {
 		e.Close()
 		if strings.Contains(log.String(), "fork server failed") {

@@ -31,6 +31,9 @@ func newHardened(t *testing.T, cfg Config) *Executor {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
+	if err := e.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if e.report.Tier != TierFull {
 		MissingFullTier(t, "needs the full isolation tier, have %q", e.report.Tier)
 	}

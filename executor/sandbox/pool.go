@@ -38,9 +38,9 @@ func newPool(e *Executor, size int) *pool {
 // pre-forked child, for the snippets that import a preload, which also
 // waits while the preloaded fork server is down (the plain one then takes
 // them).
-func newPlotPool(e *Executor) *pool {
+func newPlotPool(e *Executor, preloaded *forkServer) *pool {
 	return startPool(e.log, 1, func(ctx context.Context) (*proc, error) {
-		return e.preloaded.prefork(ctx, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
+		return preloaded.prefork(ctx, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 	})
 }
 

@@ -180,6 +180,9 @@ func TestPlotPoolRehearses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
+	if err := e.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if e.preloaded == nil || e.plots == nil {
 		t.Fatalf("preloaded fork server %v, plots' pool %v: want both (%s)", e.preloaded != nil, e.plots != nil, e.report.ForkServer.Detail)
 	}
@@ -219,5 +222,88 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before, plt.gcf().num
 	}
 	if pooled*5 > onDemand {
 		t.Errorf("a pooled plot faulted %d times, one forked on demand %d: want under a fifth", pooled, onDemand)
+	}
+}
+
+// TestNewAnswersBeforePreload: New returns once the plain fork server is
+// up, with the preloaded one still starting (held back here): the
+// executor is ready, answers a run at once, a snippet that imports the
+// preload too (from the plain one), and Warm waits for the preloaded one,
+// which takes such snippets from then on.
+func TestNewAnswersBeforePreload(t *testing.T) {
+	gate := make(chan struct{})
+	e := newGated(t, gate)
+	if err := e.Ready(); err != nil {
+		t.Errorf("not ready while the preloaded fork server starts: %v", err)
+	}
+	select {
+	case <-e.warmed:
+		t.Fatal("warm ended before its gate opened")
+	default:
+	}
+	if r := e.Isolation().ForkServer; !r.Active || !strings.Contains(r.Detail, "is starting") || len(r.Preloaded) != 0 {
+		t.Errorf("report while it starts: %+v", r)
+	}
+	if res := runVia(t, e, executor.Request{Code: inPreloaded}); res.Stdout != "False\n" {
+		t.Errorf("stdout %q, stderr %q: want a fork of the plain one while the preloaded one starts", res.Stdout, res.Stderr)
+	}
+	close(gate)
+	if err := e.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Isolation().ForkServer; !strings.Contains(r.Detail, "two fork servers") || len(r.Preloaded) != 1 {
+		t.Errorf("report once warm: %+v", r)
+	}
+	if res := runVia(t, e, executor.Request{Code: inPreloaded}); res.Stdout != "True\n" {
+		t.Errorf("stdout %q, stderr %q: want a fork of the preloaded one once warm", res.Stdout, res.Stderr)
+	}
+}
+
+// TestCloseStopsWarm: Close while the preloaded fork server has yet to
+// start stops its start and returns; Warm then returns too.
+func TestCloseStopsWarm(t *testing.T) {
+	e := newGated(t, make(chan struct{}))
+	e.Close()
+	if err := e.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.preloaded != nil || e.plots != nil {
+		t.Errorf("preloaded fork server %v, plots' pool %v after Close: want neither", e.preloaded != nil, e.plots != nil)
+	}
+}
+
+// newGated is an executor preloading fractions, with a pool, whose warm
+// waits for gate.
+func newGated(t *testing.T, gate <-chan struct{}) *Executor {
+	t.Helper()
+	e, err := New(context.Background(), Config{Pool: 1, Preload: Preload{Modules: []string{"fractions"}}, warmGate: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	if e.report.Tier != TierFull || e.fork == nil {
+		MissingFullTier(t, "needs the fork server of the full tier, have %q: %s", e.report.Tier, e.report.ForkServer.Detail)
+	}
+	return e
+}
+
+// TestPackagesListedAtNew: with ListPackages, New lists the packages, so
+// Packages answers without starting a sandbox (here with its context
+// already ended).
+func TestPackagesListedAtNew(t *testing.T) {
+	e, err := New(context.Background(), Config{ListPackages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	want, err := packages(context.Background(), e.cfg, e.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, err := e.Packages(ctx)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Packages = %v, %v: want %v listed at New", got, err, want)
 	}
 }

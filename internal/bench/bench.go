@@ -70,6 +70,11 @@ type Options struct {
 	// ComputeSDK's benchmark).
 	LaunchRuns int
 	LaunchGap  time.Duration
+	// StartRuns is the number of `runblock executor` starts of the start
+	// section; 0 = 10. Binary is the runblock binary they start; "" =
+	// this process's own.
+	StartRuns int
+	Binary    string
 	// IdleSessions is how many live sessions the idle-sessions row opens
 	// in one executor; 0 = 500. IdleWindow is the window their CPU time is
 	// read over, 0 = 10 s; IdleCells the cells run in them, 0 = 200.
@@ -78,12 +83,13 @@ type Options struct {
 	IdleCells    int
 	// SkipOriginal skips seed_bench.py; SkipFlood skips the flood; SkipPlot
 	// skips the plot rows; SkipLaunch the launch section; SkipIdleSessions
-	// the idle-sessions row.
+	// the idle-sessions row; SkipStart the start section.
 	SkipOriginal     bool
 	SkipFlood        bool
 	SkipPlot         bool
 	SkipLaunch       bool
 	SkipIdleSessions bool
+	SkipStart        bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -131,6 +137,14 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	}
 	b.report = r
 	plot := b.plotModules(ctx, py.Path)
+	if opts.SkipStart {
+		b.skip("start", "--skip-start")
+	} else {
+		r.Start = b.starts(ctx, py.Path)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	shared := cmp.Or(opts.SharedDir, findShared())
 	switch {
@@ -351,6 +365,7 @@ type benchmark struct {
 	plotGap    time.Duration
 	launchRuns int
 	launchGap  time.Duration
+	startRuns  int
 	programs   []string
 	report     *Report
 	log        *slog.Logger
@@ -360,7 +375,7 @@ type benchmark struct {
 
 // quick are the counts of a --quick run, where Options leave them 0.
 var quick = Options{HelloRuns: 20, IdleRuns: 10, Warmup: 2, HumanEvalPrograms: 16, PlotRuns: 5, PlotGap: 300 * time.Millisecond, LaunchRuns: 20, LaunchGap: 50 * time.Millisecond,
-	IdleSessions: 20, IdleWindow: 2 * time.Second, IdleCells: 40}
+	IdleSessions: 20, IdleWindow: 2 * time.Second, IdleCells: 40, StartRuns: 3}
 
 func newBenchmark(opts Options) *benchmark {
 	if opts.Quick {
@@ -375,6 +390,7 @@ func newBenchmark(opts Options) *benchmark {
 		opts.IdleSessions = cmp.Or(opts.IdleSessions, quick.IdleSessions)
 		opts.IdleWindow = cmp.Or(opts.IdleWindow, quick.IdleWindow)
 		opts.IdleCells = cmp.Or(opts.IdleCells, quick.IdleCells)
+		opts.StartRuns = cmp.Or(opts.StartRuns, quick.StartRuns)
 	}
 	n := cmp.Or(opts.Concurrency, runtime.NumCPU())
 	b := &benchmark{
@@ -389,6 +405,7 @@ func newBenchmark(opts Options) *benchmark {
 		plotGap:    cmp.Or(opts.PlotGap, time.Second),
 		launchRuns: cmp.Or(opts.LaunchRuns, 100),
 		launchGap:  cmp.Or(opts.LaunchGap, 200*time.Millisecond),
+		startRuns:  cmp.Or(opts.StartRuns, 10),
 		log:        opts.Logger,
 	}
 	if b.log == nil {
@@ -540,6 +557,10 @@ func (b *benchmark) start(ctx context.Context, row *Row, cfg sandbox.Config) (*s
 		return nil, err
 	}
 	row.StartupMS = ms(time.Since(t))
+	if err := ex.Warm(ctx); err != nil {
+		ex.Close()
+		return nil, err
+	}
 	row.ForkServer = b.forkServer(&row.Label, cfg, ex)
 	if row.Name == rowCold || b.report.Isolation == "" {
 		b.report.Isolation = ex.Isolation().Tier

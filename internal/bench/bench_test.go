@@ -42,6 +42,7 @@ func TestMeasureSmoke(t *testing.T) {
 		IdleCells:         4,
 		SkipOriginal:      true,
 		SkipPlot:          true, // TestPlotRows
+		SkipStart:         true, // this test binary is no runblock: TestMeasureStart
 		Executor:          sandbox.Config{KeepBytes: 4096},
 		Logger:            slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}
@@ -172,17 +173,17 @@ func TestMeasureSmoke(t *testing.T) {
 	for _, sk := range r.Skipped {
 		skipped = append(skipped, sk.Part+": "+sk.Why)
 	}
-	if want := []string{"original execute_code: --skip-original", "plot: --skip-plot"}; !slices.Equal(skipped, want) {
+	if want := []string{"start: --skip-start", "original execute_code: --skip-original", "plot: --skip-plot"}; !slices.Equal(skipped, want) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 
 	if m := r.IdleSessions; m == nil || m.Sessions != 3 || m.Processes < 6 || m.PSSMiB <= 0 || m.OK != 4 || m.CellP99MS <= 0 {
 		t.Errorf("idle sessions: %+v; want 3 sessions (6 processes at least) with their memory and 4 cells answered", m)
 	}
-	if len(r.Targets) != 13 {
-		t.Fatalf("%d targets, want 13", len(r.Targets))
+	if len(r.Targets) != 15 {
+		t.Fatalf("%d targets, want 15", len(r.Targets))
 	}
-	for _, i := range []int{2, 7, 8} { // the original; the plot; the preload off
+	for _, i := range []int{2, 7, 8, 14} { // the original; the plot; the preload off; the start
 		if s := r.Targets[i].Status; s != statusNA {
 			t.Errorf("target %q without its figures = %s, want n/a", r.Targets[i].Name, s)
 		}

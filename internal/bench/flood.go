@@ -75,6 +75,9 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 		return fail(err)
 	}
 	defer ex.Close()
+	if err := ex.Warm(ctx); err != nil {
+		return fail(err)
+	}
 	fs := ex.Isolation().ForkServer
 	if err := enc.Encode(floodReply{Ready: true, ForkServer: &fs}); err != nil {
 		return 1

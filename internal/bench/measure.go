@@ -118,12 +118,15 @@ func pause(ctx context.Context, d time.Duration) bool {
 }
 
 // percentile returns the nearest-rank q-th percentile (0 < q <= 100) of
-// sorted, or 0 when sorted is empty.
+// sorted, or 0 when sorted is empty. The rank is rounded up from
+// q×n/100 less a rounding error's worth: 99.9/100×1000 is
+// 999.0000000000001 in floating point, whose ceiling would be the
+// slowest of 1,000 rather than the 999th.
 func percentile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := int(math.Ceil(q / 100 * float64(len(sorted))))
+	rank := int(math.Ceil(q*float64(len(sorted))/100 - 1e-9))
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 

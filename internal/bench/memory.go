@@ -56,6 +56,10 @@ func (b *benchmark) idleMemory(ctx context.Context, name, label string, cfg sand
 		return m
 	}
 	defer ex.Close()
+	if err := ex.Warm(ctx); err != nil {
+		m.Error = err.Error()
+		return m
+	}
 	b.forkServer(&m.Label, cfg, ex)
 	c := &contender{row: Row{Name: name, Label: m.Label}, run: executorRun(ex)}
 	if !b.warm(ctx, c) {

@@ -91,6 +91,12 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 			out = append(out, row)
 			continue
 		}
+		if err := ex.Warm(ctx); err != nil {
+			ex.Close()
+			row.Error = err.Error()
+			out = append(out, row)
+			continue
+		}
 		row.ForkServer = b.forkServer(&row.Label, r.cfg, ex)
 		var why string
 		run := func(ctx context.Context, _ int) (bool, error) {

@@ -65,7 +65,10 @@ type Report struct {
 	LaunchGapMS float64       `json:"launch_gap_ms,omitempty"`
 	// IdleSessions is what live sessions cost while idle (idle.go).
 	IdleSessions *IdleSessions `json:"idle_sessions,omitempty"`
-	Targets      []Target      `json:"targets"`
+	// Start is the start section: `runblock executor` to ready and to
+	// its first answer.
+	Start   *StartStats `json:"start,omitempty"`
+	Targets []Target    `json:"targets"`
 	// Skipped are the parts that did not run, each with why.
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
@@ -294,6 +297,8 @@ const (
 	targetIdleSessionsCPU       = 2.0
 	targetIdleSessionsPSSMiB    = 1536.0
 	targetIdleSessionsCellP99MS = 10.0
+	targetReadyMS               = 1500 // `runblock executor` to /readyz 200, every start (issue 36)
+	targetTailVsP50             = 2.0  // a launch row's p99 over its p50, sequential and staggered (issue 36)
 )
 
 // check is one row's part of a target.
@@ -482,6 +487,27 @@ func (r *Report) evaluate() {
 
 	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("%d idle live sessions: <= %g%% of a core, <= %g GiB PSS, a cell p99 <= %g ms",
 		targetIdleSessions, targetIdleSessionsCPU, targetIdleSessionsPSSMiB/1024, targetIdleSessionsCellP99MS), r.IdleSessions.check()))
+
+	var tails []check
+	for _, l := range r.Launches {
+		if l.Pattern == patternBurst || l.Error != "" || l.OK == 0 || l.P50MS <= 0 {
+			continue
+		}
+		x := l.P99MS / l.P50MS
+		tails = append(tails, check{measured: true, ok: x <= targetTailVsP50,
+			detail: fmt.Sprintf("%s %s %.1f/%.1f ms = %.1fx", l.Name, l.Pattern, l.P99MS, l.P50MS, x)})
+	}
+	if len(tails) == 0 {
+		tails = []check{{detail: "no launch row measured sequentially or staggered"}}
+	}
+	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("launch p99 <= %gx p50, sequential and staggered", targetTailVsP50), tails...))
+
+	c = check{detail: "start not measured"}
+	if s := r.Start; s != nil && s.OK > 0 {
+		c = check{measured: true, ok: s.ReadyMaxMS <= targetReadyMS && s.OK == s.Runs,
+			detail: fmt.Sprintf("ready p50 %.0f ms, max %.0f ms; first run p50 %.0f ms, max %.0f ms; %d/%d started", s.ReadyP50MS, s.ReadyMaxMS, s.FirstRunP50MS, s.FirstRunMaxMS, s.OK, s.Runs)}
+	}
+	r.Targets = append(r.Targets, judgeAll(fmt.Sprintf("runblock executor ready <= %g s after its start, every start", targetReadyMS/1000.0), c))
 }
 
 // check judges the idle-sessions row against its targets; the PSS target
@@ -632,13 +658,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "launches, through the scheduler (%d at once, the rest queued): %d one after another, %d one every %.0f ms, %d at once;\n",
 			r.Concurrency[len(r.Concurrency)-1], r.LaunchRuns, r.LaunchRuns, r.LaunchGapMS, r.LaunchRuns)
 		b.WriteString("from the request to the answer, percentiles of the launches that worked\n")
-		lt := table{head: []string{"launch", "pattern", "p50 ms", "p95 ms", "p99 ms", "success"}}
+		lt := table{head: []string{"launch", "pattern", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "success"}}
 		for _, l := range r.Launches {
 			if l.Error != "" {
-				lt.add(l.Label, l.Pattern, "-", "-", "-", "stopped: "+l.Error)
+				lt.add(l.Label, l.Pattern, "-", "-", "-", "-", "stopped: "+l.Error)
 				continue
 			}
-			lt.add(l.Label, l.Pattern, num(l.P50MS, 1), num(l.P95MS, 1), num(l.P99MS, 1), fmt.Sprintf("%.0f%% (%d/%d)", 100*l.SuccessRate(), l.OK, l.Runs))
+			lt.add(l.Label, l.Pattern, num(l.P50MS, 1), num(l.P95MS, 1), num(l.P99MS, 1), num(l.P999MS, 1), fmt.Sprintf("%.0f%% (%d/%d)", 100*l.SuccessRate(), l.OK, l.Runs))
 		}
 		lt.write(&b)
 	}
@@ -668,6 +694,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		if m.Cells > 0 {
 			fmt.Fprintf(&b, "  %d cells in random sessions, one after another: p50 %.2f ms, p99 %.2f ms, %d ok\n", m.Cells, m.CellP50MS, m.CellP99MS, m.OK)
 		}
+	}
+
+	if s := r.Start; s != nil {
+		b.WriteString("\n")
+		st := table{head: []string{fmt.Sprintf("runblock executor, from its start (%d starts)", s.Runs), "p50 ms", "max ms", "ok"}}
+		if s.OK == 0 {
+			st.add("to /readyz 200", "-", "-", "not measured: "+s.Error)
+		} else {
+			ok := fmt.Sprintf("%d/%d", s.OK, s.Runs)
+			st.add("to /readyz 200", num(s.ReadyP50MS, 0), num(s.ReadyMaxMS, 0), ok)
+			st.add("to its first run's answer", num(s.FirstRunP50MS, 0), num(s.FirstRunMaxMS, 0), ok)
+		}
+		st.write(&b)
 	}
 
 	startup := table{head: []string{"sandbox.New (probe and canaries)", "ms"}}

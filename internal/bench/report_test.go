@@ -120,16 +120,17 @@ func sample() *Report {
 		IdleSessions: &IdleSessions{Sessions: 500, Processes: 1002, WindowS: 10, CPUTicks: 3, CPUPercent: 0.3, PSSMiB: 1300, ServicePSSMiB: 110,
 			Cells: 200, OK: 200, CellP50MS: 1.2, CellP99MS: 5},
 		Launches: []LaunchStats{
-			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 2.5, P95MS: 4, P99MS: 6, WallS: 0.3},
-			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternStaggered, Runs: 100, OK: 100, P50MS: 2.6, P95MS: 5, P99MS: 9, WallS: 5},
-			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternBurst, Runs: 100, OK: 99, Errors: 1, P50MS: 80, P95MS: 150, P99MS: 160, WallS: 0.2},
-			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 40, P95MS: 50, P99MS: 60, WallS: 4},
+			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 2.5, P95MS: 4, P99MS: 4.5, P999MS: 6, WallS: 0.3},
+			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternStaggered, Runs: 100, OK: 100, P50MS: 2.6, P95MS: 4.5, P99MS: 5, P999MS: 9, WallS: 5},
+			{Name: launchHello, Label: "print('hello'), executor prefork (2)", Pattern: patternBurst, Runs: 100, OK: 99, Errors: 1, P50MS: 80, P95MS: 150, P99MS: 160, P999MS: 170, WallS: 0.2},
+			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 40, P95MS: 50, P99MS: 60, P999MS: 70, WallS: 4},
 			{Name: launchPlot, Label: "plot, executor prefork (2)", Pattern: patternStaggered, Error: "context canceled"},
-			{Name: launchCellScript, Label: "print('hello'), a script in a live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.6, P95MS: 1, P99MS: 2, WallS: 0.1},
-			{Name: launchCellValue, Label: "'hello' shown as a cell's value, live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.9, P95MS: 1.5, P99MS: 3, WallS: 0.1},
+			{Name: launchCellScript, Label: "print('hello'), a script in a live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.6, P95MS: 1, P99MS: 1.2, P999MS: 2, WallS: 0.1},
+			{Name: launchCellValue, Label: "'hello' shown as a cell's value, live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.9, P95MS: 1.5, P99MS: 1.7, P999MS: 3, WallS: 0.1},
 		},
 		LaunchRuns:  100,
 		LaunchGapMS: 50,
+		Start:       &StartStats{Runs: 10, OK: 10, ReadyP50MS: 450, ReadyMaxMS: 900, FirstRunP50MS: 470, FirstRunMaxMS: 930},
 		Skipped:     []Skip{{Part: "original execute_code", Why: "--quick (it takes half a minute)"}},
 		Notes:       []string{"launch plot, executor prefork (2), burst: 1 of 100 failed (1 by the service)"},
 		ElapsedS:    95.5,
@@ -193,6 +194,8 @@ func TestEvaluate(t *testing.T) {
 		floodVsPool
 		valueCost
 		idleSessions
+		tails
+		ready
 		targets
 	)
 	tests := []struct {
@@ -260,6 +263,14 @@ func TestEvaluate(t *testing.T) {
 		{"no script cell row", func(r *Report) { r.Launches = r.Launches[:5] }, map[int]string{valueCost: N}},
 		{"idle sessions over 1.5 GiB", func(r *Report) { r.IdleSessions.PSSMiB = 1500 }, map[int]string{idleSessions: X}},
 		{"idle sessions not measured", func(r *Report) { r.IdleSessions = nil }, map[int]string{idleSessions: N}},
+		{"a launch p99 over 2x its p50", func(r *Report) { r.launch(launchHello, patternStaggered).P99MS = 5.3 }, map[int]string{tails: X}},
+		{"a launch p99 at 2x its p50", func(r *Report) { r.launch(launchHello, patternStaggered).P99MS = 5.2 }, nil},
+		{"a burst's tail is not judged", func(r *Report) { r.launch(launchHello, patternBurst).P99MS = 1000 }, nil},
+		{"no launches", func(r *Report) { r.Launches = nil }, map[int]string{tails: N, valueCost: N}},
+		{"a start over 1.5 s", func(r *Report) { r.Start.ReadyMaxMS = 1600 }, map[int]string{ready: X}},
+		{"a start at 1.5 s", func(r *Report) { r.Start.ReadyMaxMS = 1500 }, nil},
+		{"a start failed", func(r *Report) { r.Start.OK = 9 }, map[int]string{ready: X}},
+		{"no start", func(r *Report) { r.Start = nil }, map[int]string{ready: N}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,7 +407,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.row(rowPool).Hello[0].P50VsCold != r.row(rowPool).Hello[0].P50VsCold || back.Flood.PeakRSSMiB != r.Flood.PeakRSSMiB {
 		t.Errorf("round trip lost figures: %+v", back)
 	}
-	if len(back.Targets) != 13 || back.IdleSessions.CPUTicks != 3 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
+	if len(back.Targets) != 15 || back.IdleSessions.CPUTicks != 3 || back.Start == nil || back.Start.ReadyMaxMS != 900 || back.Targets[0].Status != statusMet || back.Launches[2].Errors != 1 || back.Skipped[0].Part != "original execute_code" {
 		t.Errorf("targets = %+v", back.Targets)
 	}
 }

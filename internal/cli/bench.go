@@ -44,6 +44,8 @@ func benchOptions(ex sandbox.Config, logger *slog.Logger, args []string, stderr 
 	fs.IntVar(&opts.LaunchRuns, "launch-runs", 0, "launches per pattern of the launch section (default 100)")
 	fs.IntVar(&opts.IdleSessions, "idle-sessions", 0, "live sessions the idle-sessions row opens in one executor (default 500)")
 	fs.BoolVar(&opts.SkipIdleSessions, "skip-idle-sessions", false, "do not measure what idle live sessions cost")
+	fs.BoolVar(&opts.SkipStart, "skip-start", false, "do not measure runblock executor's start")
+	fs.IntVar(&opts.StartRuns, "start-runs", 0, "starts of runblock executor, timed to ready and to a first run (default 10)")
 	if err := fs.Parse(args); err != nil {
 		return bench.Options{}, err
 	}

@@ -26,11 +26,11 @@ func TestBenchOptions(t *testing.T) {
 		}, ""},
 		{"quick", []string{"--quick"}, func(o bench.Options) bool { return o.Quick && !o.JSON }, ""},
 		{"quick json", []string{"-quick", "-json"}, func(o bench.Options) bool { return o.Quick && o.JSON }, ""},
-		{"skips", []string{"--skip-original", "--skip-flood", "--skip-plot", "--skip-launch"}, func(o bench.Options) bool {
-			return o.SkipOriginal && o.SkipFlood && o.SkipPlot && o.SkipLaunch
+		{"skips", []string{"--skip-original", "--skip-flood", "--skip-plot", "--skip-launch", "--skip-start"}, func(o bench.Options) bool {
+			return o.SkipOriginal && o.SkipFlood && o.SkipPlot && o.SkipLaunch && o.SkipStart
 		}, ""},
-		{"counts", []string{"--concurrency", "4", "--hello-runs", "50", "--programs", "20", "--plot-runs", "3", "--launch-runs", "30", "--shared", "/tmp/s"}, func(o bench.Options) bool {
-			return o.Concurrency == 4 && o.HelloRuns == 50 && o.HumanEvalPrograms == 20 && o.PlotRuns == 3 && o.LaunchRuns == 30 && o.SharedDir == "/tmp/s"
+		{"counts", []string{"--concurrency", "4", "--hello-runs", "50", "--programs", "20", "--plot-runs", "3", "--launch-runs", "30", "--start-runs", "4", "--shared", "/tmp/s"}, func(o bench.Options) bool {
+			return o.Concurrency == 4 && o.HelloRuns == 50 && o.HumanEvalPrograms == 20 && o.PlotRuns == 3 && o.LaunchRuns == 30 && o.StartRuns == 4 && o.SharedDir == "/tmp/s"
 		}, ""},
 		{"unknown flag", []string{"--fast"}, nil, "flag provided but not defined: -fast"},
 		{"not a number", []string{"--launch-runs", "many"}, nil, "invalid value \"many\" for flag -launch-runs"},

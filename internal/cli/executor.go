@@ -66,6 +66,7 @@ func (m *ExecutorMain) Run(ctx context.Context) (err error) {
 	logger.Info("starting runblock executor", "version", m.Version, "config", cfg)
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
+	ec.ListPackages = true // for the MCP tool's description
 	if m.exec, err = sandbox.New(ctx, ec); err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ func (m *MCPMain) Run(ctx context.Context) (err error) {
 	cfg, logger := m.Config, m.Logger
 	ec := cfg.Executor
 	ec.Logger = logger.With("component", "executor")
+	ec.ListPackages = true // for the tool's description
 	if m.exec, err = sandbox.New(ctx, ec); err != nil {
 		return err
 	}
