@@ -70,6 +70,7 @@ func TestCellShowsValueAndDisplays(t *testing.T) {
 			{name: "a class", code: "int", want: []shown{{"<class 'int'>", true, 0}}},
 			{name: "script: no value", code: "print('s')\n1 + 1", script: true, stdout: "s\n"},
 			{name: "script: no display", code: "display(1)", script: true, fails: "NameError: name 'display' is not defined"},
+			{name: "script: python's own stdout", code: "import sys\nprint(type(sys.stdout.buffer).__name__)", script: true, stdout: "FileIO\n"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

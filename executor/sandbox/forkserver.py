@@ -46,8 +46,11 @@ def _runblock_forkserver(config):
     import posix
     import resource
     import select  # each run's PID 1 polls its lifeline: loaded before the forks
-    import signal
     import socket
+
+    # _signal's signal(), not signal's: the same call without the enum
+    # conversions of its result, which cost a run about 0.1 ms each.
+    import _signal as signal
 
     CAPSET_VERSION = 0x20080522  # protocol: CapabilityVersion3
     conf = json.loads(config)
@@ -67,17 +70,24 @@ def _runblock_forkserver(config):
     # after-fork steps, holding the GIL throughout (PyDLL).
     syscall = ctypes.PyDLL(None, use_errno=True).syscall
     syscall.restype = ctypes.c_long
-    pyapi = ctypes.pythonapi
+    # Each C function is looked up here, once (ctypes looks a library's
+    # function up, and makes its object, at its first use): looked up in a
+    # fork, it costs every run the lookup again and the pages it writes.
+    before_fork = ctypes.pythonapi.PyOS_BeforeFork
+    after_fork_child = ctypes.pythonapi.PyOS_AfterFork_Child
+    after_fork_parent = ctypes.pythonapi.PyOS_AfterFork_Parent
+    for name in ("mount", "prctl", "syscall", "capset"):
+        getattr(libc, name)
 
     def clone(flags):
-        pyapi.PyOS_BeforeFork()
+        before_fork()
         pid = syscall(ctypes.c_long(conf["sys_clone"]), ctypes.c_long(flags | signal.SIGCHLD), ctypes.c_long(0),
                       ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
         if pid == 0:
-            pyapi.PyOS_AfterFork_Child()
+            after_fork_child()
             return 0
         errno = ctypes.get_errno()
-        pyapi.PyOS_AfterFork_Parent()
+        after_fork_parent()
         if pid < 0:
             raise OSError(errno, f"clone: {os.strerror(errno)}")
         return pid
@@ -244,9 +254,9 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
     """Clones the run's init into fresh namespaces and maps its user
     namespace. In the run's python only, returns the lockdown steps it
     took, in order; None elsewhere."""
+    import _signal as signal  # (see _runblock_forkserver)
     import posix
     import select
-    import signal
 
     PR_SET_DUMPABLE = 4  # protocol: PrSetDumpable
     sync_r, sync_w = posix.pipe()
@@ -376,9 +386,9 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit, steps):
     no_new_privs, Landlock (the ruleset the fork server's init made, -1
     without Landlock) and seccomp, drops to uid with no capabilities, and
     sets its rlimits; appends each step to steps once taken."""
+    import _signal as signal  # (see _runblock_forkserver)
     import ctypes
     import posix
-    import signal
 
     PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS = 4, 22, 28, 38  # protocol: PrSetDumpable PrSetSeccomp PrSetSecurebits PrSetNoNewPrivs
     SECCOMP_MODE_FILTER, SECBITS_NOROOT = 2, 0x3  # protocol: SeccompModeFilter SecbitsNoRoot

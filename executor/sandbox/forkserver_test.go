@@ -437,3 +437,28 @@ func TestForkServerFallback(t *testing.T) {
 		t.Errorf("doctor with the fork server off: %+v", d.ForkServer)
 	}
 }
+
+// TestForkedRunHandlesSignalsAsPython: a forked run's python handles
+// SIGINT and SIGCHLD as any python does (the fork server ignores SIGCHLD,
+// and a run's init handles it), pre-forked or forked on demand.
+func TestForkedRunHandlesSignalsAsPython(t *testing.T) {
+	const probe = `import os, signal
+assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGINT)
+assert signal.getsignal(signal.SIGCHLD) is signal.SIG_DFL, signal.getsignal(signal.SIGCHLD)
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+except KeyboardInterrupt:
+    print("interrupted")
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+print(os.waitpid(pid, 0)[1] >> 8)
+`
+	for _, pool := range []int{0, 1} {
+		e := newForking(t, Config{Pool: pool})
+		res, err := e.Run(context.Background(), executor.Request{Code: probe, Script: true})
+		if err != nil || !res.Success || res.Stdout != "interrupted\n7\n" {
+			t.Errorf("pool %d: %v %+v", pool, err, res)
+		}
+	}
+}

@@ -88,8 +88,9 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet) {
 			}
 			continue
 		}
-		go superviseFork(zygote, buf[:n:n], fds, run, landlock)
-		buf = make([]byte, protocol.ForkRequestMax)
+		// The request is a few hundred bytes: a copy of it, not a new
+		// buffer of ForkRequestMax for every run.
+		go superviseFork(zygote, bytes.Clone(buf[:n]), fds, run, landlock)
 	}
 }
 
