@@ -45,12 +45,16 @@ def _runblock_forkserver(config):
     import os
     import posix
     import resource
-    import select  # each run's PID 1 polls its lifeline: loaded before the forks
     import socket
 
     # _signal's signal(), not signal's: the same call without the enum
     # conversions of its result, which cost a run about 0.1 ms each.
     import _signal as signal
+
+    # Each run's PID 1 polls its lifeline with select: imported here,
+    # before the forks, so that no run pays for loading it.
+    import select
+    del select
 
     CAPSET_VERSION = 0x20080522  # protocol: CapabilityVersion3
     conf = json.loads(config)
