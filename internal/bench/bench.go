@@ -546,21 +546,33 @@ func (b *benchmark) fallback(fs sandbox.ForkServerReport) {
 		cmp.Or(fs.Detail, "unavailable, each run starts a sandbox from scratch"), strings.TrimSpace(fallbackMark))
 }
 
+// newWarmExecutor starts an executor of cfg and waits until it is warm
+// (sandbox.Executor.Warm: the preloaded fork server and the plots' pool
+// up), so that every row measures the executor it names; took is how
+// long sandbox.New took.
+func newWarmExecutor(ctx context.Context, cfg sandbox.Config) (ex *sandbox.Executor, took time.Duration, err error) {
+	t := time.Now()
+	if ex, err = sandbox.New(ctx, cfg); err != nil {
+		return nil, 0, err
+	}
+	took = time.Since(t)
+	if err := ex.Warm(ctx); err != nil {
+		ex.Close()
+		return nil, 0, err
+	}
+	return ex, took, nil
+}
+
 // start starts an executor for row, or notes why it could not.
 func (b *benchmark) start(ctx context.Context, row *Row, cfg sandbox.Config) (*sandbox.Executor, error) {
 	b.log.Info("bench: starting executor", "row", row.Name, "pool", cfg.Pool)
-	t := time.Now()
-	ex, err := sandbox.New(ctx, cfg)
+	ex, took, err := newWarmExecutor(ctx, cfg)
 	if err != nil {
 		row.Error = err.Error()
 		b.note("%s not measured: %v", row.Label, err)
 		return nil, err
 	}
-	row.StartupMS = ms(time.Since(t))
-	if err := ex.Warm(ctx); err != nil {
-		ex.Close()
-		return nil, err
-	}
+	row.StartupMS = ms(took)
 	row.ForkServer = b.forkServer(&row.Label, cfg, ex)
 	if row.Name == rowCold || b.report.Isolation == "" {
 		b.report.Isolation = ex.Isolation().Tier

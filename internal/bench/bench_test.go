@@ -350,3 +350,25 @@ func TestHumanEvalInTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestNewWarmExecutorIsWarm: the executor a row measures has its
+// preloaded fork server up when newWarmExecutor returns, not still
+// starting behind sandbox.New (the idle-sessions row once measured
+// sessions forked from the plain one).
+func TestNewWarmExecutorIsWarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real sandboxes; skipped with -short")
+	}
+	ex, _, err := newWarmExecutor(t.Context(), sandbox.Config{Preload: sandbox.Preload{Modules: []string{"json"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ex.Close)
+	fs := ex.Isolation().ForkServer
+	if !fs.Active {
+		t.Skipf("no fork server here, so nothing to warm: %s", fs.Detail)
+	}
+	if !slices.Equal(fs.Preloaded, []string{"json"}) {
+		t.Errorf("preloaded %q (%s), want the preloaded fork server up", fs.Preloaded, fs.Detail)
+	}
+}

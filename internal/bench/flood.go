@@ -70,14 +70,11 @@ func floodChild(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 		return fail(fmt.Errorf("read config: %w", err))
 	}
 	cfg.Executor.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ex, err := sandbox.New(ctx, cfg.Executor)
+	ex, _, err := newWarmExecutor(ctx, cfg.Executor)
 	if err != nil {
 		return fail(err)
 	}
 	defer ex.Close()
-	if err := ex.Warm(ctx); err != nil {
-		return fail(err)
-	}
 	fs := ex.Isolation().ForkServer
 	if err := enc.Encode(floodReply{Ready: true, ForkServer: &fs}); err != nil {
 		return 1

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/executor/sandbox"
 )
 
 // The idle-sessions row: what live sessions cost while they wait for a
@@ -75,7 +74,7 @@ func (b *benchmark) idleSessions(ctx context.Context, n int, window time.Duratio
 	if cfg.Logger == nil {
 		cfg.Logger = b.log
 	}
-	ex, err := sandbox.New(ctx, cfg)
+	ex, _, err := newWarmExecutor(ctx, cfg)
 	if err != nil {
 		m.Error = err.Error()
 		b.note("idle sessions not measured: %v", err)

@@ -185,16 +185,12 @@ func (b *benchmark) launchRows(ctx context.Context, ls []launcher) []LaunchStats
 func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 	cfg := b.preforkConfig()
 	cfg.Preload = sandbox.DefaultPreload
-	ex, err := sandbox.New(ctx, cfg)
+	ex, _, err := newWarmExecutor(ctx, cfg)
 	if err != nil {
 		b.note("launches not measured: %v", err)
 		return nil
 	}
 	defer ex.Close()
-	if err := ex.Warm(ctx); err != nil {
-		b.note("launches not measured: %v", err)
-		return nil
-	}
 	label := b.preforkLabel()
 	b.forkServer(&label, cfg, ex)
 	conc := b.conc[len(b.conc)-1]

@@ -49,17 +49,13 @@ func (b *benchmark) idleMemory(ctx context.Context, name, label string, cfg sand
 		m.Error = err.Error()
 		return m
 	}
-	ex, err := sandbox.New(ctx, cfg)
+	ex, _, err := newWarmExecutor(ctx, cfg)
 	if err != nil {
 		m.Error = err.Error()
 		b.note("%s: idle memory not measured: %v", label, err)
 		return m
 	}
 	defer ex.Close()
-	if err := ex.Warm(ctx); err != nil {
-		m.Error = err.Error()
-		return m
-	}
 	b.forkServer(&m.Label, cfg, ex)
 	c := &contender{row: Row{Name: name, Label: m.Label}, run: executorRun(ex)}
 	if !b.warm(ctx, c) {

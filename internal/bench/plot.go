@@ -85,14 +85,8 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 	for _, r := range b.plotConfigs() {
 		row := PlotRow{Name: r.row.Name, Label: r.row.Label, Runs: b.plotRuns}
 		b.log.Info("bench: plot", "row", row.Label, "runs", b.plotRuns)
-		ex, err := sandbox.New(ctx, r.cfg)
+		ex, _, err := newWarmExecutor(ctx, r.cfg)
 		if err != nil {
-			row.Error = err.Error()
-			out = append(out, row)
-			continue
-		}
-		if err := ex.Warm(ctx); err != nil {
-			ex.Close()
 			row.Error = err.Error()
 			out = append(out, row)
 			continue
