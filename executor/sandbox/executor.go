@@ -322,11 +322,12 @@ func (e *Executor) start(ctx context.Context, pl *plan, lim limits, fork starter
 // is forked from it on demand.
 func (e *Executor) route(code string) (*forkServer, *pool) {
 	e.mu.Lock()
-	uses := e.cfg.Preload.uses(code)
-	plots := e.plots
+	preload, pre, plots := e.cfg.Preload, e.preloaded, e.plots
 	e.mu.Unlock()
-	if fs := e.forkServer(uses); fs != e.fork {
-		return fs, plots
+	// The scan of the code is outside the lock: it is the length of the
+	// code, and every run, Ready and Isolation take the lock.
+	if pre != nil && preload.uses(code) && pre.up() {
+		return pre, plots
 	}
 	return e.fork, e.pool
 }
