@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/runblock/runblock/executor/wire"
 )
 
 // The start section: how soon `runblock executor` serves after its start,
@@ -171,7 +173,7 @@ func timeStart(ctx context.Context, base string, t0 time.Time, exited <-chan str
 		case <-tick.C:
 		}
 	}
-	body, err := json.Marshal(map[string]string{"code": helloCode})
+	body, err := json.Marshal(wire.RunRequest{Code: helloCode})
 	if err != nil {
 		return times, err
 	}
@@ -185,11 +187,7 @@ func timeStart(ctx context.Context, base string, t0 time.Time, exited <-chan str
 		return times, fmt.Errorf("first run: %w", err)
 	}
 	defer resp.Body.Close()
-	var res struct {
-		Success bool   `json:"success"`
-		Stdout  string `json:"stdout"`
-		Error   string `json:"error"`
-	}
+	var res wire.RunResponse // or an ErrorResponse, whose error is res.Error
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
 		return times, fmt.Errorf("first run: %s: %w", resp.Status, err)
 	}
