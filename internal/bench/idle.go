@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -178,12 +177,8 @@ func ticksOf(proc string, pids []int) map[int]int64 {
 // statTicks is utime + stime of a /proc/PID/stat text: its 14th and 15th
 // fields, counted past the command name in parentheses.
 func statTicks(stat string) (int64, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
+	f, ok := statFields(stat, 13)
+	if !ok {
 		return 0, false
 	}
 	u, err1 := strconv.ParseInt(f[11], 10, 64)

@@ -157,12 +157,8 @@ func below(parents map[int]int, root int) []int {
 // after the state, past the command name in parentheses (which may itself
 // hold spaces and parentheses).
 func parseStatPPID(stat string) (int, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("odd stat %.60q", stat)
-	}
-	fields := strings.Fields(stat[i+1:])
-	if len(fields) < 2 {
+	fields, ok := statFields(stat, 2)
+	if !ok {
 		return 0, fmt.Errorf("odd stat %.60q", stat)
 	}
 	ppid, err := strconv.Atoi(fields[1])
@@ -170,6 +166,18 @@ func parseStatPPID(stat string) (int, error) {
 		return 0, fmt.Errorf("odd stat %.60q: %w", stat, err)
 	}
 	return ppid, nil
+}
+
+// statFields are the fields of a /proc/PID/stat text past the command
+// name in parentheses (which may itself hold spaces and parentheses),
+// the state first; false where there are fewer than n.
+func statFields(stat string, n int) ([]string, bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(stat[i+1:])
+	return f, len(f) >= n
 }
 
 // memoryOf sums the Pss and Rss (kB) of pids from proc/PID/smaps_rollup,
