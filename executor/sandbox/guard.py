@@ -266,7 +266,7 @@ def _runblock_run():
             break
         head += chunk
     if head.startswith(SESSION):
-        _runblock_session(head, workdir, save_open_figures)
+        _runblock_session(head, workdir, save_open_figures, prepared)
     chunks = [head]
     while True:
         chunk = read(REQUEST, 1 << 20)
@@ -476,14 +476,15 @@ def _runblock_close_files(gc, sys):
         pass
 
 
-def _runblock_session(head, workdir, save_open_figures):
+def _runblock_session(head, workdir, save_open_figures, prepared):
     """A session: cells, one after another, in one persistent __main__,
     until the service closes the request pipe or a cell exits. The request
     pipe and the status pipe stay open (the cells' code can reach them: the
     service trusts nothing it reads there, see protocol.go).
 
     The session's start (head) is SESSION and the collect limits, one
-    line. Each cell comes on the request pipe as one line,
+    line; prepared is the cells' notebook where the fork path made it
+    before "ready", else None. Each cell comes on the request pipe as one line,
     "<cell> <nonce> <request bytes> <stdin bytes>", then the request (as a
     run's, see _runblock_unpack: its input files are written into the work
     dir first) and its stdin. After the cell the guard flushes, writes the
@@ -547,7 +548,11 @@ def _runblock_session(head, workdir, save_open_figures):
     sys.modules["__main__"] = module
     root = workdir.encode("utf-8", "surrogateescape")
     seen = _runblock_changes(root, {}, lim)[2]
-    run, dump, reset, _ = _runblock_notebook()
+    # The notebook made before "ready" on the fork path (prepared), else
+    # one made now; in place from here on.
+    run, dump, reset, install = prepared or _runblock_notebook(in_place=False)
+    install()
+    del prepared
     gc.freeze()
     del gc
 
