@@ -355,10 +355,6 @@ func newForkServers(ctx context.Context, cfg Config, pl *plan) (plain, preloaded
 	if plain == nil {
 		return nil, nil, rep
 	}
-	if len(cfg.Preload.Modules) == 0 {
-		rep.Detail += "; one fork server, " + cfg.Preload.String()
-		return plain, nil, rep
-	}
 	preloaded, rep = newPreloadedForkServer(ctx, cfg, pl)
 	return plain, preloaded, rep
 }
