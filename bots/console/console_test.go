@@ -47,7 +47,7 @@ func (m *countingMetrics) MessageReplied(p string) {
 }
 
 // open starts a console over in and returns it with its output.
-func open(t *testing.T, in io.Reader, r *fakerunner.Runner, mod func(*console.Config)) (*console.Bot, *syncbuf.Buffer) {
+func open(t *testing.T, in io.Reader, r executor.Submitter, mod func(*console.Config)) (*console.Bot, *syncbuf.Buffer) {
 	t.Helper()
 	out := &syncbuf.Buffer{}
 	cfg := console.Config{In: in, Out: out}

@@ -1,16 +1,13 @@
 package console_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/runblock/runblock/bots/console"
 	"github.com/runblock/runblock/bots/internal/answer"
 	"github.com/runblock/runblock/bots/internal/fakerunner"
-	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 // runSession pipes messages into a console on fakerunner's sessions and
@@ -18,18 +15,7 @@ import (
 func runSession(t *testing.T, noSessions bool, messages ...string) ([]string, fakerunner.SessionRunner) {
 	t.Helper()
 	runner := fakerunner.NewSessions()
-	out := &syncbuf.Buffer{}
-	b := console.New(console.Config{In: strings.NewReader(strings.Join(messages, "\n\n") + "\n"), Out: out, NoSessions: noSessions}, runner, nil)
-	if err := b.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	b, out := open(t, strings.NewReader(strings.Join(messages, "\n\n")+"\n"), runner, func(c *console.Config) { c.NoSessions = noSessions })
 	waitDone(t, b)
 	return strings.Split(strings.TrimSpace(out.String()), "\n\n"), runner
 }
