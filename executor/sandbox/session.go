@@ -208,13 +208,40 @@ func (s *sessionSandbox) Run(ctx context.Context, req executor.Request) (executo
 // past the limit, is over the limit. The init's own count is polled, and
 // where the CPU is starved it can count late; a cell's end does not wait
 // for it, so without this a session could pass its limit a cell at a time.
+// The init's count also runs beside the cell's end: where it killed the
+// sandbox meanwhile, nothing of it runs now, and the verdict is the init's
+// (see killedAfterCell).
 func (s *sessionSandbox) overLimit(res *executor.Result) {
 	used, ok := s.held()
-	if !ok || used <= s.p.lim.Memory {
+	if !(ok && used > s.p.lim.Memory) && (s.running() || !s.killedAfterCell()) {
 		return
 	}
 	s.release()
 	res.Success, res.ExitCode, res.Signal, res.MemoryExceeded, res.Error = false, -1, "SIGKILL", true, "MemoryError"
+}
+
+// endGrace bounds how long killedAfterCell waits for an init whose
+// processes are gone to report: past it, the session is taken to live
+// (its processes could not be listed for a moment).
+const endGrace = 2 * time.Second
+
+// killedAfterCell waits, where nothing of the session runs once its cell
+// ended, for its init's report, and reports whether the init killed the
+// sandbox for its memory; the session is then released.
+func (s *sessionSandbox) killedAfterCell() bool {
+	p := s.p
+	grace := time.NewTimer(endGrace)
+	defer grace.Stop()
+	select {
+	case <-p.waited:
+	case <-grace.C:
+		return false
+	}
+	p.drain(s.out.done, s.err.done, p.initDone)
+	var res executor.Result
+	killed, err := p.exitStatus(&res)
+	s.release()
+	return killed && err == nil
 }
 
 // Close ends the session: its whole sandbox is killed, and its work dir,

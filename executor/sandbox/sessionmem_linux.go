@@ -147,12 +147,7 @@ func processes(proc string, match func(dir string) bool) []string {
 // statField is field n (4: the parent, 5: the process group) of the stat
 // file in dir, a /proc/PID directory; -1 when it cannot be read.
 func statField(dir string, n int) int {
-	b, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return -1
-	}
-	// pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
-	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	f := statFields(dir)
 	if len(f) <= n-3 {
 		return -1
 	}
@@ -161,6 +156,26 @@ func statField(dir string, n int) int {
 		return -1
 	}
 	return v
+}
+
+// processState is the state of the process at dir (R, S, T, Z...), from
+// its stat file; 0 when it cannot be read (the process is gone).
+func processState(dir string) byte {
+	if f := statFields(dir); len(f) > 0 && len(f[0]) == 1 {
+		return f[0][0]
+	}
+	return 0
+}
+
+// statFields are the fields of the stat file in dir after the process's
+// name, from its state on; nil when it cannot be read.
+func statFields(dir string) [][]byte {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return nil
+	}
+	// pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
+	return bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
 }
 
 // parentOf is the parent of the process at dir; processGroup its process

@@ -96,3 +96,23 @@ func signalDir(dir string, sig unix.Signal) {
 // resume continues them before the next cell is sent (see hold).
 func (s *sessionSandbox) pause() bool { return s.hold(unix.SIGSTOP) }
 func (s *sessionSandbox) resume()     { s.hold(unix.SIGCONT) }
+
+// running reports whether a process of the session's sandbox but its init
+// is still there and not a zombie (as python is while the session lives,
+// stopped or not); true where they cannot be listed. Once the init killed
+// them (its memory count beside a cell's end) it is false, until the init
+// has reaped them.
+func (s *sessionSandbox) running() bool {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	list, _ := s.holdable()
+	if list == nil {
+		return true
+	}
+	for _, dir := range list() {
+		if st := processState(dir); st != 0 && st != 'Z' && st != 'X' {
+			return true
+		}
+	}
+	return false
+}
