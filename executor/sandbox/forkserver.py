@@ -69,10 +69,18 @@ def _runblock_forkserver(config):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     # clone(2) with the run's namespaces: its child is at once PID 1 of its
-    # own PID namespace, one fork where fork and unshare take two. Called
-    # as os.fork calls fork, with the interpreter's own before- and
-    # after-fork steps, holding the GIL throughout (PyDLL).
-    syscall = ctypes.PyDLL(None, use_errno=True).syscall
+    # own PID namespace, one fork where fork and unshare take two. The
+    # interpreter's before-fork steps run first, as for os.fork, holding
+    # the GIL throughout (PyDLL), so that the child is a consistent copy;
+    # but the child, PID 1, skips the after-fork steps (the at-fork hooks
+    # of every module imported, which write to pages of the fork server's
+    # heap: about 0.7 MiB per fork with numpy and matplotlib): it runs no
+    # thread and imports nothing, and forks python with fork_python, whose
+    # child takes them as os.fork's does. (PID 1 still holds the import
+    # lock and the locks the before-fork hooks took, as the fork server
+    # did at the clone; python's after-fork steps make them anew.)
+    pydll = ctypes.PyDLL(None, use_errno=True)
+    syscall, fork = pydll.syscall, pydll.fork
     syscall.restype = ctypes.c_long
     # Each C function is looked up here, once (ctypes looks a library's
     # function up, and makes its object, at its first use): looked up in a
@@ -88,7 +96,6 @@ def _runblock_forkserver(config):
         pid = syscall(ctypes.c_long(conf["sys_clone"]), ctypes.c_long(flags | signal.SIGCHLD), ctypes.c_long(0),
                       ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
         if pid == 0:
-            after_fork_child()
             return 0
         errno = ctypes.get_errno()
         after_fork_parent()
@@ -96,12 +103,24 @@ def _runblock_forkserver(config):
             raise OSError(errno, f"clone: {os.strerror(errno)}")
         return pid
 
+    # glibc's fork (its own at-fork steps, and python's thread id right),
+    # with the interpreter's after-fork steps in the child only: PID 1
+    # took no before-fork steps of its own (see clone).
+    def fork_python():
+        pid = fork()
+        if pid == 0:
+            after_fork_child()
+        elif pid < 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"fork: {os.strerror(errno)}")
+        return pid
+
     seccomp = ctypes.create_string_buffer(bytes.fromhex(conf["seccomp"]))
-    # What the runs use, made once: libc, clone, fcntl and setrlimit
+    # What the runs use, made once: libc, clone and fork, fcntl and setrlimit
     # (imported here, not in every run), the seccomp program and the
     # capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone, "fcntl": fcntl, "setrlimit": resource.setrlimit,
+        "libc": libc, "check": check, "clone": clone, "fork_python": fork_python, "fcntl": fcntl, "setrlimit": resource.setrlimit,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(CAPSET_VERSION, 0),  # this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -279,7 +298,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             kit["check"](kit["libc"].prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set not dumpable")
-            python = posix.fork()
+            python = kit["fork_python"]()
             if python == 0:
                 return _runblock_run_python(conf, run, fds, kit, steps)
             for fd in fds[:conf["run_lifeline"]]:
