@@ -52,9 +52,9 @@ type Request struct {
 	// FILE` or `python -m MODULE` would, not as a snippet: Code is then
 	// the code, the path of one of Files or the module's name, and
 	// sys.argv is what python's would be (Args after "-c", the file or
-	// the module). The sandbox wraps it in a launcher of its own; a
-	// launched cell, as a snippet's, takes top-level await and shows its
-	// last expression's value. Empty: a snippet.
+	// the module). The sandbox launches it itself; a launched cell, as a
+	// snippet's, takes top-level await and shows its last expression's
+	// value. Empty: a snippet.
 	Launch Launch
 }
 

@@ -80,10 +80,9 @@ func checkFiles(files []executor.File, maxFiles int, maxBytes int64) error {
 
 // encodeRequest is what goes down the request pipe (see protocol.go and
 // guard.py's _runblock_unpack): a header with the request's flags, the
-// code, the arguments, the input files; a launched request's code is the
-// launcher (see launched).
+// code, the arguments, the input files; a launched request's first
+// argument is its mode (guard.py's _runblock_launch runs it).
 func encodeRequest(req executor.Request) []byte {
-	req = launched(req)
 	var b bytes.Buffer
 	flags := 0
 	if req.Colour {
@@ -92,8 +91,13 @@ func encodeRequest(req executor.Request) []byte {
 	if !req.Script {
 		flags |= protocol.RequestCell
 	}
-	fmt.Fprintf(&b, "%d %d %d %d\n%s", len(req.Code), len(req.Args), len(req.Files), flags, req.Code)
-	for _, a := range req.Args {
+	args := req.Args
+	if req.Launch != "" {
+		flags |= protocol.RequestLaunch
+		args = append([]string{string(req.Launch)}, args...)
+	}
+	fmt.Fprintf(&b, "%d %d %d %d\n%s", len(req.Code), len(args), len(req.Files), flags, req.Code)
+	for _, a := range args {
 		b.WriteString(strconv.Itoa(len(a)) + "\n" + a)
 	}
 	for _, f := range req.Files {

@@ -110,6 +110,46 @@ func TestLaunch(t *testing.T) {
 	}
 }
 
+// TestLaunchMegabyte: a launched 1 MiB program (code with an argument,
+// a file) compiles and runs at the default memory limit, as a snippet
+// of that size does (TestMegabyteSnippet): in pieces, not at once.
+func TestLaunchMegabyte(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles a 1 MiB program twice; skipped with -short")
+	}
+	e := newExecutor(t, sandbox.Config{})
+	src := strings.Repeat("x=1\n", 262134) + "import sys\nprint(x, sys.argv[1:])\n"
+	for _, req := range []executor.Request{
+		{Launch: executor.LaunchCode, Code: src, Args: []string{"a"}, Timeout: 30 * time.Second},
+		{Launch: executor.LaunchFile, Code: "big.py", Args: []string{"a"}, Script: true, Timeout: 30 * time.Second,
+			Files: []executor.File{{Path: "big.py", Size: int64(len(src)), Content: []byte(src)}}},
+	} {
+		res := run(t, e, req)
+		if !res.Success || res.Stdout != "1 ['a']\n" {
+			t.Errorf("%s: success=%v stdout=%q error=%q memory=%v stderr=%.300s", req.Launch, res.Success, res.Stdout, res.Error, res.MemoryExceeded, res.Stderr)
+		}
+	}
+}
+
+// TestLaunchedCellRaises: a launched cell that raises fails as a
+// snippet's cell does, its traceback starting in its code (no frame of
+// the launcher's), and the session goes on with its state.
+func TestLaunchedCellRaises(t *testing.T) {
+	e := newExecutor(t, sandbox.Config{})
+	s := startSession(t, e)
+	cell(t, s, executor.Request{Code: "y = 5"})
+	res := cell(t, s, executor.Request{Launch: executor.LaunchCode, Code: "import sys\nprint(sys.argv[1:])\n1 / 0", Args: []string{"a"}})
+	if res.Success || res.ExitCode != 1 || res.Error != "ZeroDivisionError: division by zero" || res.Stdout != "['a']\n" || !s.Alive() {
+		t.Fatalf("raising launched cell: %+v, alive %v", res, s.Alive())
+	}
+	if want := "Traceback (most recent call last):\n  File \"<string>\", line 3, in <module>\n    1 / 0\n"; !strings.HasPrefix(res.Stderr, want) {
+		t.Errorf("traceback %q, want it to start %q", res.Stderr, want)
+	}
+	if res := cell(t, s, executor.Request{Code: "print(y)"}); !res.Success || res.Stdout != "5\n" {
+		t.Fatalf("cell after the raise: %+v", res)
+	}
+}
+
 func fileNames(files []executor.File) []string {
 	var names []string
 	for _, f := range files {

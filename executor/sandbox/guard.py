@@ -276,9 +276,10 @@ def _runblock_run():
     close(REQUEST)
     write(STATUS, STARTED)
     close(STATUS)
-    source, args, colour, cell = _runblock_unpack(b"".join(chunks), workdir)
+    source, args, colour, cell, launch = _runblock_unpack(b"".join(chunks), workdir)
     del chunks
-    sys.argv = ["<snippet>"] + args
+    filename = "<snippet>"
+    sys.argv = [filename] + args
 
     # Fresh globals {'__name__': '__main__'} that are also sys.modules['__main__'],
     # so pickling and multiprocessing find the snippet's functions.
@@ -294,9 +295,12 @@ def _runblock_run():
         notebook[3]()
     del prepared
     try:
-        codes = _runblock_compile(source, cell=cell)
+        if launch is None:
+            codes = _runblock_compile(source, filename, cell)
+        else:
+            codes, source, filename = _runblock_launch(launch, source, args, cell, main)
     except SyntaxError as exc:
-        _runblock_report(exc, None, source, colour=colour)
+        _runblock_report(exc, None, source, filename, colour)
         sys.exit(1)
     except MemoryError:
         sys.stderr.write("MemoryError\n")
@@ -320,7 +324,7 @@ def _runblock_run():
         save_open_figures(failed)
     if failed is not None:
         # Drop this runner's frame so the traceback starts in the snippet.
-        _runblock_report(failed, failed.__traceback__.tb_next, source, colour=colour)
+        _runblock_report(failed, failed.__traceback__.tb_next, source, filename, colour)
         status = 1
     last = None
     if notebook is not None:
@@ -583,7 +587,7 @@ def _runblock_session(head, workdir, save_open_figures, prepared):
         cell, nonce, nrequest, nstdin = line()
         request, stdin = take(int(nrequest)), take(int(nstdin))
         filename = "<cell %d>" % int(cell)
-        source, args, colour, cell = _runblock_unpack(request, workdir)
+        source, args, colour, cell, launch = _runblock_unpack(request, workdir)
         del request
         sys.argv = [filename] + args
         sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
@@ -592,11 +596,14 @@ def _runblock_session(head, workdir, save_open_figures, prepared):
         failed, status, tb = None, None, None
         reset()
         try:
-            codes = _runblock_compile(source, filename, cell)
-        except SyntaxError as exc:
+            if launch is None:
+                codes = _runblock_compile(source, filename, cell)
+            else:
+                codes, source, filename = _runblock_launch(launch, source, args, cell, main)
+        except (SyntaxError, MemoryError) as exc:
             failed = exc
-        except MemoryError as exc:
-            failed = exc
+        except SystemExit as exc:  # a launched file python cannot open
+            status = exc
         else:
             try:
                 if cell:
@@ -1049,11 +1056,13 @@ def _runblock_unpack(data, workdir):
     # The request is "<code bytes> <args> <files> <flags>\n" then the code,
     # each argument as "<bytes>\n<arg>", each file as "<path bytes> <bytes>\n<path><content>".
     # The service has checked the paths (relative, clean, no "..").
-    # Returns the code, the arguments, whether the reply renders colour
-    # and whether the snippet runs as a cell (not as a script).
+    # Returns the code, the arguments, whether the reply renders colour,
+    # whether the snippet runs as a cell (not as a script), and a
+    # launched request's mode (its first argument; see _runblock_launch),
+    # else None.
     import posix
 
-    COLOUR, CELL = 1, 2  # protocol: RequestColour RequestCell
+    COLOUR, CELL, LAUNCH = 1, 2, 4  # protocol: RequestColour RequestCell RequestLaunch
 
     def header(pos):
         end = data.index(b"\n", pos)
@@ -1087,11 +1096,51 @@ def _runblock_unpack(data, workdir):
         finally:
             posix.close(fd)
         pos += n
-    return source, args, bool(flags & COLOUR), bool(flags & CELL)
+    launch = args.pop(0) if flags & LAUNCH else None
+    return source, args, bool(flags & COLOUR), bool(flags & CELL), launch
+
+
+def _runblock_launch(mode, target, args, cell, main):
+    """A launched request (executor.Request.Launch), run as `python -c
+    CODE`, `python FILE` or `python -m MODULE` would (mode "code", "file"
+    or "module"; target is the code, the file's path or the module's
+    name; args the program's): python's sys.argv and sys.path[0], a
+    file's __file__ in main. Returns its codes (_runblock_compile's: a
+    cell's code, as a snippet's, may await at its top level and shows
+    its last expression's value; a file or a module shows none), its
+    source and the file name of its code, for _runblock_report: None for
+    a module, which runpy runs (the codes are the guard's call of it)."""
+    import linecache
+    import sys
+
+    name = target.decode("utf-8", "surrogateescape")
+    sys.argv = ["-c" if mode == "code" else name] + args
+    # As python does: the script's directory, or the work dir, comes
+    # first (relative: the guard takes os.getcwd away); once, in a
+    # session's launches one after another.
+    first = name.rpartition("/")[0] if mode == "file" else ""
+    if sys.path[:1] != [first]:
+        sys.path.insert(0, first)
+    if mode == "module":
+        call = "__import__('runpy').run_module(%r, run_name='__main__', alter_sys=True)" % name
+        return [(compile(call, "<runblock>", "exec", dont_inherit=True), False)], b"", None
+    if mode == "file":
+        try:
+            with open(name, "rb") as src:
+                source = src.read()
+        except OSError as exc:
+            print("python: can't open file %r: [Errno %d] %s" % (name, exc.errno, exc.strerror), file=sys.stderr)
+            raise SystemExit(2)
+        main["__file__"] = filename = name
+    else:
+        source, filename = target, "<string>"
+        linecache.cache[filename] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), filename)
+    return _runblock_compile(source, filename, cell and mode == "code"), source, filename
 
 
 def _runblock_report(exc, tb, source, filename="<snippet>", colour=False):
-    """Prints the snippet's traceback, in colour when the reply renders it
+    """Prints the snippet's traceback (filename None: a launched
+    module's, see _runblock_launch), in colour when the reply renders it
     and the interpreter colours tracebacks (3.13 on: -I keeps
     PYTHON_COLORS out, and stderr is no terminal, so it is asked)."""
     import linecache
@@ -1110,12 +1159,19 @@ def _runblock_report(exc, tb, source, filename="<snippet>", colour=False):
         return frames[0] if frames else None
 
     tb = strip(tb)
-    # A cell's runner (asyncio's loop for top-level await) is not the
-    # snippet's: its traceback starts at the snippet's first frame.
+    # A run's runner is not the snippet's: its traceback starts at the
+    # snippet's first frame, past asyncio's loop (a cell's top-level
+    # await) or, for a launched module, past runpy (all of it when runpy
+    # found no module to run).
     first = tb
-    while first is not None and first.tb_frame.f_code.co_filename != filename:
-        first = first.tb_next
-    tb = first or tb
+    if filename is None:
+        while first is not None and first.tb_frame.f_globals.get("__name__") == "runpy":
+            first = first.tb_next
+        tb = first
+    else:
+        while first is not None and first.tb_frame.f_code.co_filename != filename:
+            first = first.tb_next
+        tb = first or tb
     seen = {id(exc)}
     chained = exc.__cause__ or exc.__context__
     while chained is not None and id(chained) not in seen:
@@ -1123,8 +1179,9 @@ def _runblock_report(exc, tb, source, filename="<snippet>", colour=False):
         chained.__traceback__ = strip(chained.__traceback__)
         chained = chained.__cause__ or chained.__context__
 
-    lines = source.decode("utf-8", "replace").splitlines(True)
-    linecache.cache[filename] = (len(source), None, lines, filename)
+    if filename is not None:
+        lines = source.decode("utf-8", "replace").splitlines(True)
+        linecache.cache[filename] = (len(source), None, lines, filename)
     kwargs = {"colorize": True} if colour and sys.version_info >= (3, 13) else {}
     try:
         traceback.print_exception(type(exc), exc, tb, **kwargs)

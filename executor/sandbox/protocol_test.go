@@ -29,6 +29,7 @@ func pythonProtocol() (lines map[string]string, confKeys []string) {
 		"StatusReady":   "b" + strconv.Quote(protocol.StatusReady),
 		"StatusStarted": "b" + strconv.Quote(protocol.StatusStarted+"\n"),
 		"RequestColour": strconv.Itoa(protocol.RequestColour), "RequestCell": strconv.Itoa(protocol.RequestCell),
+		"RequestLaunch":  strconv.Itoa(protocol.RequestLaunch),
 		"DisplayTextMax": strconv.Itoa(protocol.DisplayTextMax), "DisplayEntryMax": strconv.Itoa(protocol.DisplayEntryMax),
 		"DisplayRunMax": strconv.Itoa(protocol.DisplayRunMax), "DisplayCountMax": strconv.Itoa(protocol.DisplayCountMax),
 		"DisplayTableRows": strconv.Itoa(protocol.DisplayTableRows), "DisplayTableColumns": strconv.Itoa(protocol.DisplayTableColumns),

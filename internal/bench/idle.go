@@ -117,23 +117,18 @@ func (b *benchmark) idleSessions(ctx context.Context, n int, window time.Duratio
 	_, self, _ := memoryOf("/proc", []int{os.Getpid()})
 	m.Processes, m.PSSMiB, m.ServicePSSMiB = procs, float64(pss)/1024, float64(self)/1024
 
+	// The cells go one after another, timed as the launch rows time
+	// theirs (launchPattern).
 	rng := rand.New(rand.NewPCG(1, uint64(len(live))))
-	var lat []time.Duration
-	for range cells {
-		s := live[rng.IntN(len(live))]
-		start := time.Now()
-		res, err := s.Run(ctx, executor.Request{Code: helloCode})
-		d := time.Since(start)
-		m.Cells++
-		if err == nil && res.Stdout == helloOut {
-			m.OK++
-			lat = append(lat, d)
-		}
-		if ctx.Err() != nil {
-			break
-		}
+	cell := func(ctx context.Context, _ int) (bool, error) {
+		res, err := live[rng.IntN(len(live))].Run(ctx, executor.Request{Code: helloCode})
+		return err == nil && res.Stdout == helloOut, nil
 	}
-	m.setCells(lat)
+	got, err := launchPattern(ctx, patternSequential, cells, 0, cell)
+	if err != nil {
+		m.Error = err.Error()
+	}
+	m.setCells(got)
 	return m
 }
 
@@ -150,11 +145,11 @@ func (m *IdleSessions) setCPU(first, last map[int]int64, window time.Duration) {
 	}
 }
 
-// setCells sets the cells' percentiles from the latencies of those that
-// answered.
-func (m *IdleSessions) setCells(lat []time.Duration) {
-	slices.Sort(lat)
-	m.CellP50MS, m.CellP99MS = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+// setCells sets the cells' figures from their outcome, the percentiles
+// as a launch row's (launchStats): of the cells that answered.
+func (m *IdleSessions) setCells(l launched) {
+	s := launchStats("", "", patternSequential, l)
+	m.Cells, m.OK, m.CellP50MS, m.CellP99MS = s.Runs, s.OK, s.P50MS, s.P99MS
 }
 
 // ticksOf reads the CPU time (user and system, of every thread, in clock

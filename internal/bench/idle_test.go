@@ -54,20 +54,21 @@ func TestTicksOf(t *testing.T) {
 // TestIdleSessionsFigures: the CPU share is the ticks the tree used in
 // the window (a process born in it counts all its ticks, one gone counts
 // none) over the window, in % of one core at 100 ticks a second; the
-// cells' percentiles are nearest-rank.
+// cells' figures are their outcome's, the percentiles nearest-rank of
+// those that answered.
 func TestIdleSessionsFigures(t *testing.T) {
 	var m IdleSessions
 	m.setCPU(map[int]int64{1: 100, 2: 50, 3: 9}, map[int]int64{1: 110, 2: 55, 4: 5}, 10*time.Second)
 	if m.CPUTicks != 20 || m.CPUPercent != 2 || m.WindowS != 10 {
 		t.Errorf("setCPU: %d ticks, %g%% over %g s; want 20 ticks, 2%% over 10 s", m.CPUTicks, m.CPUPercent, m.WindowS)
 	}
-	var lat []time.Duration
-	for i := 100; i >= 1; i-- {
-		lat = append(lat, time.Duration(i)*time.Millisecond)
+	cells := launched{runs: 101, ok: 100}
+	for i := 100; i >= 1; i-- { // unsorted; the cell that failed has none
+		cells.latencies = append(cells.latencies, time.Duration(i)*time.Millisecond)
 	}
-	m.setCells(lat)
-	if m.CellP50MS != 50 || m.CellP99MS != 99 {
-		t.Errorf("setCells: p50 %g ms, p99 %g ms; want 50 and 99", m.CellP50MS, m.CellP99MS)
+	m.setCells(cells)
+	if m.Cells != 101 || m.OK != 100 || m.CellP50MS != 50 || m.CellP99MS != 99 {
+		t.Errorf("setCells: %d/%d ok, p50 %g ms, p99 %g ms; want 100/101 ok, 50 and 99", m.OK, m.Cells, m.CellP50MS, m.CellP99MS)
 	}
 }
 

@@ -45,7 +45,7 @@ type MCPMain struct {
 	sessions  *session.Manager // nil: sessions are off
 	scheduler *executor.Scheduler
 	conn      *sdk.ServerSession
-	ended     chan error // the connection's end: its error, once
+	ended     chan error // the connection's end: its error, for Wait
 }
 
 // Run starts every part and returns once the server reads its input; it
@@ -81,7 +81,9 @@ func (m *MCPMain) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.ended = make(chan error, 1)
-	go func() { m.ended <- m.conn.Wait() }() // ends with the connection, which Close closes
+	// Ends with the connection, which Close closes; never blocks (the
+	// buffer holds the end Wait may not take).
+	go func() { m.ended <- m.conn.Wait() }()
 	logger.Info("serving MCP on standard input and output", "tool", mcp.ToolRun, "python", mc.PythonVersion, "tier", m.exec.Isolation().Tier)
 	return nil
 }
@@ -94,18 +96,17 @@ func (m *MCPMain) Wait(ctx context.Context) error {
 		m.Logger.Info("signal received")
 		return nil
 	case err := <-m.ended:
-		m.ended <- err // for Close
 		return err
 	}
 }
 
-// Close ends the connection, lets the runs in flight finish until ctx
-// ends, then stops the sessions and the sandbox.
+// Close ends the connection (ServerSession.Close returns once it has
+// ended), lets the runs in flight finish until ctx ends, then stops the
+// sessions and the sandbox.
 func (m *MCPMain) Close(ctx context.Context) error {
 	var err error
 	if m.conn != nil {
 		err = m.conn.Close()
-		<-m.ended
 	}
 	return errors.Join(err, closeRunners(ctx, m.scheduler, m.sessions, m.exec))
 }

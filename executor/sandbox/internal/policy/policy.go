@@ -327,30 +327,30 @@ var (
 var Lockdown = []string{protocol.StepNamespaces, protocol.StepMounts, protocol.StepDescriptors, protocol.StepNoNewPrivs,
 	protocol.StepLandlock, protocol.StepSeccomp, protocol.StepUID, protocol.StepRlimits}
 
-// OutOfOrderError is InLockdownOrder's error: Steps, as a sandbox
+// outOfOrderError is InLockdownOrder's error: Steps, as a sandbox
 // recorded them, are not in Lockdown's order.
-type OutOfOrderError struct {
+type outOfOrderError struct {
 	Steps []string
 	// Step is the first step out of place: unknown, repeated, or taken
 	// after one that Lockdown puts after it.
 	Step string
 }
 
-func (e *OutOfOrderError) Error() string {
+func (e *outOfOrderError) Error() string {
 	return fmt.Sprintf("lockdown steps %s: %s is out of the order %s",
 		strings.Join(e.Steps, " "), e.Step, strings.Join(Lockdown, " "))
 }
 
 // InLockdownOrder reports whether steps, the lockdown steps a sandbox
 // recorded as it took them, come in Lockdown's order, each once: a
-// tier without a layer leaves its step out. Its error is an
-// *OutOfOrderError.
+// tier without a layer leaves its step out. Its error names the first
+// step out of place.
 func InLockdownOrder(steps []string) error {
 	next := 0 // Lockdown's index past the last step seen
 	for _, step := range steps {
 		i := slices.Index(Lockdown, step)
 		if i < next {
-			return &OutOfOrderError{Steps: steps, Step: step}
+			return &outOfOrderError{Steps: steps, Step: step}
 		}
 		next = i + 1
 	}

@@ -47,12 +47,12 @@ func TestInLockdownOrder(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := InLockdownOrder(c.steps)
-			var order *OutOfOrderError
+			var order *outOfOrderError
 			switch {
 			case c.bad == "" && err != nil:
 				t.Errorf("%q: %v", c.steps, err)
 			case c.bad != "" && (!errors.As(err, &order) || order.Step != c.bad):
-				t.Errorf("%q: %v, want an *OutOfOrderError naming %s", c.steps, err, c.bad)
+				t.Errorf("%q: %v, want an *outOfOrderError naming %s", c.steps, err, c.bad)
 			}
 		})
 	}

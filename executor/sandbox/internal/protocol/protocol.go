@@ -127,6 +127,11 @@ const (
 	// RequestCell: the snippet runs as a notebook cell (executor.Request's
 	// Script is false): see Rich output below.
 	RequestCell = 2
+	// RequestLaunch: the request is launched (executor.Request.Launch):
+	// the code is the launch's target (the code, the file's path or the
+	// module's name) and the first argument its mode (executor.Launch),
+	// before the program's own.
+	RequestLaunch = 4
 )
 
 // Python's argv after `python <policy.PythonFlags> -c <loader>`: the
