@@ -10,14 +10,17 @@
 # It never runs user code. Its descriptors (protocol.go, whose numbers
 # come in its configuration): control_fd the socket to its init
 # (SOCK_SEQPACKET: one message per run, a JSON object and the run's
-# descriptors: python's 0 to 4, a back channel to the init at run_back and
-# the run's lifeline at run_lifeline), status_fd its status pipe ("ready").
+# descriptors: python's 0 to 4, a back channel to the init at run_back,
+# the run's lifeline at run_lifeline and, at run_net, a fresh network
+# namespace the init made for the run), status_fd its status pipe
+# ("ready").
 #
 # A run is two processes:
 #   its init, cloned from the fork server into fresh user, mount, PID,
-#       network, IPC, UTS and cgroup namespaces (the fork server writes the
-#       new user namespace's id maps: the clone could map only its own
-#       uid): PID 1 of the run, uid 0 of its user namespace; it forks
+#       IPC, UTS and cgroup namespaces, and the fresh network namespace
+#       (made by the clone where the init sent none), (the fork server
+#       writes the new user namespace's id maps: the clone could map only
+#       its own uid): PID 1 of the run, uid 0 of its user namespace; it forks
 #       python and then only holds the namespaces and reaps the run's
 #       orphans (all but python), until the fork server's init kills it or
 #       the service closes the run's lifeline; its end ends every process
@@ -88,10 +91,22 @@ def _runblock_forkserver(config):
     before_fork = ctypes.pythonapi.PyOS_BeforeFork
     after_fork_child = ctypes.pythonapi.PyOS_AfterFork_Child
     after_fork_parent = ctypes.pythonapi.PyOS_AfterFork_Parent
-    for name in ("mount", "prctl", "syscall", "capset"):
+    for name in ("mount", "prctl", "syscall", "capset", "setns"):
         getattr(libc, name)
+    # The fork server's own network namespace, to come back to once a run
+    # is cloned into the one its init made for it (see clone). Every run's
+    # PID 1 closes it first thing.
+    own_net = posix.open("/proc/self/ns/net", posix.O_RDONLY | posix.O_CLOEXEC)
+    newnet = conf["clone_newnet"]
 
-    def clone(flags):
+    # net: the network namespace the fork server's init made for the run
+    # ahead of its request (creating one is about half of the clone's
+    # time, which the fork server spends on one run at a time): the run is
+    # cloned into it, not into a new one; -1: the clone makes one.
+    def clone(flags, net):
+        if net >= 0:
+            check(libc.setns(net, newnet), "setns the run's network namespace")
+            flags &= ~newnet
         before_fork()
         pid = syscall(ctypes.c_long(conf["sys_clone"]), ctypes.c_long(flags | signal.SIGCHLD), ctypes.c_long(0),
                       ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
@@ -99,6 +114,8 @@ def _runblock_forkserver(config):
             return 0
         errno = ctypes.get_errno()
         after_fork_parent()
+        if net >= 0 and libc.setns(own_net, newnet) < 0:
+            posix._exit(1)  # in a run's network namespace for good: its init starts another fork server
         if pid < 0:
             raise OSError(errno, f"clone: {os.strerror(errno)}")
         return pid
@@ -120,7 +137,7 @@ def _runblock_forkserver(config):
     # (imported here, not in every run), the seccomp program and the
     # capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone, "fork_python": fork_python, "fcntl": fcntl, "setrlimit": resource.setrlimit,
+        "libc": libc, "check": check, "clone": clone, "fork_python": fork_python, "own_net": own_net, "fcntl": fcntl, "setrlimit": resource.setrlimit,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(CAPSET_VERSION, 0),  # this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -141,20 +158,20 @@ def _runblock_forkserver(config):
     posix.close(conf["status_fd"])
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 1)
+            msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 2)
         except InterruptedError:
             continue
         if not msg:
             posix._exit(0)  # its init closed its end: the service is done
         try:
-            if len(fds) != conf["run_fds"]:
-                raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
+            if len(fds) not in (conf["run_fds"], conf["run_net"] + 1):
+                raise ValueError(f"a run needs {conf['run_fds']} descriptors and its network namespace's, got {len(fds)}")
             steps = _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl)
             if steps:
                 fds = []  # python holds its own now, as 0 to 4
                 return steps  # in a run's python: the guard runs the snippet
         except Exception as exc:
-            if len(fds) == conf["run_fds"]:
+            if len(fds) in (conf["run_fds"], conf["run_net"] + 1):
                 _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         finally:
             for fd in fds:
@@ -283,9 +300,10 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
 
     PR_SET_DUMPABLE = 4  # protocol: PrSetDumpable
     sync_r, sync_w = posix.pipe()
-    pid = kit["clone"](conf["clone_flags"])
+    pid = kit["clone"](conf["clone_flags"], fds[conf["run_net"]] if len(fds) > conf["run_net"] else -1)
     if pid == 0:
         try:
+            posix.close(kit["own_net"])
             posix.close(ctl.detach())
             posix.close(sync_w)
             if posix.read(sync_r, 1) != b"m":
@@ -301,7 +319,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             python = kit["fork_python"]()
             if python == 0:
                 return _runblock_run_python(conf, run, fds, kit, steps)
-            for fd in fds[:conf["run_lifeline"]]:
+            for fd in fds[:conf["run_lifeline"]] + fds[conf["run_lifeline"] + 1:]:
                 posix.close(fd)
 
             # The orphans of the run are its PID 1's to reap, all but

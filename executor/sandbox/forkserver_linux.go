@@ -262,11 +262,11 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	lim := limits{Timeout: DefaultTimeout, Memory: DefaultMemoryBytes}
 	spec := pl.spec(lim, policy.WorkDir)
 	conf, err := json.Marshal(protocol.ForkServerConf{
-		CloneFlags: flags, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
+		CloneFlags: flags, CloneNewNet: unix.CLONE_NEWNET, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
 		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
 		ControlFD: protocol.FDForkControl, StatusFD: protocol.FDStatus, Ready: protocol.StatusReady, RequestMax: protocol.ForkRequestMax, RunFDs: protocol.RunFDs,
-		RunPythonFDs: protocol.RunPythonFDs, RunBack: protocol.RunReport, RunLifeline: protocol.RunLifeline, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
+		RunPythonFDs: protocol.RunPythonFDs, RunBack: protocol.RunReport, RunLifeline: protocol.RunLifeline, RunNet: protocol.RunNet, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
 		StepNamespaces: protocol.StepNamespaces, StepMounts: protocol.StepMounts, StepDescriptors: protocol.StepDescriptors, StepNoNewPrivs: protocol.StepNoNewPrivs,
 		StepLandlock: protocol.StepLandlock, StepSeccomp: protocol.StepSeccomp, StepUID: protocol.StepUID, StepRlimits: protocol.StepRlimits,
 	})

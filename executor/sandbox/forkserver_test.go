@@ -42,6 +42,7 @@ type runFacts struct {
 	Work    []string `json:"work"`
 	FDs     []int    `json:"fds"`
 	PIDNS   string   `json:"pidns"`
+	NetNS   string   `json:"netns"`
 	Preload bool     `json:"preloaded"`
 }
 
@@ -63,7 +64,8 @@ print(json.dumps({
     "numpy": float(np.random.rand()) if np else None,
     "pid": os.getpid(), "ppid": os.getppid(),
     "procs": sorted(int(d) for d in os.listdir("/proc") if d.isdigit()),
-    "work": sorted(os.listdir(".")), "fds": fds, "pidns": os.readlink("/proc/self/ns/pid"), "preloaded": preloaded,
+    "work": sorted(os.listdir(".")), "fds": fds, "pidns": os.readlink("/proc/self/ns/pid"),
+    "netns": os.readlink("/proc/self/ns/net"), "preloaded": preloaded,
 }))
 with open("left-by-the-last-run", "w") as f:
     f.write("x")`
@@ -103,6 +105,15 @@ func checkFresh(t *testing.T, a, b runFacts) {
 	}
 	if a.PIDNS == b.PIDNS {
 		t.Errorf("two runs share the PID namespace %s", a.PIDNS)
+	}
+	// The fork server's init makes the runs' network namespaces ahead of
+	// them: one each still, and none the host's.
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.NetNS == b.NetNS || a.NetNS == host || b.NetNS == host {
+		t.Errorf("the runs' network namespaces are %s and %s, the host's %s: want one of its own each", a.NetNS, b.NetNS, host)
 	}
 	if !slices.Equal(a.Work, b.Work) {
 		t.Errorf("the work dir was %v, then %v", a.Work, b.Work)

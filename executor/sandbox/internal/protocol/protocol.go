@@ -53,7 +53,9 @@
 //	init → fork server     FDForkControl  the same datagram, with python's
 //	                                descriptors, a back channel and the
 //	                                lifeline (RunReport is replaced by the
-//	                                back channel's end)
+//	                                back channel's end), then at RunNet a
+//	                                network namespace the init made for the
+//	                                run ahead of its request, where it could
 //	fork server → service  FDStatus StatusReady
 //	init → service         FDInitStatus   InitStatus when the fork server ends
 //
@@ -282,8 +284,9 @@ type CollectLimits struct {
 // protocol's numbers it uses.
 type ForkServerConf struct {
 	CloneFlags  uintptr `json:"clone_flags"`
-	SysClone    int     `json:"sys_clone"` // clone(2)'s number here
-	Seccomp     string  `json:"seccomp"`   // hex of the assembled filter
+	CloneNewNet uintptr `json:"clone_newnet"` // the flag left out of CloneFlags where a run comes with its network namespace
+	SysClone    int     `json:"sys_clone"`    // clone(2)'s number here
+	Seccomp     string  `json:"seccomp"`      // hex of the assembled filter
 	ProcOptions string  `json:"proc_options"`
 	WorkDir     string  `json:"work_dir"`
 	ShmDir      string  `json:"shm_dir"`
@@ -301,6 +304,7 @@ type ForkServerConf struct {
 	RunPythonFDs int    `json:"run_python_fds"` // RunPythonFDs: python's 0 to 4, first of a run's descriptors
 	RunBack      int    `json:"run_back"`       // RunReport: the back channel to the init, in the fork server
 	RunLifeline  int    `json:"run_lifeline"`   // RunLifeline
+	RunNet       int    `json:"run_net"`        // RunNet
 	HelloMax     int    `json:"hello_max"`      // ForkHelloMax: one datagram on the back channel
 	ErrorMax     int    `json:"error_max"`      // ForkErrorMax
 
@@ -347,6 +351,10 @@ const (
 	RunReport      = RunPythonFDs
 	RunLifeline    = RunReport + 1
 	RunFDs         = RunLifeline + 1
+	// RunNet: in the init → fork server datagram only, after the
+	// lifeline, the run's network namespace, which the fork server's
+	// init makes ahead of the requests; without it the clone makes one.
+	RunNet = RunFDs
 )
 
 // The bytes the service writes on a forked run's lifeline (see above):
