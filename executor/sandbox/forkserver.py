@@ -17,14 +17,14 @@
 #
 # A run is two processes:
 #   its init, cloned from the fork server into fresh user, mount, PID,
-#       IPC, UTS and cgroup namespaces, and the fresh network namespace
-#       (made by the clone where the init sent none), (the fork server
-#       writes the new user namespace's id maps: the clone could map only
-#       its own uid): PID 1 of the run, uid 0 of its user namespace; it forks
-#       python and then only holds the namespaces and reaps the run's
-#       orphans (all but python), until the fork server's init kills it or
-#       the service closes the run's lifeline; its end ends every process
-#       of the run;
+#       IPC, UTS and cgroup namespaces and the run's fresh network
+#       namespace (which the clone makes where the init sent none); the
+#       fork server writes the new user namespace's id maps (the clone
+#       could map only its own uid): PID 1 of the run, uid 0 of its user
+#       namespace; it forks python and then only holds the namespaces and
+#       reaps the run's orphans (all but python), until the fork server's
+#       init kills it or the service closes the run's lifeline; its end
+#       ends every process of the run;
 #   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
 #       to the fork server's init on the back channel (with its credentials,
 #       the work dir and a sock_diag socket of the run's network namespace;
