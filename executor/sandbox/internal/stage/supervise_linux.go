@@ -41,10 +41,15 @@ type supervised interface {
 var errLifeline = errors.New("killed by the service")
 
 // lifeline reads what the service wrote on a run's lifeline fd, which
-// poll found ready: whether the run is idle after it (the last of
-// protocol.LifelineIdle and LifelineBusy read; idle as it was when
-// neither came), or errLifeline when the service closed it.
-func lifeline(fd int, idle bool) (bool, error) {
+// poll found ready with revents: whether the run is idle after it (the
+// last of protocol.LifelineIdle and LifelineBusy read; idle as it was
+// when neither came), or errLifeline when the service closed it, whatever
+// it wrote before: the run's PID 1 ends the run at that close, so python
+// may be gone, reaped with its zombie, while a byte is still unread.
+func lifeline(fd int, revents int16, idle bool) (bool, error) {
+	if revents&unix.POLLHUP != 0 {
+		return idle, errLifeline
+	}
 	var b [64]byte
 	n, err := unix.Read(fd, b[:])
 	if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
@@ -115,7 +120,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 		}
 		if len(fds) > 1 && fds[1].Revents != 0 {
 			was := idle
-			if idle, err = lifeline(w.lifeline, idle); err != nil {
+			if idle, err = lifeline(w.lifeline, fds[1].Revents, idle); err != nil {
 				r.kill()
 				return st, err
 			}
