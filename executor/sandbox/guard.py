@@ -295,10 +295,7 @@ def _runblock_run():
         notebook[3]()
     del prepared
     try:
-        if launch is None:
-            codes = _runblock_compile(source, filename, cell)
-        else:
-            codes, source, filename = _runblock_launch(launch, source, args, cell, main)
+        codes, source, filename = _runblock_codes(source, filename, args, cell, launch, main)
     except SyntaxError as exc:
         _runblock_report(exc, None, source, filename, colour)
         sys.exit(1)
@@ -596,10 +593,7 @@ def _runblock_session(head, workdir, save_open_figures, prepared):
         failed, status, tb = None, None, None
         reset()
         try:
-            if launch is None:
-                codes = _runblock_compile(source, filename, cell)
-            else:
-                codes, source, filename = _runblock_launch(launch, source, args, cell, main)
+            codes, source, filename = _runblock_codes(source, filename, args, cell, launch, main)
         except (SyntaxError, MemoryError) as exc:
             failed = exc
         except SystemExit as exc:  # a launched file python cannot open
@@ -1098,6 +1092,16 @@ def _runblock_unpack(data, workdir):
         pos += n
     launch = args.pop(0) if flags & LAUNCH else None
     return source, args, bool(flags & COLOUR), bool(flags & CELL), launch
+
+
+def _runblock_codes(source, filename, args, cell, launch, main):
+    """A request's codes, with the source and the file name its traceback
+    names (_runblock_report): a snippet's, compiled as filename
+    (_runblock_compile), or a launched request's (launch its mode, see
+    _runblock_launch)."""
+    if launch is None:
+        return _runblock_compile(source, filename, cell), source, filename
+    return _runblock_launch(launch, source, args, cell, main)
 
 
 def _runblock_launch(mode, target, args, cell, main):
