@@ -277,7 +277,7 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 	lim := e.limits(req)
 	fs, pooled := e.route(req.Code)
 	if pooled != nil && lim == e.defaultLimits() {
-		if p := pooled.take(); p != nil {
+		if p := pooled.take(ctx); p != nil {
 			res, err := p.run(ctx, req)
 			if !errors.Is(err, errStale) {
 				return res, err

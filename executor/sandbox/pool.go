@@ -21,7 +21,13 @@ type pool struct {
 	start  func(context.Context) (*proc, error) // one sandbox with the executor's default limits
 	idle   chan *proc
 	cancel context.CancelFunc
+	closed <-chan struct{} // the fillers' context's Done
 	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	starting int           // fillers starting a sandbox now
+	waiting  int           // runs in take waiting for one of those starts
+	failed   chan struct{} // closed, and made anew, when a start fails
 }
 
 // newPool is the executor's pool: pre-forked children of the plain fork
@@ -55,7 +61,7 @@ func startPool(log *slog.Logger, size int, start func(context.Context) (*proc, e
 		}
 		return sb, err
 	}
-	p := &pool{log: log, start: sleeping, idle: make(chan *proc), cancel: cancel}
+	p := &pool{log: log, start: sleeping, idle: make(chan *proc), cancel: cancel, closed: ctx.Done(), failed: make(chan struct{})}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })
 	}
@@ -68,7 +74,17 @@ func (p *pool) fill(ctx context.Context) {
 	defer backoff.Stop()
 	<-backoff.C
 	for ctx.Err() == nil {
+		p.mu.Lock()
+		p.starting++
+		p.mu.Unlock()
 		sb, err := p.start(ctx)
+		p.mu.Lock()
+		p.starting--
+		if err != nil {
+			close(p.failed)
+			p.failed = make(chan struct{})
+		}
+		p.mu.Unlock()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, errForkServerDown) {
 				p.log.Error("pool: start sandbox", "err", err)
@@ -95,17 +111,64 @@ func (p *pool) fill(ctx context.Context) {
 	}
 }
 
-// take returns a ready sandbox, or nil when none is idle right now.
-func (p *pool) take() *proc {
-	select {
-	case sb := <-p.idle:
-		if sb.alive() {
-			return sb
+// take returns a ready sandbox: one idle now or, when none is but a
+// filler is starting one that no other run waits for, that one once it is
+// ready. It started before this run came, so it is ready before a sandbox
+// this run would start now, and the run does not start another beside it
+// on the same CPUs (back to back, that made every third run start its
+// own: 10.5 ms at p50 where the others took 2.8). nil when there is none
+// to wait for, when that start fails, or when ctx ends.
+func (p *pool) take(ctx context.Context) *proc {
+	for {
+		select {
+		case sb := <-p.idle:
+			return p.checked(sb)
+		default:
 		}
-		sb.destroy()
-		return nil
+		p.mu.Lock()
+		if p.starting <= p.waiting {
+			p.mu.Unlock()
+			return nil
+		}
+		p.waiting++
+		failed := p.failed
+		p.mu.Unlock()
+		var sb *proc
+		select {
+		case sb = <-p.idle:
+		case <-failed:
+		case <-ctx.Done():
+		case <-p.closed:
+		}
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+		if sb != nil {
+			return p.checked(sb)
+		}
+		if ctx.Err() != nil || p.stopped() {
+			return nil
+		}
+	}
+}
+
+// checked returns sb, an idle sandbox just taken, or nil when it died
+// while idle (destroyed then).
+func (p *pool) checked(sb *proc) *proc {
+	if sb.alive() {
+		return sb
+	}
+	sb.destroy()
+	return nil
+}
+
+// stopped reports whether close was called.
+func (p *pool) stopped() bool {
+	select {
+	case <-p.closed:
+		return true
 	default:
-		return nil
+		return false
 	}
 }
 

@@ -2,11 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -182,4 +186,96 @@ func kB(file, key string) int {
 		}
 	}
 	return 0
+}
+
+// fakeLaunch is a sandbox's launch that ends it at its kill, for the
+// pool's own tests: the pool only hands sandboxes over.
+type fakeLaunch struct {
+	end  chan struct{}
+	once sync.Once
+}
+
+func (f *fakeLaunch) kill()                                   { f.once.Do(func() { close(f.end) }) }
+func (*fakeLaunch) unreported(*executor.Result)               {}
+func (*fakeLaunch) setupError(stderr string, read bool) error { return nil }
+func (*fakeLaunch) release()                                  {}
+
+// fakePool is a pool of one filler whose starts the test ends: each
+// start says it began on begun, then makes a sandbox or fails with what
+// the test sends on outcome.
+func fakePool(t *testing.T) (p *pool, begun chan struct{}, outcome chan error) {
+	t.Helper()
+	begun, outcome = make(chan struct{}, 4), make(chan error)
+	p = startPool(slog.New(slog.DiscardHandler), 1, func(ctx context.Context) (*proc, error) {
+		begun <- struct{}{}
+		select {
+		case err := <-outcome:
+			if err != nil {
+				return nil, err
+			}
+			l := &fakeLaunch{end: make(chan struct{})}
+			return &proc{launch: l, waited: l.end}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	t.Cleanup(p.close)
+	return p, begun, outcome
+}
+
+// takeWaiting takes from p in a goroutine, and returns once that take
+// waits for a start under way.
+func takeWaiting(t *testing.T, ctx context.Context, p *pool) <-chan *proc {
+	t.Helper()
+	got := make(chan *proc, 1)
+	go func() { got <- p.take(ctx) }()
+	for {
+		p.mu.Lock()
+		waiting := p.waiting
+		p.mu.Unlock()
+		if waiting == 1 {
+			return got
+		}
+		select {
+		case sb := <-got:
+			t.Fatalf("take returned %v at once, with a start under way", sb)
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
+func TestPoolTakeWaitsForAStartUnderWay(t *testing.T) {
+	p, begun, outcome := fakePool(t)
+	<-begun
+	got := takeWaiting(t, context.Background(), p)
+	// That start is the waiting run's: a second run starts its own.
+	if sb := p.take(context.Background()); sb != nil {
+		t.Fatal("a second take waited for the start the first waits for")
+	}
+	outcome <- nil
+	if sb := <-got; sb == nil || !sb.alive() {
+		t.Fatalf("take got %v, want the sandbox the start made", sb)
+	}
+}
+
+func TestPoolTakeGivesUpOnAFailedStart(t *testing.T) {
+	p, begun, outcome := fakePool(t)
+	<-begun
+	got := takeWaiting(t, context.Background(), p)
+	outcome <- errors.New("the fork server is down")
+	if sb := <-got; sb != nil {
+		t.Fatalf("take got %v from a failed start", sb)
+	}
+}
+
+func TestPoolTakeEndsWithItsContext(t *testing.T) {
+	p, begun, _ := fakePool(t)
+	<-begun
+	ctx, cancel := context.WithCancel(context.Background())
+	got := takeWaiting(t, ctx, p)
+	cancel()
+	if sb := <-got; sb != nil {
+		t.Fatalf("a canceled take got %v", sb)
+	}
 }
