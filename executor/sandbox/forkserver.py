@@ -122,11 +122,23 @@ def _runblock_forkserver(config):
 
     # glibc's fork (its own at-fork steps, and python's thread id right),
     # with the interpreter's after-fork steps in the child only: PID 1
-    # took no before-fork steps of its own (see clone).
+    # took no before-fork steps of its own (see clone). threading's step
+    # rebuilds what other threads of the parent may have left: where the
+    # fork server ran no thread but its own (as it does unless a preload
+    # started one), it would make anew what is already right, and copy
+    # about a quarter of a MiB of the fork server's pages into every run
+    # (where a preload imported threading; the plain fork server does
+    # not); it runs as nothing then, and is put back for the snippet's own
+    # forks.
     def fork_python():
         pid = fork()
         if pid == 0:
+            quiet = quiet_hooks if len(threads[0]) == 1 and not threads[1] else ()
+            for hook, _ in quiet:
+                hook.__code__ = nothing.__code__
             after_fork_child()
+            for hook, code in quiet:
+                hook.__code__ = code
         elif pid < 0:
             errno = ctypes.get_errno()
             raise OSError(errno, f"fork: {os.strerror(errno)}")
@@ -151,6 +163,8 @@ def _runblock_forkserver(config):
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     _runblock_warm()
     kit["pyplot"] = _runblock_warm_plots()
+    _runblock_keep_fonts(ctypes)
+    threads, quiet_hooks, nothing = _runblock_quiet_hooks()
     # Out of the collector's sight: a collection in a fork would write to
     # every object, and so copy the whole heap.
     gc.freeze()
@@ -218,6 +232,51 @@ def _runblock_warm():
             linecache.clearcache()
     except Exception:
         pass  # each run then does this for itself
+
+
+def _runblock_quiet_hooks():
+    """The after-fork hooks a fork from a process that ran one thread may
+    skip, with their code: threading's (see fork_python), where it takes
+    no argument; the threads threading knows of (_active, _limbo), by
+    which a fork tells that its parent ran one; and a function that does
+    nothing, whose code stands in for theirs. (logging's hook is not one:
+    the before-fork step that it pairs with took logging's lock, which the
+    child must make anew.)"""
+    import sys
+
+    def nothing():
+        pass
+
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return ({}, {}), [], nothing
+    hook = getattr(threading, "_after_fork", None)
+    if type(hook) is not type(nothing) or hook.__code__.co_argcount or hook.__code__.co_freevars:
+        return ({}, {}), [], nothing
+    return (threading._active, threading._limbo), [(hook, hook.__code__)], nothing
+
+
+def _runblock_keep_fonts(ctypes):
+    """Keeps alive, for good, the fonts the preload's figure loaded into
+    matplotlib's font cache. matplotlib empties that cache in every fork
+    (a font file's offset would be shared between processes), which freed
+    each font's FreeType structures and so copied the pages of the fork
+    server's heap that hold them into every run (about 0.1 MiB). Kept, the fonts are only
+    dropped from the cache (a run loads its own, as before); no code can
+    reach them, and no run frees them (a run ends with os._exit), so none
+    closes a font file's descriptor number, which a run may by then use
+    for a file of its own."""
+    import gc
+    import sys
+
+    font_manager, ft2font = sys.modules.get("matplotlib.font_manager"), sys.modules.get("matplotlib.ft2font")
+    cache = getattr(font_manager, "_get_font", None)
+    font = getattr(ft2font, "FT2Font", None)
+    if cache is None or font is None:
+        return
+    for obj in gc.get_referents(cache):
+        if type(obj) is font:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 def _runblock_warm_plots():

@@ -473,3 +473,73 @@ print(os.waitpid(pid, 0)[1] >> 8)
 		}
 	}
 }
+
+// threadsAfterForkProbe forks while a second thread runs: the child must
+// find only itself in threading (whose after-fork step a run's python
+// skips when the fork server ran one thread, and must have put back for
+// the snippet's own forks), start a thread that logs, and exit as python
+// exits, joining its threads; then the run's python starts a thread that
+// logs (logging's lock, which the fork server took before the clone, made
+// anew). Then it drops matplotlib's fonts, where it has them, and collects.
+const threadsAfterForkProbe = `import gc, logging, os, sys, threading
+ready, stop = threading.Event(), threading.Event()
+def work():
+    ready.set()
+    stop.wait()
+def log_in_thread(name):
+    box = []
+    t = threading.Thread(target=lambda: box.append(logging.getLogger(name).name))
+    t.start()
+    t.join(5)
+    return box
+t = threading.Thread(target=work)
+t.start()
+ready.wait()
+pid = os.fork()
+if pid == 0:
+    print("child", threading.active_count(), threading.current_thread() is threading.main_thread(), log_in_thread("child"), flush=True)
+    sys.exit(0)
+_, status = os.waitpid(pid, 0)
+box = log_in_thread("run")
+stop.set()
+t.join()
+print("run", os.waitstatus_to_exitcode(status), box)
+fonts = sys.modules.get("matplotlib.font_manager")
+if fonts is not None:
+    fonts._get_font.cache_clear()
+gc.collect()
+with open("after.txt", "w") as f:
+    f.write("written")
+print(open("after.txt").read())
+`
+
+// TestForkedRunThreadsAfterFork: in a run forked from the plain fork
+// server and from one that preloaded matplotlib and drew a figure, the
+// snippet's own fork with two threads gets threading's after-fork step,
+// threads can log, and the fonts the fork server keeps for good are never
+// freed in the run (which would close a descriptor number the run may use).
+func TestForkedRunThreadsAfterFork(t *testing.T) {
+	cases := []struct {
+		name, head string
+		cfg        Config
+	}{{"plain", "", Config{}}}
+	const debian = "/usr/bin/python3"
+	if err := exec.Command(debian, "-c", "import matplotlib.pyplot").Run(); err == nil {
+		cases = append(cases, struct {
+			name, head string
+			cfg        Config
+		}{"preloaded matplotlib", "import matplotlib.pyplot\n", Config{Python: debian, Preload: Preload{Modules: []string{"matplotlib.pyplot"}}}})
+	} else {
+		t.Logf("matplotlib of %s missing (apt-get install python3-matplotlib): its fonts not checked", debian)
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newForking(t, tt.cfg)
+			res := runForked(t, e, executor.Request{Code: tt.head + threadsAfterForkProbe, Timeout: 20 * time.Second})
+			want := "child 1 True ['child']\nrun 0 ['run']\nwritten\n"
+			if !res.Success || res.Stdout != want || res.Stderr != "" {
+				t.Errorf("stdout=%q, want %q (error=%q timeout=%v stderr=%s)", res.Stdout, want, res.Error, res.Timeout, res.Stderr)
+			}
+		})
+	}
+}
