@@ -49,6 +49,7 @@ def _runblock_forkserver(config):
     import posix
     import resource
     import socket
+    import sys
 
     # _signal's signal(), not signal's: the same call without the enum
     # conversions of its result, which cost a run about 0.1 ms each.
@@ -165,6 +166,13 @@ def _runblock_forkserver(config):
     kit["pyplot"] = _runblock_warm_plots()
     _runblock_keep_fonts(ctypes)
     threads, quiet_hooks, nothing = _runblock_quiet_hooks()
+    # A run's python returns from here into the guard. A function's return
+    # releases each of its locals (and, the last reference gone, all they
+    # hold: the libraries' handles, the closures, the ctypes types...),
+    # which writes to the pages that hold them and so copied them into
+    # every run, about 0.1 MiB. A frame whose frame object is still
+    # referenced keeps its locals instead (as a traceback's frames do).
+    _RUNBLOCK_KEPT_FRAMES.append(sys._getframe())
     # Out of the collector's sight: a collection in a fork would write to
     # every object, and so copy the whole heap.
     gc.freeze()
@@ -232,6 +240,10 @@ def _runblock_warm():
             linecache.clearcache()
     except Exception:
         pass  # each run then does this for itself
+
+
+# The fork server's frame, kept (see _runblock_forkserver).
+_RUNBLOCK_KEPT_FRAMES = []
 
 
 def _runblock_quiet_hooks():
