@@ -632,14 +632,20 @@ func newCellStream(f *os.File, keep int64, budget func(int) *outputBudget, grew 
 
 // drain reads the stream until EOF (the sandbox is dead, or its read end
 // closed), or until the current cell passes its output budget: then
-// whoever writes blocks, and the cell is stopped.
+// whoever writes blocks, and the cell is stopped. It reads into a small
+// buffer, which an idle session holds for as long as it lives (hundreds
+// of them may), and into a larger one from the first read that fills it:
+// a flood takes fewer reads.
 func (s *cellStream) drain() {
 	defer close(s.done)
-	chunk := make([]byte, 32<<10)
+	chunk := make([]byte, 4<<10)
 	for {
 		n, err := s.f.Read(chunk)
 		if n > 0 && !s.take(chunk[:n]) {
 			return
+		}
+		if n == len(chunk) && len(chunk) < 32<<10 {
+			chunk = make([]byte, 32<<10)
 		}
 		if err != nil {
 			s.mu.Lock()
