@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runblock/runblock/executor"
@@ -141,6 +142,9 @@ type Executor struct {
 	report Report
 	pool   *pool
 	fork   *forkServer // the plain one, the guard only; nil: runs start from scratch
+	// running counts the calls of Run under way: a run alone may wait for
+	// a pool's start (see pool.take).
+	running atomic.Int32
 
 	// packages are the notable packages listed at New (Config.ListPackages).
 	packages    []Package
@@ -274,10 +278,12 @@ func (e *Executor) Run(ctx context.Context, req executor.Request) (executor.Resu
 	if err := ctx.Err(); err != nil {
 		return executor.Result{}, &executor.Error{Code: executor.ErrCanceled, Message: "run canceled", Err: err}
 	}
+	alone := e.running.Add(1) == 1
+	defer e.running.Add(-1)
 	lim := e.limits(req)
 	fs, pooled := e.route(req.Code)
 	if pooled != nil && lim == e.defaultLimits() {
-		if p := pooled.take(ctx); p != nil {
+		if p := pooled.take(ctx, alone); p != nil {
 			res, err := p.run(ctx, req)
 			if !errors.Is(err, errStale) {
 				return res, err

@@ -202,11 +202,11 @@ func (*fakeLaunch) release()                                  {}
 
 // fakePool is a pool of one filler whose starts the test ends: each
 // start says it began on begun, then makes a sandbox or fails with what
-// the test sends on outcome.
-func fakePool(t *testing.T) (p *pool, begun chan struct{}, outcome chan error) {
+// the test sends on outcome. wait: runs wait for a start under way.
+func fakePool(t *testing.T, wait bool) (p *pool, begun chan struct{}, outcome chan error) {
 	t.Helper()
 	begun, outcome = make(chan struct{}, 4), make(chan error)
-	p = startPool(slog.New(slog.DiscardHandler), 1, func(ctx context.Context) (*proc, error) {
+	p = startPool(slog.New(slog.DiscardHandler), 1, wait, func(ctx context.Context) (*proc, error) {
 		begun <- struct{}{}
 		select {
 		case err := <-outcome:
@@ -228,7 +228,7 @@ func fakePool(t *testing.T) (p *pool, begun chan struct{}, outcome chan error) {
 func takeWaiting(t *testing.T, ctx context.Context, p *pool) <-chan *proc {
 	t.Helper()
 	got := make(chan *proc, 1)
-	go func() { got <- p.take(ctx) }()
+	go func() { got <- p.take(ctx, true) }()
 	for {
 		p.mu.Lock()
 		waiting := p.waiting
@@ -246,11 +246,11 @@ func takeWaiting(t *testing.T, ctx context.Context, p *pool) <-chan *proc {
 }
 
 func TestPoolTakeWaitsForAStartUnderWay(t *testing.T) {
-	p, begun, outcome := fakePool(t)
+	p, begun, outcome := fakePool(t, true)
 	<-begun
 	got := takeWaiting(t, context.Background(), p)
 	// That start is the waiting run's: a second run starts its own.
-	if sb := p.take(context.Background()); sb != nil {
+	if sb := p.take(context.Background(), true); sb != nil {
 		t.Fatal("a second take waited for the start the first waits for")
 	}
 	outcome <- nil
@@ -260,7 +260,7 @@ func TestPoolTakeWaitsForAStartUnderWay(t *testing.T) {
 }
 
 func TestPoolTakeGivesUpOnAFailedStart(t *testing.T) {
-	p, begun, outcome := fakePool(t)
+	p, begun, outcome := fakePool(t, true)
 	<-begun
 	got := takeWaiting(t, context.Background(), p)
 	outcome <- errors.New("the fork server is down")
@@ -270,12 +270,28 @@ func TestPoolTakeGivesUpOnAFailedStart(t *testing.T) {
 }
 
 func TestPoolTakeEndsWithItsContext(t *testing.T) {
-	p, begun, _ := fakePool(t)
+	p, begun, _ := fakePool(t, true)
 	<-begun
 	ctx, cancel := context.WithCancel(context.Background())
 	got := takeWaiting(t, ctx, p)
 	cancel()
 	if sb := <-got; sb != nil {
 		t.Fatalf("a canceled take got %v", sb)
+	}
+}
+
+func TestPoolTakeWaitsNotForAStartFromScratch(t *testing.T) {
+	p, begun, _ := fakePool(t, false)
+	<-begun
+	if sb := p.take(context.Background(), true); sb != nil {
+		t.Fatalf("take got %v with no sandbox ready", sb)
+	}
+}
+
+func TestPoolTakeBesideOtherRunsWaitsNot(t *testing.T) {
+	p, begun, _ := fakePool(t, true)
+	<-begun
+	if sb := p.take(context.Background(), false); sb != nil {
+		t.Fatalf("take got %v with no sandbox ready", sb)
 	}
 }
