@@ -260,8 +260,6 @@ def _runblock_quiet_hooks():
         pass
 
     threading = sys.modules.get("threading")
-    if threading is None:
-        return ({}, {}), [], nothing
     hook = getattr(threading, "_after_fork", None)
     if type(hook) is not type(nothing) or hook.__code__.co_argcount or hook.__code__.co_freevars:
         return ({}, {}), [], nothing
@@ -273,11 +271,11 @@ def _runblock_keep_fonts(ctypes):
     matplotlib's font cache. matplotlib empties that cache in every fork
     (a font file's offset would be shared between processes), which freed
     each font's FreeType structures and so copied the pages of the fork
-    server's heap that hold them into every run (about 0.1 MiB). Kept, the fonts are only
-    dropped from the cache (a run loads its own, as before); no code can
-    reach them, and no run frees them (a run ends with os._exit), so none
-    closes a font file's descriptor number, which a run may by then use
-    for a file of its own."""
+    server's heap that hold them into every run (about 0.1 MiB). Kept,
+    the fonts are only dropped from the cache (a run loads its own, as
+    before); no code can reach them, and no run frees them (a run ends
+    with os._exit), so none closes a font file's descriptor number, which
+    a run may by then use for a file of its own."""
     import gc
     import sys
 

@@ -145,42 +145,31 @@ func (p *pool) take(ctx context.Context, alone bool) *proc {
 		failed := p.failed
 		p.mu.Unlock()
 		var sb *proc
+		again := false
 		select {
 		case sb = <-p.idle:
 		case <-failed:
+			again = true // another start may be under way
 		case <-ctx.Done():
 		case <-p.closed:
 		}
 		p.mu.Lock()
 		p.waiting--
 		p.mu.Unlock()
-		if sb != nil {
+		if !again {
 			return p.checked(sb)
-		}
-		if ctx.Err() != nil || p.stopped() {
-			return nil
 		}
 	}
 }
 
-// checked returns sb, an idle sandbox just taken, or nil when it died
-// while idle (destroyed then).
+// checked returns sb, an idle sandbox just taken, or nil when there is
+// none or it died while idle (destroyed then).
 func (p *pool) checked(sb *proc) *proc {
-	if sb.alive() {
+	if sb == nil || sb.alive() {
 		return sb
 	}
 	sb.destroy()
 	return nil
-}
-
-// stopped reports whether close was called.
-func (p *pool) stopped() bool {
-	select {
-	case <-p.closed:
-		return true
-	default:
-		return false
-	}
 }
 
 // close stops the fillers and destroys their idle sandboxes.
