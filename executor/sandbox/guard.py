@@ -241,17 +241,20 @@ def _runblock_run():
             pass  # the snippet's own import says why; the service warned at start
 
     if forkserver:
+        # A cell's notebook, not yet in place, made once here and shared by
+        # every fork: it holds descriptor 1 by number, the run's stdout in
+        # a fork, and only its counters change in a run. Made in each fork
+        # it took about 0.4 ms of a pre-forked print('hello') and 0.1 MiB
+        # of the pages it wrote, a session's as long as it lives.
+        prepared = _runblock_notebook(in_place=False)
         # Returns only in a run: a fork in namespaces of its own, locked
         # down, holding the run's descriptors 0 to 4, in a fresh work dir.
         steps = [step.encode() for step in _runblock_forkserver(sys.argv[CONFIG])]
         link_fonts()
         _runblock_reseed()
-        # What a cell needs before its code runs, made before "ready",
-        # off the time of the snippet (about 0.4 ms of a pre-forked
-        # print('hello')): its notebook, not yet in place, and the
-        # compiler's path through a syntax tree (_runblock_cell_compile),
-        # whose first use in a fork copies the pages it writes.
-        prepared = _runblock_notebook(in_place=False)
+        # The compiler's path through a syntax tree
+        # (_runblock_cell_compile), whose first use in a fork copies the
+        # pages it writes: taken before "ready", off the snippet's time.
         _runblock_cell_compile(b"0\n", "<snippet>")
     else:
         prepared = None
@@ -484,8 +487,8 @@ def _runblock_session(head, workdir, save_open_figures, prepared):
     service trusts nothing it reads there, see protocol.go).
 
     The session's start (head) is SESSION and the collect limits, one
-    line; prepared is the cells' notebook where the fork path made it
-    before "ready", else None. Each cell comes on the request pipe as one line,
+    line; prepared is the cells' notebook where the fork server made it,
+    else None. Each cell comes on the request pipe as one line,
     "<cell> <nonce> <request bytes> <stdin bytes>", then the request (as a
     run's, see _runblock_unpack: its input files are written into the work
     dir first) and its stdin. After the cell the guard flushes, writes the
@@ -549,8 +552,8 @@ def _runblock_session(head, workdir, save_open_figures, prepared):
     sys.modules["__main__"] = module
     root = workdir.encode("utf-8", "surrogateescape")
     seen = _runblock_changes(root, {}, lim)[2]
-    # The notebook made before "ready" on the fork path (prepared), else
-    # one made now; in place from here on.
+    # The notebook the fork server made (prepared), else one made now; in
+    # place from here on.
     run, dump, reset, install = prepared or _runblock_notebook(in_place=False)
     install()
     del prepared
