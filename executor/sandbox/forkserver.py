@@ -49,6 +49,7 @@ def _runblock_forkserver(config):
     import posix
     import resource
     import socket
+    import struct
     import sys
 
     # _signal's signal(), not signal's: the same call without the enum
@@ -145,6 +146,19 @@ def _runblock_forkserver(config):
             raise OSError(errno, f"fork: {os.strerror(errno)}")
         return pid
 
+    # A run request comes as its record (protocol.ForkRun.Record), read
+    # with an unpacker made at the first request of its length.
+    unpackers = {}
+
+    def record(msg):
+        unpack = unpackers.get(len(msg))
+        if unpack is None:
+            n, head = len(msg) // 8, conf["record_rlimits"]
+            if len(msg) % 8 or n < head or (n - head) % 2:
+                raise ValueError(f"a run request of {len(msg)} bytes is no record")
+            unpack = unpackers[len(msg)] = struct.Struct("<%dq%s" % (head, "qQ" * ((n - head) // 2))).unpack
+        return unpack(msg)
+
     seccomp = ctypes.create_string_buffer(bytes.fromhex(conf["seccomp"]))
     # What the runs use, made once: libc, clone and fork, fcntl and setrlimit
     # (imported here, not in every run), the seccomp program and the
@@ -193,7 +207,7 @@ def _runblock_forkserver(config):
         try:
             if len(fds) not in (conf["run_fds"], conf["run_net"] + 1):
                 raise ValueError(f"a run needs {conf['run_fds']} descriptors and its network namespace's, got {len(fds)}")
-            steps = _runblock_fork_run(conf, json.loads(msg), fds, kit, ctl)
+            steps = _runblock_fork_run(conf, record(msg), fds, kit, ctl)
             if steps:
                 fds = []  # python holds its own now, as 0 to 4
                 return steps  # in a run's python: the guard runs the snippet
@@ -430,7 +444,7 @@ def _runblock_fork_run(conf, run, fds, kit, ctl):
             posix._exit(1)
     posix.close(sync_r)
     try:
-        slot = run["slot"]
+        slot = run[conf["record_slot"]]
         # Root of the run's namespace is the fork server's root (whose
         # mounts it needs); the snippet's uid is a host uid of its own.
         ids = "0 0 1\n" if slot < 0 else f"0 0 1\n{conf['uid']} {conf['id_base'] + slot} 1\n"
@@ -460,13 +474,14 @@ def _runblock_run_python(conf, run, fds, kit, steps):
         NETLINK_SOCK_DIAG = 4  # protocol: NetlinkSockDiag
         check(libc.mount(b"proc", b"/proc", b"proc", NOSUID | NODEV | NOEXEC, conf["proc_options"].encode()), "mount /proc")
         work = conf["work_dir"]
-        uid = conf["uid"] if run["slot"] >= 0 else 0
+        uid = conf["uid"] if run[conf["record_slot"]] >= 0 else 0
         flags = NOSUID | NODEV | (NOEXEC if conf["work_noexec"] else 0)
-        opts = f"size={run['work_bytes']},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
+        opts = f"size={run[conf['record_work_bytes']]},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
         check(libc.mount(b"tmpfs", work.encode(), b"tmpfs", flags, opts.encode()), f"mount work dir ({opts})")
         shm = f"{work}/{conf['shm_dir']}"
         posix.mkdir(shm, 0o700)
-        opts = f"size={run['memory'] + run['memory'] // 8},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
+        memory = run[conf["record_memory"]]
+        opts = f"size={memory + memory // 8},nr_inodes={conf['work_inodes']},mode=700,uid={uid},gid={uid}"
         check(libc.mount(b"tmpfs", shm.encode(), b"tmpfs", flags, opts.encode()), f"mount shared memory ({opts})")
         steps.append(conf["step_mounts"])
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
@@ -486,8 +501,8 @@ def _runblock_run_python(conf, run, fds, kit, steps):
         _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         posix._exit(1)
     try:
-        _runblock_lock_run(conf, fds, uid, ruleset, run["rlimits"], kit, steps)
-        if run["rehearse"] and kit["pyplot"] is not None:
+        _runblock_lock_run(conf, fds, uid, ruleset, run[conf["record_rlimits"]:], kit, steps)
+        if run[conf["record_rehearse"]] and kit["pyplot"] is not None:
             _runblock_rehearse(kit["pyplot"])
     except BaseException as exc:
         _runblock_fork_failed(conf, 2, exc)  # the run's stderr by now
@@ -500,7 +515,8 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit, steps):
     namespaces and mounts: keeps the run's descriptors 0 to 4 only, sets
     no_new_privs, Landlock (the ruleset the fork server's init made, -1
     without Landlock) and seccomp, drops to uid with no capabilities, and
-    sets its rlimits; appends each step to steps once taken."""
+    sets its rlimits (resource, value, resource...); appends each step to
+    steps once taken."""
     import _signal as signal  # (see _runblock_forkserver)
     import ctypes
     import posix
@@ -542,6 +558,6 @@ def _runblock_lock_run(conf, fds, uid, ruleset, rlimits, kit, steps):
     check(libc.capset(kit["cap_header"], kit["cap_data"]), "drop capabilities")
     steps.append(conf["step_uid"])
     # Soft = hard, as the sandbox uid, which cannot raise them again.
-    for rl in rlimits:
-        kit["setrlimit"](rl["resource"], (rl["value"], rl["value"]))
+    for i in range(0, len(rlimits), 2):
+        kit["setrlimit"](rlimits[i], (rlimits[i + 1], rlimits[i + 1]))
     steps.append(conf["step_rlimits"])

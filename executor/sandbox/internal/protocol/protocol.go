@@ -50,8 +50,8 @@
 //	service → its init     FDForkControl  SOCK_SEQPACKET: one ForkRun per
 //	                                datagram (JSON, at most ForkRequestMax)
 //	                                with RunFDs descriptors (below)
-//	init → fork server     FDForkControl  the same datagram, with python's
-//	                                descriptors, a back channel and the
+//	init → fork server     FDForkControl  the ForkRun as its Record, with
+//	                                python's descriptors, a back channel and the
 //	                                lifeline (RunReport is replaced by the
 //	                                back channel's end), then at RunNet a
 //	                                network namespace the init made for the
@@ -77,6 +77,7 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/runblock/runblock/executor"
@@ -308,6 +309,13 @@ type ForkServerConf struct {
 	HelloMax     int    `json:"hello_max"`      // ForkHelloMax: one datagram on the back channel
 	ErrorMax     int    `json:"error_max"`      // ForkErrorMax
 
+	// A run request's fields (RecordSlot...): their positions.
+	RecordSlot      int `json:"record_slot"`
+	RecordWorkBytes int `json:"record_work_bytes"`
+	RecordMemory    int `json:"record_memory"`
+	RecordRehearse  int `json:"record_rehearse"`
+	RecordRlimits   int `json:"record_rlimits"`
+
 	// The lockdown steps (Step...), which a run's python names on its
 	// ready line as it takes them.
 	StepNamespaces  string `json:"step_namespaces"`
@@ -337,6 +345,38 @@ type ForkRun struct {
 	// Rehearse: a pre-forked run of the preloaded fork server, which
 	// draws a figure before "ready" (the plots' pool).
 	Rehearse bool `json:"rehearse"`
+}
+
+// A run request as the fork server's init passes it on to the fork server
+// (ForkRun.Record): little-endian 64-bit integers, a field at each of
+// these positions, then each rlimit's resource and value (unsigned). The
+// fork server reads it with one struct unpack, not a JSON decoder: every
+// page the fork server writes after a fork is copied, and the run forked
+// before keeps the old copy, for as long as it lives (a session); the
+// decoder wrote about 60 of them per run.
+const (
+	RecordSlot      = iota
+	RecordWorkBytes // ForkRun.WorkBytes
+	RecordMemory    // ForkRun.Memory
+	RecordRehearse  // 1: ForkRun.Rehearse
+	RecordRlimits   // the first rlimit's resource; its value follows
+)
+
+// Record is r as the fork server reads it (see RecordSlot).
+func (r ForkRun) Record() []byte {
+	rehearse := int64(0)
+	if r.Rehearse {
+		rehearse = 1
+	}
+	b := make([]byte, 0, 8*(RecordRlimits+2*len(r.Rlimits)))
+	for _, v := range [RecordRlimits]int64{RecordSlot: int64(r.Slot), RecordWorkBytes: r.WorkBytes, RecordMemory: r.Memory, RecordRehearse: rehearse} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	for _, rl := range r.Rlimits {
+		b = binary.LittleEndian.AppendUint64(b, uint64(rl.Resource))
+		b = binary.LittleEndian.AppendUint64(b, rl.Value)
+	}
+	return b
 }
 
 // Descriptors of a run request, as the service sends them (see the

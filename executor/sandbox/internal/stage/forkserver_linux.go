@@ -91,9 +91,7 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, nets <-chan int
 			}
 			continue
 		}
-		// The request is a few hundred bytes: a copy of it, not a new
-		// buffer of ForkRequestMax for every run.
-		go superviseFork(zygote, bytes.Clone(buf[:n]), fds, run, landlock, nets)
+		go superviseFork(zygote, fds, run, landlock, nets)
 	}
 }
 
@@ -162,7 +160,7 @@ func receivedFDs(oob []byte) []int {
 // the run, collects the files left in its work dir and reports how python
 // ended on the report descriptor, which python never held. When the
 // service closes the lifeline it kills the run without a report.
-func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet, nets <-chan int) {
+func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet, nets <-chan int) {
 	reportFD, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
 	defer unix.Close(reportFD)
 	defer unix.Close(lifeline)
@@ -194,7 +192,7 @@ func superviseFork(zygote int, msg []byte, fds []int, run protocol.ForkRun, land
 	// The run's PID 1 holds the lifeline too, and ends the run when it
 	// closes: nothing of a run outlives the service's hold on it.
 	toZygote[protocol.RunReport] = back[1]
-	err = unix.Sendmsg(zygote, msg, unix.UnixRights(toZygote...), nil, 0)
+	err = unix.Sendmsg(zygote, run.Record(), unix.UnixRights(toZygote...), nil, 0)
 	for i, fd := range toZygote {
 		if i != protocol.RunLifeline {
 			unix.Close(fd)
