@@ -383,7 +383,12 @@ def _runblock_exit(status, main, last=None):
     _runblock_close_files(gc, sys)
     try:
         main.clear()
-        gc.collect()
+        # The snippet's cycles: with nothing of it in the oldest
+        # generation (what was alive before it is frozen), a collection
+        # of the younger two finds every one, and skips what a full one
+        # adds at no use here, emptying the free lists the fork shares
+        # with its fork server (0.1 to 0.2 ms of a print('hello')).
+        gc.collect(2 if gc.get_objects(2) else 1)
     except BaseException:
         pass
     for stream in (sys.stdout, sys.stderr):
