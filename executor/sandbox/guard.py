@@ -986,7 +986,8 @@ def _runblock_cell_compile(source, filename, flags=0):
 
 def _runblock_reseed():
     """A fork shares its parent's random state: every run would draw the
-    same numbers. Reseed the generators a preload may have seeded.
+    same numbers. random reseeds its own in every fork (its after-fork
+    hook, which the fork takes); numpy's global generator is reseeded here.
 
     numpy's global generator gets its state as its seed() without an
     argument makes it, a Mersenne Twister key of 624 words from the
@@ -997,9 +998,6 @@ def _runblock_reseed():
     import posix
     import sys
 
-    random = sys.modules.get("random")
-    if random is not None:
-        random.seed()
     nprandom = sys.modules.get("numpy.random")
     if nprandom is None:
         return
