@@ -30,15 +30,11 @@ type counter struct {
 
 // count is what the run holds, and whether every process could be read
 // (see countRun: past limit, the run is counted again by the share of
-// each page).
-func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
+// each page, beside walking, which is called then and the function it
+// returns once that count is done; nil: nothing beside).
+func (c *counter) count(limit int64, walking func() (done func())) (total int64, complete, recounted bool) {
 	held, _ := c.diag.memory() // 0 where the kernel has no unix_diag
-	for _, fd := range []int{c.work, c.shm} {
-		var fs unix.Statfs_t
-		if unix.Fstatfs(fd, &fs) == nil {
-			held += int64(fs.Blocks-fs.Bfree) * fs.Bsize
-		}
-	}
+	held += c.tmpfs()
 	d, err := os.Open(c.proc)
 	if err != nil {
 		return held, false, false
@@ -53,7 +49,20 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 			c.seen = append(c.seen, name)
 		}
 	}
-	return countRun(held, procs, limit)
+	return countRun(held, procs, limit, walking)
+}
+
+// tmpfs is the use of the run's work dir and shared memory tmpfs: a
+// floor of what the run holds, read in two system calls.
+func (c *counter) tmpfs() int64 {
+	var n int64
+	for _, fd := range []int{c.work, c.shm} {
+		var fs unix.Statfs_t
+		if unix.Fstatfs(fd, &fs) == nil {
+			n += int64(fs.Blocks-fs.Bfree) * fs.Bsize
+		}
+	}
+	return n
 }
 
 // countRun is the memory of a run that holds held (the use of its tmpfs
@@ -66,8 +75,11 @@ func (c *counter) count(limit int64) (total int64, complete, recounted bool) {
 // (see smapsShare), which counts every page once. That walks the page
 // tables, and is done only where the cheap count would kill (recounted);
 // a run it spares is close to its limit as its tmpfs fills (it counts its
-// mapped pages once, by its use), so is counted again soon after.
-func countRun(held int64, procs []string, limit int64) (total int64, complete, recounted bool) {
+// mapped pages once, by its use), so is counted again soon after. Held
+// alone past limit needs no second count. The walk takes long where a
+// process maps much of the tmpfs; walking, when not nil, is called as it
+// starts and what it returns as it ends.
+func countRun(held int64, procs []string, limit int64, walking func() (done func())) (total int64, complete, recounted bool) {
 	buf := make([]byte, 4096)
 	rss := func(path string) (int64, bool, bool) { return memoryLines(path, rssKeys, buf) }
 	resident := make([]int64, len(procs))
@@ -81,6 +93,12 @@ func countRun(held int64, procs []string, limit int64) (total int64, complete, r
 	shmem, err := shmemDevice()
 	if total <= limit || err != nil {
 		return total, complete, false // where err != nil, the resident count: never below the share
+	}
+	if held > limit {
+		return held, complete, false
+	}
+	if walking != nil {
+		defer walking()()
 	}
 	share := func(path string) (int64, bool, bool) { return smapsShare(path, shmem) }
 	total = held
@@ -247,7 +265,7 @@ func memfdDevice() (uint64, error) {
 // each mapping, each page once; !complete when one of them could not be
 // read. The service checks a live session's sandbox so once a cell ended.
 func Counted(held int64, procs []string, limit int64) (total int64, complete bool) {
-	total, complete, _ = countRun(held, procs, limit)
+	total, complete, _ = countRun(held, procs, limit, nil)
 	return total, complete
 }
 

@@ -3,6 +3,7 @@ package stage
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
@@ -95,7 +96,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 		// Counted once before the snippet exists, so that every run,
 		// however short, is counted while python lives (the canary's
 		// peak is how the start-up check knows the count works).
-		st.Peak, _, _ = w.memory.count(w.limit)
+		st.Peak, _, _ = w.memory.count(w.limit, nil)
 		wait = memoryWait(w.limit, st.Peak)
 	}
 	if start != nil {
@@ -137,7 +138,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 		if ended {
 			var used int64
 			if w.limit > 0 {
-				used, _, _ = w.memory.count(w.limit) // before the kill: what the rest of the run still holds
+				used, _, _ = w.memory.count(w.limit, nil) // before the kill: what the rest of the run still holds
 			}
 			if w.limit > 0 && r.alone(w.memory.seen) {
 				// The report goes out while the run's init and
@@ -155,7 +156,9 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 		if n != 0 || w.limit == 0 || idle {
 			continue
 		}
-		used, complete, recounted := w.memory.count(w.limit)
+		var over atomic.Int64
+		used, complete, recounted := w.memory.count(w.limit, w.checkTmpfs(r, &over))
+		used = max(used, over.Load())
 		st.Peak = max(st.Peak, used)
 		if used > w.limit {
 			st.Memory = true
@@ -168,6 +171,41 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			// A process changing its uid, or a run spared by the recount
 			// (see countRun): look again soon.
 			wait = int(policy.MemoryPollMin.Milliseconds())
+		}
+	}
+}
+
+// checkTmpfs is what runs beside a count by share (see countRun), which
+// walks the page tables of the run's processes: it takes long where a
+// process maps much of the run's tmpfs, and the process may fill the
+// tmpfs meanwhile, past the limit and up to the tmpfs's size, where a
+// page fault is a SIGBUS (policy.ShmDir): on a loaded machine, a snippet
+// filled 45 MiB of shared memory during one such count. So another thread
+// reads the tmpfs's use every MemoryPollMin while the walk goes on; past
+// limit, it kills the run and leaves what it read in over.
+func (w watch) checkTmpfs(r supervised, over *atomic.Int64) func() (done func()) {
+	return func() func() {
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			tick := time.NewTicker(policy.MemoryPollMin)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if n := w.memory.tmpfs(); n > w.limit {
+						over.Store(n)
+						r.signal()
+						return
+					}
+				}
+			}
+		}()
+		return func() {
+			close(stop)
+			<-stopped
 		}
 	}
 }

@@ -1,0 +1,104 @@
+package stage
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fakeProc is a /proc/PID directory of one process holding anonKB
+// resident, whose smaps lists one mapping of a tmpfs file.
+func fakeProc(t *testing.T, anonKB int) string {
+	t.Helper()
+	dir := t.TempDir()
+	status := "Name:\tpython3\nRssAnon:\t" + strconv.Itoa(anonKB) + " kB\nRssShmem:\t0 kB\n"
+	smaps := "7f0000000000-7f0010000000 rw-s 00000000 00:2a 12 /work/.shm/psm_1\nPss:\t" + strconv.Itoa(anonKB) + " kB\nAnonymous:\t0 kB\n"
+	for name, text := range map[string]string{"status": status, "smaps": smaps} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCountByShareOnlyWhereNeeded: past limit by what its processes hold
+// resident, a run is counted again by share, beside the check of its
+// tmpfs; not where its tmpfs and sockets alone are past limit, which is
+// the verdict at once.
+func TestCountByShareOnlyWhereNeeded(t *testing.T) {
+	proc := fakeProc(t, 2048)
+	for _, tc := range []struct {
+		name        string
+		held, limit int64
+		walk        bool
+		total       int64
+	}{
+		{"under limit", 1 << 20, 4 << 20, false, 3 << 20},
+		{"past limit resident", 1 << 20, 2 << 20, true, 1 << 20},
+		{"held past limit", 3 << 20, 2 << 20, false, 3 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var walks, dones int
+			total, complete, recounted := countRun(tc.held, []string{proc}, tc.limit, func() func() {
+				walks++
+				return func() { dones++ }
+			})
+			if total != tc.total || !complete || recounted != tc.walk {
+				t.Errorf("total %d complete %v recounted %v, want %d true %v", total, complete, recounted, tc.total, tc.walk)
+			}
+			if want := map[bool]int{true: 1}[tc.walk]; walks != want || dones != want {
+				t.Errorf("walking called %d times, done %d times; want %d", walks, dones, want)
+			}
+		})
+	}
+}
+
+// fakeRun is a supervised run whose signal is recorded.
+type fakeRun struct{ signalled chan struct{} }
+
+func (fakeRun) end(bool) (unix.WaitStatus, bool, error) { return 0, false, nil }
+func (fakeRun) kill()                                   {}
+func (fakeRun) alone([]string) bool                     { return false }
+func (r fakeRun) signal()                               { close(r.signalled) }
+
+// TestCheckTmpfs: beside a count by share, the use of the run's tmpfs
+// past limit kills the run (a run filling its shared memory during a
+// long count got SIGBUS at the tmpfs's size, not the memory verdict);
+// under limit, the check ends with the count and kills nothing.
+func TestCheckTmpfs(t *testing.T) {
+	dir, err := unix.Open(t.TempDir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(dir) })
+	c := &counter{work: dir, shm: dir}
+	used := c.tmpfs()
+	if used <= 0 {
+		t.Skipf("the file system of %s reports no use", os.TempDir())
+	}
+
+	run := fakeRun{signalled: make(chan struct{})}
+	var over atomic.Int64
+	done := watch{memory: c, limit: used / 4}.checkTmpfs(run, &over)()
+	<-run.signalled
+	done()
+	if over.Load() <= used/4 {
+		t.Errorf("over %d, want past the limit %d", over.Load(), used/4)
+	}
+
+	run = fakeRun{signalled: make(chan struct{})}
+	over.Store(0)
+	watch{memory: c, limit: used * 4}.checkTmpfs(run, &over)()()
+	select {
+	case <-run.signalled:
+		t.Error("killed under limit")
+	default:
+	}
+	if over.Load() != 0 {
+		t.Errorf("over %d under limit", over.Load())
+	}
+}
