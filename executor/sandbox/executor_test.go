@@ -115,6 +115,8 @@ func testRunPlainCases(t *testing.T, cold bool) {
 		{name: "SystemExit message", code: "raise SystemExit('bye')", errLine: "bye", exitCode: 1},
 		{name: "SystemExit 0", code: "raise SystemExit(0)", success: true},
 		{name: "os._exit", code: "import os\nos._exit(7)", errLine: "Execution failed", exitCode: 7},
+		{name: "killed by a signal, after other words", code: "import os, signal, sys\nprint('a warning', file=sys.stderr, flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)",
+			errLine: "Killed by SIGSEGV", exitCode: -1, inStderr: "a warning"},
 		{name: "printing MemoryError is no memory error", code: "print('MemoryError')\nraise ValueError('MemoryError')",
 			stdout: "MemoryError\n", errLine: "ValueError: MemoryError", exitCode: 1},
 		{name: "stdin", code: "print(input().upper())\nprint(input())", stdin: "abc\ndef\n", success: true, stdout: "ABC\ndef\n"},

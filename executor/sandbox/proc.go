@@ -407,29 +407,39 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	}
 	res.Timeout = timedOut && !killedForMemory
 	res.Success = res.ExitCode == 0 && res.Signal == "" && !res.Timeout && !res.OutputLimit && !killedForMemory
-	// The verdict above comes from wait statuses and the service's and the
-	// init's own accounting. Stderr only tells a failed run's MemoryError
-	// apart: a hint that cannot change whether the run failed.
-	res.MemoryExceeded = killedForMemory ||
-		(!res.Success && !res.Timeout && !res.OutputLimit && res.Signal == "" && strings.HasPrefix(errorLine(res.Stderr), "MemoryError"))
+	verdict(&res, killedForMemory, p.lim.Timeout, p.budget.limit)
 	if err := p.files(&res, req.Files); err != nil {
 		return res, err
 	}
 	if !req.Script {
 		p.displays(&res)
 	}
+	return res, nil
+}
+
+// verdict fills in the memory verdict and the error line of a finished
+// run or cell, whose success, timeout and output limit are known, and
+// whose limits were timeout and outputLimit bytes. The verdict comes from
+// wait statuses and the service's and the init's own accounting. Stderr
+// only tells a failed run's MemoryError apart: a hint that cannot change
+// whether the run failed.
+func verdict(res *executor.Result, killedForMemory bool, timeout time.Duration, outputLimit int64) {
+	res.MemoryExceeded = killedForMemory ||
+		(!res.Success && !res.Timeout && !res.OutputLimit && res.Signal == "" && strings.HasPrefix(errorLine(res.Stderr), "MemoryError"))
 	switch {
 	case res.Success:
 	case killedForMemory:
 		res.Error = "MemoryError"
 	case res.Timeout:
-		res.Error = fmt.Sprintf("Execution timed out after %s (process killed)", p.lim.Timeout)
+		res.Error = fmt.Sprintf("Execution timed out after %s (process killed)", timeout)
 	case res.OutputLimit:
-		res.Error = fmt.Sprintf("Output limit exceeded: more than %d bytes (process killed)", p.budget.limit)
+		res.Error = fmt.Sprintf("Output limit exceeded: more than %d bytes (process killed)", outputLimit)
+	case res.Signal != "":
+		// No traceback: what python wrote last is no error line of its.
+		res.Error = "Killed by " + res.Signal
 	default:
 		res.Error = errorLine(res.Stderr)
 	}
-	return res, nil
 }
 
 // drain waits, once the sandbox is dead, until the readers of its pipes

@@ -377,7 +377,7 @@ func (c *cellRun) run(ctx context.Context) (executor.Result, error) {
 			res.ExitCode = 1
 		}
 		res.Success = res.ExitCode == 0
-		c.verdict(&res, false, false)
+		verdict(&res, false, c.timeout, c.s.e.cfg.MaxOutputBytes)
 		c.files(&res, end)
 		return res, nil
 	}
@@ -426,7 +426,7 @@ func (c *cellRun) ended(ctx context.Context, res *executor.Result, end cellEnd, 
 		res.Error = fmt.Sprintf("Session ended: its python broke the session's protocol (%v; process killed)", broken)
 		return *res, nil
 	}
-	c.verdict(res, killedForMemory, timedOut)
+	verdict(res, killedForMemory, c.timeout, c.s.e.cfg.MaxOutputBytes)
 	if haveEnd && end.outcome == protocol.CellExited {
 		c.files(res, end)
 	}
@@ -440,23 +440,6 @@ func (c *cellRun) output(res *executor.Result, out, errs *segment) {
 	res.Stderr, res.StderrBytes, errCut = c.s.err.text(errs)
 	res.OutputTruncated = outCut || errCut
 	res.OutputLimit = out.budget.total.Load() > out.budget.limit
-}
-
-// verdict fills in the error line and the memory verdict, as a run's.
-func (c *cellRun) verdict(res *executor.Result, killedForMemory, timedOut bool) {
-	res.MemoryExceeded = killedForMemory ||
-		(!res.Success && !res.Timeout && !res.OutputLimit && res.Signal == "" && strings.HasPrefix(errorLine(res.Stderr), "MemoryError"))
-	switch {
-	case res.Success:
-	case killedForMemory:
-		res.Error = "MemoryError"
-	case res.Timeout:
-		res.Error = fmt.Sprintf("Execution timed out after %s (process killed)", c.timeout)
-	case res.OutputLimit:
-		res.Error = fmt.Sprintf("Output limit exceeded: more than %d bytes (process killed)", c.s.e.cfg.MaxOutputBytes)
-	default:
-		res.Error = errorLine(res.Stderr)
-	}
 }
 
 // files fills in the files the cell created or changed, and what it
