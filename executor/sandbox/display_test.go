@@ -51,6 +51,7 @@ func TestCellShowsValueAndDisplays(t *testing.T) {
 			want       []shown
 			stdout     string
 			fails      string // the error line of a failed run
+			traceback  string // in its stderr
 		}{
 			{name: "value after output", code: "x = 41\nprint('hi')\nx + 1", stdout: "hi\n", want: []shown{{"42", true, 3}}},
 			{name: "trailing semicolon hides it", code: "x = 1\nx + 1;  # hidden"},
@@ -68,6 +69,16 @@ func TestCellShowsValueAndDisplays(t *testing.T) {
 			{name: "a repr that raises", code: "class Bad:\n    def __repr__(self):\n        raise ValueError('nope')\nBad()",
 				want: []shown{{"<repr of Bad failed: ValueError: nope>", true, 0}}},
 			{name: "a class", code: "int", want: []shown{{"<class 'int'>", true, 0}}},
+			{name: "a call over two lines", code: "max(1,\n2)", want: []shown{{"2", true, 0}}},
+			{name: "a value after a loop", code: "for i in range(3):\n    pass\ni", want: []shown{{"2", true, 0}}},
+			{name: "an else clause ends the cell", code: "if False:\n    1\nelse:\n    2"},
+			{name: "a line in a string", code: "s = \"\"\"\nx\n\"\"\""},
+			{name: "a backslash's continuation", code: "1 + \\\n2", want: []shown{{"3", true, 0}}},
+			{name: "a comment after the value", code: "x = 3\nx\n# done\n", want: []shown{{"3", true, 0}}},
+			{name: "a future import", code: "from __future__ import annotations\ndef f(a: Undefined): pass\nf.__annotations__", want: []shown{{"{'a': 'Undefined'}", true, 0}}},
+			{name: "a semicolon in a string", code: "'a;b'", want: []shown{{"'a;b'", true, 0}}},
+			{name: "an annotated name", code: "x: int = 1"},
+			{name: "an error's line", code: "x = 1\n\nx / 0", fails: "ZeroDivisionError: division by zero", traceback: `File "<snippet>", line 3`},
 			{name: "script: no value", code: "print('s')\n1 + 1", script: true, stdout: "s\n"},
 			{name: "script: no display", code: "display(1)", script: true, fails: "NameError: name 'display' is not defined"},
 			{name: "script: python's own stdout", code: "import sys\nprint(type(sys.stdout.buffer).__name__)", script: true, stdout: "FileIO\n"},
@@ -76,7 +87,7 @@ func TestCellShowsValueAndDisplays(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				res := run(t, e, executor.Request{Code: tt.code, Script: tt.script})
 				if tt.fails != "" {
-					if res.Success || res.Error != tt.fails {
+					if res.Success || res.Error != tt.fails || !strings.Contains(res.Stderr, tt.traceback) {
 						t.Fatalf("success=%v error %q, want %q; stderr %s", res.Success, res.Error, tt.fails, res.Stderr)
 					}
 				} else if !res.Success {
