@@ -191,8 +191,8 @@ func TestForkedRunsShareNothing(t *testing.T) {
 func TestForkServerIsWarm(t *testing.T) {
 	e := newForking(t, Config{})
 	res := runForked(t, e, executor.Request{Code: `import sys
-print(sorted(m for m in ("traceback", "typing", "dataclasses", "linecache") if m in sys.modules))`})
-	if want := "['dataclasses', 'linecache', 'traceback', 'typing']\n"; !res.Success || res.Stdout != want {
+print(sorted(m for m in ("atexit", "traceback", "typing", "dataclasses", "linecache") if m in sys.modules))`})
+	if want := "['atexit', 'dataclasses', 'linecache', 'traceback', 'typing']\n"; !res.Success || res.Stdout != want {
 		t.Errorf("stdout=%q, want %q (error=%q stderr=%s)", res.Stdout, want, res.Error, res.Stderr)
 	}
 	res = runForked(t, e, executor.Request{Code: "x = 1\ndef f():\n    return x / 0\nf()\n"})
