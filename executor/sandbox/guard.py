@@ -1015,11 +1015,14 @@ def _runblock_cell_split(source, filename, flags):
     head, tail = source[:at], source[at:]
     if b";" in tail:
         return None
-    try:
-        code = compile(head, filename, "exec", TOP_LEVEL_AWAIT | flags, dont_inherit=True)
-    except SyntaxError:
-        return None
-    flags |= code.co_flags & _runblock_future_flags
+    codes = []
+    if head.strip():
+        try:
+            code = compile(head, filename, "exec", TOP_LEVEL_AWAIT | flags, dont_inherit=True)
+        except SyntaxError:
+            return None
+        flags |= code.co_flags & _runblock_future_flags
+        codes.append((code, False))
     tail = b"\n" * head.count(b"\n") + tail  # its lines numbered as in the cell
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -1027,7 +1030,6 @@ def _runblock_cell_split(source, filename, flags):
             value = compile(tail, filename, "eval", TOP_LEVEL_AWAIT | flags, dont_inherit=True)
         except SyntaxError:
             value = None
-    codes = [(code, False)] if head.strip() else []
     if value is None:
         try:
             return codes + [(compile(tail, filename, "exec", TOP_LEVEL_AWAIT | flags, dont_inherit=True), False)]
