@@ -37,6 +37,12 @@ func resolvePreload(ctx context.Context, cfg Config, pl *plan) Preload {
 		return p
 	}
 	missing, err := missingModules(ctx, cfg, pl, p.Modules)
+	if err != nil && ctx.Err() != nil {
+		// Closed before the check ended (a one-shot exec is often done by
+		// then): nothing is preloaded, and nothing is wrong.
+		p.Modules = nil
+		return p
+	}
 	switch {
 	case p.Auto && (err != nil || len(missing) > 0):
 		p.lacking = missing

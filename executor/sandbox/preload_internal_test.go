@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -305,5 +306,30 @@ func TestPackagesListedAtNew(t *testing.T) {
 	got, err := e.Packages(ctx)
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Packages = %v, %v: want %v listed at New", got, err, want)
+	}
+}
+
+// TestPreloadCheckEndedByClose: an executor closed while it checks
+// whether the interpreter has the modules to preload (runblock exec is
+// often done by then) preloads nothing and logs nothing: it printed a
+// warning that the check was canceled after every quick exec.
+func TestPreloadCheckEndedByClose(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := newPlan(py, layerSet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var logs bytes.Buffer
+	cfg := Config{Preload: DefaultPreload, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.withDefaults()
+	if p := resolvePreload(ctx, cfg, pl); len(p.Modules) != 0 {
+		t.Errorf("preloads %v", p.Modules)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("logged: %s", logs.String())
 	}
 }
