@@ -10,14 +10,7 @@ import (
 // TestStrictGuard: without kernel isolation the guard keeps the original
 // list, with clear errors instead of None.
 func TestStrictGuard(t *testing.T) {
-	py, err := findPython(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := newPlan(py, layerSet{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := guardPlan(t)
 	for _, tt := range []struct{ code, errLine string }{
 		{"import os\nos.getcwd()", "PermissionError: os.getcwd is disabled in runblock (no kernel isolation: strict guard)"},
 		{"import shutil\nshutil.rmtree('x')", "PermissionError: shutil.rmtree is disabled in runblock (no kernel isolation: strict guard)"},
@@ -36,4 +29,19 @@ func TestStrictGuard(t *testing.T) {
 			t.Errorf("%q: error %q, want %q\n%s", tt.code, res.Error, tt.errLine, res.Stderr)
 		}
 	}
+}
+
+// guardPlan is the plan of a run with no kernel layer, the guard alone,
+// of the python on PATH.
+func guardPlan(t *testing.T) *plan {
+	t.Helper()
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := newPlan(py, layerSet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
 }

@@ -314,14 +314,7 @@ func TestPackagesListedAtNew(t *testing.T) {
 // often done by then) preloads nothing and logs nothing: it printed a
 // warning that the check was canceled after every quick exec.
 func TestPreloadCheckEndedByClose(t *testing.T) {
-	py, err := findPython(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := newPlan(py, layerSet{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := guardPlan(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var logs bytes.Buffer
