@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"os"
 	"path"
 	"slices"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"github.com/runblock/runblock/executor/sandbox/internal/stage"
+	"github.com/runblock/runblock/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -147,35 +147,19 @@ func processes(proc string, match func(dir string) bool) []string {
 // statField is field n (4: the parent, 5: the process group) of the stat
 // file in dir, a /proc/PID directory; -1 when it cannot be read.
 func statField(dir string, n int) int {
-	f := statFields(dir)
-	if len(f) <= n-3 {
+	s, err := procstat.Read(dir)
+	v, ok := s.Int(n)
+	if err != nil || !ok {
 		return -1
 	}
-	v, err := strconv.Atoi(string(f[n-3]))
-	if err != nil {
-		return -1
-	}
-	return v
+	return int(v)
 }
 
 // processState is the state of the process at dir (R, S, T, Z...), from
 // its stat file; 0 when it cannot be read (the process is gone).
 func processState(dir string) byte {
-	if f := statFields(dir); len(f) > 0 && len(f[0]) == 1 {
-		return f[0][0]
-	}
-	return 0
-}
-
-// statFields are the fields of the stat file in dir after the process's
-// name, from its state on; nil when it cannot be read.
-func statFields(dir string) [][]byte {
-	b, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return nil
-	}
-	// pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
-	return bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	s, _ := procstat.Read(dir)
+	return s.State()
 }
 
 // parentOf is the parent of the process at dir; processGroup its process

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/internal/procstat"
 )
 
 // The idle-sessions row: what live sessions cost while they wait for a
@@ -169,14 +170,10 @@ func ticksOf(proc string, pids []int) map[int]int64 {
 	return ticks
 }
 
-// statTicks is utime + stime of a /proc/PID/stat text: its 14th and 15th
-// fields, counted past the command name in parentheses.
+// statTicks is utime + stime of a /proc/PID/stat text.
 func statTicks(stat string) (int64, bool) {
-	f, ok := statFields(stat, 13)
-	if !ok {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	return u + s, err1 == nil && err2 == nil
+	s := procstat.Parse([]byte(stat))
+	u, ok1 := s.Int(14)
+	k, ok2 := s.Int(15)
+	return u + k, ok1 && ok2
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/procstat"
 )
 
 // IdleMemory is what one executor holds while warm and idle: the summed
@@ -153,31 +154,13 @@ func below(parents map[int]int, root int) []int {
 	return out
 }
 
-// parseStatPPID reads the parent pid from a /proc/PID/stat text: the field
-// after the state, past the command name in parentheses (which may itself
-// hold spaces and parentheses).
+// parseStatPPID reads the parent pid from a /proc/PID/stat text.
 func parseStatPPID(stat string) (int, error) {
-	fields, ok := statFields(stat, 2)
+	ppid, ok := procstat.Parse([]byte(stat)).Int(4)
 	if !ok {
 		return 0, fmt.Errorf("odd stat %.60q", stat)
 	}
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		return 0, fmt.Errorf("odd stat %.60q: %w", stat, err)
-	}
-	return ppid, nil
-}
-
-// statFields are the fields of a /proc/PID/stat text past the command
-// name in parentheses (which may itself hold spaces and parentheses),
-// the state first; false where there are fewer than n.
-func statFields(stat string, n int) ([]string, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return nil, false
-	}
-	f := strings.Fields(stat[i+1:])
-	return f, len(f) >= n
+	return int(ppid), nil
 }
 
 // memoryOf sums the Pss and Rss (kB) of pids from proc/PID/smaps_rollup,

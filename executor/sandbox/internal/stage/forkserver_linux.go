@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -410,29 +410,20 @@ func innerPID(pid int) (string, error) {
 
 // parentOf is pid's parent, from its stat file.
 func parentOf(pid int) (int, error) {
-	f, err := statFields(pid)
-	if err != nil || len(f) < 2 {
+	s, err := procstat.Read("/proc/" + strconv.Itoa(pid))
+	ppid, ok := s.Int(4)
+	if err != nil || !ok {
 		return 0, fmt.Errorf("read the stat of %d: %v", pid, err)
 	}
-	return strconv.Atoi(f[1])
+	return int(ppid), nil
 }
 
 // exitStatus is the wait status of pid, a zombie, from its stat file.
 func exitStatus(pid int) (unix.WaitStatus, error) {
-	f, err := statFields(pid)
-	if err != nil || len(f) < 50 {
+	s, err := procstat.Read("/proc/" + strconv.Itoa(pid))
+	code, ok := s.Int(52)
+	if err != nil || !ok {
 		return 0, fmt.Errorf("read how python ended: %v", err)
 	}
-	code, err := strconv.Atoi(f[49])
-	return unix.WaitStatus(code), err
-}
-
-// statFields are the fields of /proc/PID/stat after the command name: the
-// state first.
-func statFields(pid int) ([]string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), nil
+	return unix.WaitStatus(code), nil
 }

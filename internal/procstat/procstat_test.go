@@ -1,0 +1,48 @@
+package procstat
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestParse: the fields are counted past the last ')', whatever the
+// command name holds.
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		name, text  string
+		state       byte
+		ppid, ticks int64
+		ok          bool
+	}{
+		{"plain", "42 (python3) S 7 42 42 0 -1 4194560 1 0 0 0 10 5 0 0", 'S', 7, 15, true},
+		{"spaces and parentheses in the name", "42 (a (b) c) ) Z 9 1 1 0 -1 0 0 0 0 0 3 4 0 0", 'Z', 9, 7, true},
+		{"cut short", "42 (x) R 3", 'R', 3, 0, false},
+		{"no name", "garbage", 0, 0, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Parse([]byte(tt.text))
+			ppid, _ := s.Int(4)
+			u, okU := s.Int(14)
+			k, okK := s.Int(15)
+			if s.State() != tt.state || ppid != tt.ppid || (okU && okK) != tt.ok || tt.ok && u+k != tt.ticks {
+				t.Errorf("state %q ppid %d ticks %d (%v), want %q %d %d (%v)", s.State(), ppid, u+k, okU && okK, tt.state, tt.ppid, tt.ticks, tt.ok)
+			}
+		})
+	}
+}
+
+// TestRead: this process's own stat names its parent.
+func TestRead(t *testing.T) {
+	s, err := Read(filepath.Join("/proc", strconv.Itoa(os.Getpid())))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	if ppid, ok := s.Int(4); !ok || ppid != int64(os.Getppid()) {
+		t.Errorf("parent %d (%v), want %d", ppid, ok, os.Getppid())
+	}
+	if _, err := Read(t.TempDir()); err == nil {
+		t.Error("read a stat where there is none")
+	}
+}
