@@ -109,6 +109,9 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 	if w.lifeline >= 0 {
 		fds = append(fds, unix.PollFd{Fd: int32(w.lifeline), Events: unix.POLLIN})
 	}
+	// Set only as the tmpfs check kills the run, which then ends.
+	var over atomic.Int64
+	walking := w.checkTmpfs(r, &over)
 	for {
 		timeout := wait
 		if idle {
@@ -156,8 +159,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 		if n != 0 || w.limit == 0 || idle {
 			continue
 		}
-		var over atomic.Int64
-		used, complete, recounted := w.memory.count(w.limit, w.checkTmpfs(r, &over))
+		used, complete, recounted := w.memory.count(w.limit, walking)
 		used = max(used, over.Load())
 		st.Peak = max(st.Peak, used)
 		if used > w.limit {
