@@ -69,9 +69,11 @@ type sessionSandbox struct {
 	closing atomic.Bool
 	readers sync.WaitGroup
 
-	memMu sync.Mutex // held while MemoryBytes counts
-	init  string     // the sandbox's init (/proc/PID), once found
-	pidNS string     // its PID namespace
+	// initMu guards the sandbox's init (/proc/PID) and its PID namespace,
+	// once found (see found): MemoryBytes counts beside a cell.
+	initMu sync.Mutex
+	init   string
+	pidNS  string
 }
 
 // newSessionSandbox takes over p's pipes (stopping the readers its start

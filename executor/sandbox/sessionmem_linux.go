@@ -23,8 +23,6 @@ import (
 // process group. Where they cannot be read (a service that may not read
 // the sandbox's /proc), it is the session's memory limit.
 func (s *sessionSandbox) MemoryBytes() int64 {
-	s.memMu.Lock()
-	defer s.memMu.Unlock()
 	if n, ok := s.memory(true, stage.Proportional); ok {
 		return n
 	}
@@ -36,15 +34,13 @@ func (s *sessionSandbox) MemoryBytes() int64 {
 // what the processes hold resident is past the limit), its init aside;
 // !ok where it cannot be read.
 func (s *sessionSandbox) held() (int64, bool) {
-	s.memMu.Lock()
-	defer s.memMu.Unlock()
 	return s.memory(false, func(held int64, procs []string) (int64, bool) {
 		return stage.Counted(held, procs, s.p.lim.Memory)
 	})
 }
 
 // memory counts the session's sandbox with count, its init too when
-// withInit; s.memMu is held.
+// withInit.
 func (s *sessionSandbox) memory(withInit bool, count func(held int64, procs []string) (int64, bool)) (int64, bool) {
 	if !s.p.namespaced {
 		// Only a sandbox started from scratch lacks namespaces.
@@ -75,30 +71,42 @@ func (s *sessionSandbox) memory(withInit bool, count func(held int64, procs []st
 	n, complete := count(held, procs)
 	// The init's pid is another process's once the init is gone: then what
 	// was read may be another's, and its namespace is not the session's.
-	if ns, err := os.Readlink(s.init + "/ns/pid"); err != nil || ns != s.pidNS {
+	init, pidNS := s.found()
+	if ns, err := os.Readlink(init + "/ns/pid"); err != nil || ns != pidNS {
 		return 0, false
 	}
 	return n, complete
 }
 
 // processes are the /proc/PID directories of the processes of the
-// session's PID namespace, and the root of its init; none where they
-// cannot be read. The sandbox's /proc, mounted for that namespace, lists
-// its processes, and only them, however they left their parents (setsid,
-// the children of an exited thread: reparented within the namespace); it
-// is reached through the init's root, which the snippet cannot change.
+// session's PID namespace, as its /proc lists them, and the root of its
+// init; none where they cannot be read.
 func (s *sessionSandbox) processes() (root string, procs []string) {
+	init, _ := s.found()
+	if init == "" {
+		return "", nil
+	}
+	root = init + "/root"
+	return root, processes(root+"/proc", nil)
+}
+
+// found is the sandbox's init (/proc/PID, as the service's /proc names
+// it) and its PID namespace, once found (see sessionInit); "" where it
+// cannot be. The sandbox's /proc, mounted for that namespace, lists its
+// processes, and only them, however they left their parents (setsid, the
+// children of an exited thread: reparented within the namespace); it is
+// reached through the init's root, which the snippet cannot change.
+func (s *sessionSandbox) found() (init, pidNS string) {
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
 	if s.init == "" {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(s.p.outR.Fd()), &st); err != nil {
-			return "", nil
+			return "", ""
 		}
-		if s.init, s.pidNS = sessionInit("pipe:[" + strconv.FormatUint(st.Ino, 10) + "]"); s.init == "" {
-			return "", nil
-		}
+		s.init, s.pidNS = sessionInit("pipe:[" + strconv.FormatUint(st.Ino, 10) + "]")
 	}
-	root = s.init + "/root"
-	return root, processes(root+"/proc", nil)
+	return s.init, s.pidNS
 }
 
 // sessionInit is the init of the PID namespace of a process whose standard

@@ -25,8 +25,6 @@ const stopRounds = 16
 // process was signalled: false where they cannot be found, or where a
 // stop found new processes still after stopRounds. s.mu is held.
 func (s *sessionSandbox) hold(sig unix.Signal) bool {
-	s.memMu.Lock()
-	defer s.memMu.Unlock()
 	list, send := s.holdable()
 	if list == nil {
 		return false
@@ -69,10 +67,11 @@ func (s *sessionSandbox) holdable() (list func() []string, send func(dir string,
 				}
 			}
 	}
-	if root, _ := s.processes(); root == "" {
+	init, _ := s.found()
+	if init == "" {
 		return nil, nil
 	}
-	proc := s.init + "/root/proc"
+	proc := init + "/root/proc"
 	return func() []string {
 		return processes(proc, func(dir string) bool { return path.Base(dir) != "1" })
 	}, signalDir
@@ -103,8 +102,6 @@ func (s *sessionSandbox) resume()     { s.hold(unix.SIGCONT) }
 // them (its memory count beside a cell's end) it is false, until the init
 // has reaped them.
 func (s *sessionSandbox) running() bool {
-	s.memMu.Lock()
-	defer s.memMu.Unlock()
 	list, _ := s.holdable()
 	if list == nil {
 		return true
