@@ -49,9 +49,13 @@ type Options struct {
 	// time.Now.
 	Clock func() time.Time
 	// Ticks, if set, wake the idle sweep instead of a ticker (tests).
-	Ticks   <-chan time.Time
-	Logger  *slog.Logger // nil: discard
-	Metrics Metrics      // nil: none
+	Ticks <-chan time.Time
+	// quietTimer, if set, is the timer of the memory count's wait for
+	// quiet (tests): armed anew at each cell's end, it fires once that
+	// wait is over. nil: a real one.
+	quietTimer func(time.Duration) <-chan time.Time
+	Logger     *slog.Logger // nil: discard
+	Metrics    Metrics      // nil: none
 }
 
 // Manager is an executor.Runner that keeps sessions: a Request without a
@@ -74,8 +78,10 @@ type Manager struct {
 	done chan struct{} // closed when the idle sweep has ended
 	// recount (room for one) wakes the sweep to count the memory of the
 	// sessions a cell left stale: after the cell's answer, not before it
-	// (a count reads /proc for some milliseconds).
-	recount chan struct{}
+	// (a count reads /proc for some milliseconds), once no other cell
+	// ended for quiet.
+	recount    chan struct{}
+	quietTimer func(time.Duration) <-chan time.Time
 
 	mu          sync.Mutex
 	closed      bool
@@ -127,6 +133,7 @@ func New(inner executor.Runner, starter executor.SessionStarter, opts Options) *
 		metrics:      opts.Metrics,
 		stop:         make(chan struct{}),
 		recount:      make(chan struct{}, 1),
+		quietTimer:   opts.quietTimer,
 		done:         make(chan struct{}),
 		sessions:     make(map[string]*entry),
 		drained:      make(chan struct{}),
@@ -509,17 +516,41 @@ func (m *Manager) memoryOf(live executor.LiveSession) int64 {
 	return m.sessionBytes
 }
 
-// sweep ends idle sessions' processes at each tick until Close.
+// quiet is how long the memory count of the sessions a cell ran in waits
+// for no other cell to end. Cells that follow each other closer are
+// counted once they pause, or at the sweep's next tick: a count walks the
+// page tables of a session's processes (1.5 ms of CPU where the preload
+// is mapped), which beside the next cell would delay it.
+const quiet = 100 * time.Millisecond
+
+// sweep ends idle sessions' processes at each tick, and counts the memory
+// of those a cell left stale once cells pause (or at the next tick), until
+// Close.
 func (m *Manager) sweep(ticks <-chan time.Time, stopTicks func()) {
 	defer close(m.done)
 	defer stopTicks()
+	arm := m.quietTimer
+	if arm == nil {
+		t := time.NewTimer(quiet)
+		t.Stop()
+		defer t.Stop()
+		arm = func(d time.Duration) <-chan time.Time {
+			t.Reset(d)
+			return t.C
+		}
+	}
+	var quieted <-chan time.Time // nil while nothing waits to be counted
 	for {
 		select {
 		case <-m.stop:
 			return
 		case <-ticks:
 			m.endIdle()
+			m.countMemory()
 		case <-m.recount:
+			quieted = arm(quiet)
+		case <-quieted:
+			quieted = nil
 			m.countMemory()
 		}
 	}

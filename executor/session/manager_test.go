@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -780,4 +781,52 @@ func TestEvictionCountsReportedMemoryNotTheLimit(t *testing.T) {
 			t.Errorf("session %c closed: %v, want %v", 'a'+i, !want, want)
 		}
 	}
+}
+
+// TestMemoryCountWaitsForQuiet: the memory of the sessions cells ran in is
+// counted once no cell has ended for a while, not between cells that
+// follow each other closely (a count beside the next cell delays it), and
+// at the sweep's tick where cells never pause.
+func TestMemoryCountWaitsForQuiet(t *testing.T) {
+	f := newFixture(t, Config{})
+	var counts atomic.Int32
+	f.starter.start = func(context.Context) (executor.LiveSession, error) {
+		l := &fakeLive{id: 1, clock: f.clock, alive: true}
+		return reportingLive{fakeLive: l, memory: func() int64 { counts.Add(1); return 10 }}, nil
+	}
+	armed, fire, ticks := make(chan struct{}), make(chan time.Time), make(chan time.Time)
+	m := New(runnerFunc(nil), f.starter, Options{Config: Config{MaxLive: 10}, Ticks: ticks,
+		quietTimer: func(time.Duration) <-chan time.Time {
+			armed <- struct{}{}
+			return fire
+		}})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	cell := func(id string) {
+		t.Helper()
+		if _, err := m.Run(context.Background(), request(id, "x")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-armed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a cell's end did not arm the wait for quiet")
+		}
+	}
+	want := func(n int32, when string) {
+		t.Helper()
+		if got := counts.Load(); got != n {
+			t.Fatalf("%s: %d counts, want %d", when, got, n)
+		}
+	}
+	cell("a")
+	cell("b")
+	cell("a")
+	want(2, "between cells (each start counts once)")
+	fire <- time.Time{}
+	ticks <- time.Time{} // the sweep took it: the quiet count is done
+	want(4, "once the cells paused")
+	cell("b")
+	ticks <- time.Time{}
+	ticks <- time.Time{}
+	want(5, "at the tick, with no pause")
 }
