@@ -265,7 +265,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		if plot != "" && !opts.SkipPlot {
 			b.skip("plot launches", plot)
 		}
-		r.Launches = b.launches(ctx, plot == "" && !opts.SkipPlot)
+		r.Launches = b.launches(ctx, py.Path, plot == "" && !opts.SkipPlot)
 		r.LaunchRuns, r.LaunchGapMS = b.launchRuns, ms(b.launchGap)
 	}
 	if err := ctx.Err(); err != nil {

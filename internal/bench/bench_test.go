@@ -161,11 +161,11 @@ func TestMeasureSmoke(t *testing.T) {
 				t.Errorf("%s %s: %+v, want 3 of 3 launches, consistent figures", l.Name, l.Pattern, l)
 			}
 		}
-		want := []string{"hello sequential", "hello staggered", "hello burst", "cell sequential", "cell staggered", "cell burst",
+		want := []string{"floor sequential", "floor staggered", "floor burst", "hello sequential", "hello staggered", "hello burst", "cell sequential", "cell staggered", "cell burst",
 			"cell-script sequential", "cell-script staggered", "cell-script burst", "cell-value sequential", "cell-value staggered", "cell-value burst",
 			"replay sequential", "replay staggered", "replay burst"}
 		if !slices.Equal(got, want) {
-			t.Errorf("launches %v, want %v (no plot: skipped; a session's cell as it is, as a script, with a value; its replay)", got, want)
+			t.Errorf("launches %v, want %v (the floor first; no plot: skipped; a session's cell as it is, as a script, with a value; its replay)", got, want)
 		}
 	})
 

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"os/exec"
 	"slices"
 	"sync"
 	"time"
@@ -41,6 +43,12 @@ const (
 	// whose state is rebuilt from replayCells earlier cells: a session's
 	// start and its replay.
 	launchReplay = "replay"
+	// launchFloor is not a launch but the machine's floor: one byte through
+	// a pipe to a bare python that writes it back, nothing of runblock
+	// between. A launch wakes several processes in turn; where this one
+	// round trip's p99 is past twice its p50, the machine's scheduling
+	// alone puts every launch's tail there.
+	launchFloor = "floor"
 )
 
 // replayCells is how many cells a replay launch rebuilds.
@@ -182,7 +190,7 @@ func (b *benchmark) launchRows(ctx context.Context, ls []launcher) []LaunchStats
 // settings (pre-forked, RUNBLOCK_PRELOAD=auto) behind a scheduler as the
 // service's: print('hello'), and the plot snippet where python has numpy
 // and matplotlib.
-func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
+func (b *benchmark) launches(ctx context.Context, python string, plot bool) []LaunchStats {
 	cfg := b.preforkConfig()
 	cfg.Preload = sandbox.DefaultPreload
 	ex, _, err := newWarmExecutor(ctx, cfg)
@@ -220,7 +228,14 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 		return nil
 	}
 	hello := func(res executor.Result) bool { return res.Success && res.Stdout == helloOut }
-	ls := []launcher{{launchHello, "print('hello'), " + label, b.submit(sched, executor.Request{Code: helloCode}, nil, hello)}}
+	var ls []launcher
+	if floor, stop, err := echo(python); err != nil {
+		b.note("launches: the machine's floor not measured: %v", err)
+	} else {
+		defer stop()
+		ls = append(ls, launcher{launchFloor, "a pipe round trip to a bare python (floor)", floor})
+	}
+	ls = append(ls, launcher{launchHello, "print('hello'), " + label, b.submit(sched, executor.Request{Code: helloCode}, nil, hello)})
 	if plot {
 		ls = append(ls, launcher{launchPlot, "plot, " + label, b.submit(sched, executor.Request{Code: plotCode}, nil, plotOK)})
 	}
@@ -249,6 +264,41 @@ func (b *benchmark) launches(ctx context.Context, plot bool) []LaunchStats {
 				return hello(res) && res.Session != nil && res.Session.Restored == replayCells
 			})})
 	return b.launchRows(ctx, ls)
+}
+
+// echo starts a bare python that writes back each byte it reads, and
+// returns one round trip through it (launches at once take turns) and
+// what ends it.
+func echo(python string) (launchFunc, func(), error) {
+	cmd := exec.Command(python, "-I", "-S", "-c", "import os\nwhile b := os.read(0, 1):\n    os.write(1, b)\n")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	trip := func(_ context.Context, _ int) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var b [1]byte
+		if _, err := in.Write([]byte{'x'}); err != nil {
+			return false, err
+		}
+		if _, err := io.ReadFull(out, b[:]); err != nil {
+			return false, err
+		}
+		return b[0] == 'x', nil
+	}
+	return trip, func() {
+		in.Close()
+		_ = cmd.Wait()
+	}, nil
 }
 
 // valueCode is a cell whose value is shown, the value's hello.
