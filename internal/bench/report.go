@@ -672,9 +672,12 @@ func (r *Report) WriteText(w io.Writer) error {
 				lt.add(l.Label, l.Pattern, "-", "-", "-", "-", "stopped: "+l.Error)
 				continue
 			}
-			// Two decimals where the launch answers within a millisecond.
+			// More decimals where the launch answers within a millisecond.
 			d := 1
-			if l.P50MS < 1 {
+			switch {
+			case l.P50MS < 0.1:
+				d = 3
+			case l.P50MS < 1:
 				d = 2
 			}
 			lt.add(l.Label, l.Pattern, num(l.P50MS, d), num(l.P95MS, d), num(l.P99MS, d), num(l.P999MS, d), fmt.Sprintf("%.0f%% (%d/%d)", 100*l.SuccessRate(), l.OK, l.Runs))
