@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -164,11 +165,16 @@ func launchStats(name, label, pattern string, l launched) LaunchStats {
 }
 
 // launchRows measures every launcher in every pattern, b.launchRuns
-// launches each, and notes the failures.
+// launches each, and notes the failures. Each pattern starts once the
+// processes below the bench settle: what the last one left (a burst's
+// hundred sandboxes ending, the pool refilling) is not the next one's.
 func (b *benchmark) launchRows(ctx context.Context, ls []launcher) []LaunchStats {
 	var out []LaunchStats
 	for _, l := range ls {
 		for _, pattern := range []string{patternSequential, patternStaggered, patternBurst} {
+			if _, err := settle(ctx, "/proc", os.Getpid()); err != nil && ctx.Err() == nil {
+				b.note("launch %s, %s: %v", l.label, pattern, err)
+			}
 			b.log.Info("bench: launches", "row", l.name, "pattern", pattern, "runs", b.launchRuns)
 			got, err := launchPattern(ctx, pattern, b.launchRuns, b.launchGap, l.launch)
 			s := launchStats(l.name, l.label, pattern, got)
