@@ -92,6 +92,10 @@ type Manager struct {
 	recordBytes int64     // the records' size, all sessions together
 	busy        int       // cells running
 	drained     chan struct{}
+
+	// evicting counts the live processes a session's start evicted that
+	// are still ending (see start); Close waits for them.
+	evicting sync.WaitGroup
 }
 
 // entry is the Manager's record of one session, guarded by Manager.mu.
@@ -244,6 +248,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, l := range victims {
 		closeLive(m.log, l)
 	}
+	m.evicting.Wait()
 	select {
 	case <-m.drained:
 		return nil
@@ -470,8 +475,10 @@ func (m *Manager) start(ctx context.Context, s *entry) (executor.LiveSession, er
 	m.metrics.SessionsLive(m.live)
 	victims := m.evictLocked(s)
 	m.mu.Unlock()
+	// Ending a process waits for its teardown (3 ms where the preload is
+	// mapped): the new session's cell does not wait for it.
 	for _, l := range victims {
-		closeLive(m.log, l)
+		m.evicting.Go(func() { closeLive(m.log, l) })
 	}
 	return live, nil
 }

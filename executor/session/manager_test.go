@@ -433,6 +433,7 @@ func TestLeastRecentlyUsedIsEvictedPastTheCount(t *testing.T) {
 	if f.m.Live() != 2 {
 		t.Errorf("%d live, want 2", f.m.Live())
 	}
+	f.m.evicting.Wait() // its process ends beside the cell
 	if !f.starter.live(1).isClosed() || f.starter.live(0).isClosed() {
 		t.Error("evicted the wrong session: want b's")
 	}
@@ -452,6 +453,7 @@ func TestLeastRecentlyUsedIsEvictedPastTheMemory(t *testing.T) {
 	f.cell(t, "a", "a1")
 	f.cell(t, "b", "b1")
 	f.cell(t, "c", "c1")
+	f.m.evicting.Wait()
 	if f.m.Live() != 2 || !f.starter.live(0).isClosed() {
 		t.Errorf("%d live (a closed: %v), want 2 with a evicted", f.m.Live(), f.starter.live(0).isClosed())
 	}
@@ -829,4 +831,56 @@ func TestMemoryCountWaitsForQuiet(t *testing.T) {
 	ticks <- time.Time{}
 	ticks <- time.Time{}
 	want(5, "at the tick, with no pause")
+}
+
+// closingLive is a fakeLive whose Close waits until release is closed,
+// as a sandbox's waits for its processes' teardown.
+type closingLive struct {
+	*fakeLive
+	closing, release chan struct{}
+}
+
+func (l closingLive) Close() error {
+	close(l.closing)
+	<-l.release
+	return l.fakeLive.Close()
+}
+
+// TestEvictionDoesNotHoldUpTheCell: the cell that starts a session
+// answers while the process it evicted is still ending (a sandbox's
+// Close waits for the teardown), and Close waits for that end.
+func TestEvictionDoesNotHoldUpTheCell(t *testing.T) {
+	f := newFixture(t, Config{MaxLive: 1})
+	closing, release := make(chan struct{}), make(chan struct{})
+	var evicted *fakeLive
+	f.starter.start = func(context.Context) (executor.LiveSession, error) {
+		l := &fakeLive{id: 1, clock: f.clock, alive: true}
+		if evicted == nil {
+			evicted = l
+			return closingLive{fakeLive: l, closing: closing, release: release}, nil
+		}
+		return l, nil
+	}
+	f.cell(t, "a", "a1")
+	answered := make(chan error, 1)
+	go func() {
+		_, err := f.m.Run(context.Background(), request("b", "b1")) // evicts a
+		answered <- err
+	}()
+	<-closing
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the cell waited for the process it evicted to end")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- f.m.Close(context.Background()) }()
+	close(release)
+	if err := <-closed; err != nil || !evicted.isClosed() {
+		t.Fatalf("Close returned (%v) before the evicted process ended", err)
+	}
 }
