@@ -8,28 +8,6 @@ import (
 	"time"
 )
 
-// TestStatTicks: utime and stime are read past the command name, whatever
-// it holds, and a short or odd stat is refused.
-func TestStatTicks(t *testing.T) {
-	for _, c := range []struct {
-		name, stat string
-		want       int64
-		ok         bool
-	}{
-		{"plain", "4242 (python3) S 4200 4242 4200 0 -1 4194560 10 0 0 0 7 3 0 0 20 0 1 0", 10, true},
-		{"spaces and parentheses in the name", "77 (my (odd) proc) R 1 77 77 0 -1 0 0 0 0 0 120 30 0 0", 150, true},
-		{"truncated", "77 (x) S 1 77 77 0 -1 0 0 0 0 0 5", 0, false},
-		{"not a number", "77 (x) S 1 77 77 0 -1 0 0 0 0 0 five 1", 0, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := statTicks(c.stat)
-			if ok != c.ok || (ok && got != c.want) {
-				t.Errorf("statTicks = %d, %v; want %d, %v", got, ok, c.want, c.ok)
-			}
-		})
-	}
-}
-
 // TestTicksOf reads each process's ticks from a proc tree and leaves out
 // one that is gone.
 func TestTicksOf(t *testing.T) {

@@ -11,29 +11,6 @@ import (
 	"testing"
 )
 
-func TestParseStatPPID(t *testing.T) {
-	tests := []struct {
-		name, stat string
-		want       int
-		wantErr    bool
-	}{
-		{"plain", "4242 (python3) S 4200 4242 4200 0 -1 4194560 ...", 4200, false},
-		{"spaces and parentheses in the name", "77 (my (odd) proc) R 1 77 77 0 -1", 1, false},
-		{"init", "1 (runblock) S 0 1 1 0 -1", 0, false},
-		{"truncated", "77 (x) S", 0, true},
-		{"no name", "77 x S 1", 0, true},
-		{"not a number", "77 (x) S one 1", 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatPPID(tt.stat)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("parseStatPPID = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
-
 func TestBelow(t *testing.T) {
 	// 10 is the bench; 11 a pooled init with its python 12; 13 the fork
 	// server with a child 14 that has a child 15; 20 is unrelated, with 21.

@@ -8,26 +8,31 @@ import (
 )
 
 // TestParse: the fields are counted past the last ')', whatever the
-// command name holds.
+// command name holds, and a field that is cut off or no number is
+// refused.
 func TestParse(t *testing.T) {
 	for _, tt := range []struct {
-		name, text  string
-		state       byte
-		ppid, ticks int64
-		ok          bool
+		name, text      string
+		state           byte
+		ppid, ticks     int64
+		ppidOK, ticksOK bool
 	}{
-		{"plain", "42 (python3) S 7 42 42 0 -1 4194560 1 0 0 0 10 5 0 0", 'S', 7, 15, true},
-		{"spaces and parentheses in the name", "42 (a (b) c) ) Z 9 1 1 0 -1 0 0 0 0 0 3 4 0 0", 'Z', 9, 7, true},
-		{"cut short", "42 (x) R 3", 'R', 3, 0, false},
-		{"no name", "garbage", 0, 0, 0, false},
+		{"plain", "42 (python3) S 7 42 42 0 -1 4194560 1 0 0 0 10 5 0 0", 'S', 7, 15, true, true},
+		{"spaces and parentheses in the name", "42 (a (b) c) ) Z 9 1 1 0 -1 0 0 0 0 0 3 4 0 0", 'Z', 9, 7, true, true},
+		{"init", "1 (runblock) S 0 1 1 0 -1", 'S', 0, 0, true, false},
+		{"cut short", "42 (x) R 3", 'R', 3, 0, true, false},
+		{"no name", "77 x S 1", 0, 0, 0, false, false},
+		{"ticks no number", "77 (x) S 1 77 77 0 -1 0 0 0 0 0 five 1", 'S', 1, 0, true, false},
+		{"parent no number", "77 (x) S one 1", 'S', 0, 0, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := Parse([]byte(tt.text))
-			ppid, _ := s.Int(4)
+			ppid, okP := s.Int(4)
 			u, okU := s.Int(14)
 			k, okK := s.Int(15)
-			if s.State() != tt.state || ppid != tt.ppid || (okU && okK) != tt.ok || tt.ok && u+k != tt.ticks {
-				t.Errorf("state %q ppid %d ticks %d (%v), want %q %d %d (%v)", s.State(), ppid, u+k, okU && okK, tt.state, tt.ppid, tt.ticks, tt.ok)
+			if s.State() != tt.state || okP != tt.ppidOK || ppid != tt.ppid || (okU && okK) != tt.ticksOK || tt.ticksOK && u+k != tt.ticks {
+				t.Errorf("state %q ppid %d (%v) ticks %d (%v), want %q %d (%v) %d (%v)",
+					s.State(), ppid, okP, u+k, okU && okK, tt.state, tt.ppid, tt.ppidOK, tt.ticks, tt.ticksOK)
 			}
 		})
 	}
