@@ -94,7 +94,8 @@ type Manager struct {
 	drained     chan struct{}
 
 	// evicting counts the live processes a session's start evicted that
-	// are still ending (see start); Close waits for them.
+	// are still ending (see start); Close waits for them once no cell
+	// runs.
 	evicting sync.WaitGroup
 }
 
@@ -248,9 +249,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, l := range victims {
 		closeLive(m.log, l)
 	}
-	m.evicting.Wait()
 	select {
 	case <-m.drained:
+		// Only a cell's start evicts: none adds to evicting now.
+		m.evicting.Wait()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("closing sessions: cells still running: %w", ctx.Err())
