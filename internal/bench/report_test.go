@@ -79,7 +79,7 @@ func sample() *Report {
 				},
 				HumanEval: []Stats{
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.4, RunsPerS: 117},
-					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.55, RunsPerS: 298},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.52, RunsPerS: 315},
 				}},
 			{Name: rowPreforkOff, Label: "executor prefork (2), preload off", StartupMS: 150, ForkServer: &sandbox.ForkServerReport{Active: true},
 				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 1.5, P90MS: 2, P99MS: 3, WallS: 5.2},
@@ -89,7 +89,7 @@ func sample() *Report {
 				},
 				HumanEval: []Stats{
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.4, RunsPerS: 117},
-					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.56, RunsPerS: 293},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.5, RunsPerS: 328},
 				}},
 		},
 		Original: &Original{
@@ -160,7 +160,7 @@ func TestCompare(t *testing.T) {
 		{"pool HumanEval c1 vs cold", r.row(rowPool).HumanEval[0].SpeedVsCold, 4 / 2.5},
 		{"bare HumanEval c1 vs original", r.row(rowBare).HumanEval[0].SpeedVsOriginal, 4.4 / 1.64},
 		{"bare HumanEval c2 vs bare", r.row(rowBare).HumanEval[1].SpeedVsBare, 1},
-		{"prefork HumanEval c2 vs bare", r.row(rowPrefork).HumanEval[1].SpeedVsBare, 0.82 / 0.55},
+		{"prefork HumanEval c2 vs bare", r.row(rowPrefork).HumanEval[1].SpeedVsBare, 0.82 / 0.52},
 		{"prefork idle vs bare idle", r.row(rowPrefork).Idle.P50VsBare, 1.5 / 6.5},
 		{"pool hello c2 vs bare", r.row(rowPool).Hello[1].P50VsBare, 11.0 / 8},
 		{"fork HumanEval c1 vs cold", r.row(rowFork).HumanEval[0].SpeedVsCold, 4 / 1.5},
@@ -228,12 +228,16 @@ func TestEvaluate(t *testing.T) {
 				r.Rows[i].HumanEval = nil
 			}
 		}, map[int]string{poolVsOrig: N, speedVsBare: N, forkSpeedVsBare: N}},
-		{"pre-forked hello over 0.4x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 2.7, 2.7 }, map[int]string{idleVsBare: X}},
-		{"pre-forked hello at 0.4x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 2.6, 2.6 }, nil},
+		{"pre-forked hello over 0.25x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 1.7, 1.7 }, map[int]string{idleVsBare: X}},
+		{"pre-forked hello at 0.25x bare", func(r *Report) { r.row(rowPrefork).Idle.P50MS, r.row(rowPreforkOff).Idle.P50MS = 1.6, 1.6 }, nil},
 		{"fork under 1.2x bare", func(r *Report) { r.row(rowFork).HumanEval[1].WallS = 0.7 }, map[int]string{forkSpeedVsBare: X}},
-		{"prefork under 1.2x bare", func(r *Report) {
-			r.row(rowPrefork).HumanEval[1].WallS, r.row(rowPreforkOff).HumanEval[1].WallS = 0.7, 0.7
+		{"prefork under 1.5x bare", func(r *Report) {
+			r.row(rowPrefork).HumanEval[1].WallS, r.row(rowPreforkOff).HumanEval[1].WallS = 0.56, 0.56
 		}, map[int]string{speedVsBare: X}},
+		{"prefork at 1.5x bare", func(r *Report) {
+			r.row(rowPrefork).HumanEval[1].WallS, r.row(rowPreforkOff).HumanEval[1].WallS = 0.54, 0.54
+		}, nil},
+		{"fork at 1.2x bare, under prefork's 1.5x", func(r *Report) { r.row(rowFork).HumanEval[1].WallS = 0.68 }, nil},
 		{"prefork fast but one failing", func(r *Report) { r.row(rowPrefork).HumanEval[1].Passed = 163 }, map[int]string{speedVsBare: X}},
 		{"no fork row", func(r *Report) { without(r, rowFork) }, map[int]string{forkSpeedVsBare: N}},
 		{"no bare row", func(r *Report) { without(r, rowBare) }, map[int]string{idleVsBare: N, speedVsBare: N, forkSpeedVsBare: N}},
@@ -246,7 +250,7 @@ func TestEvaluate(t *testing.T) {
 		{"the other plot rows do not decide", func(r *Report) { r.plotRow(plotCold).P50MS, r.plotRow(plotFork).P50MS = 2000, 200 }, nil},
 		{"plot not measured", func(r *Report) { r.Plot = nil }, map[int]string{plot: N}},
 		{"plot row failed every run", func(r *Report) { r.plotRow(plotPrefork).OK = 0 }, map[int]string{plot: N}},
-		{"preload makes HumanEval slower", func(r *Report) { r.row(rowPrefork).HumanEval[1].WallS = 0.6 }, map[int]string{preloadCost: X}},
+		{"preload makes HumanEval slower", func(r *Report) { r.row(rowPrefork).HumanEval[1].WallS = 0.54 }, map[int]string{preloadCost: X}},
 		{"preload makes hello slower", func(r *Report) { r.row(rowPrefork).Idle.P50MS = 1.6 }, map[int]string{preloadCost: X}},
 		{"preload within the noise", func(r *Report) { r.row(rowPrefork).Idle.P50MS = 1.55 }, nil},
 		{"nothing preloaded", func(r *Report) { without(r, rowPreforkOff) }, map[int]string{preloadCost: N}},
