@@ -369,6 +369,9 @@ type benchmark struct {
 	programs   []string
 	report     *Report
 	log        *slog.Logger
+	// cpu reads the machine's CPU times (/proc/stat), around each
+	// HumanEval phase.
+	cpu func() (cpuTimes, bool)
 	// fellBack is set once the report notes that the fork server is off.
 	fellBack bool
 }
@@ -407,6 +410,7 @@ func newBenchmark(opts Options) *benchmark {
 		launchGap:  cmp.Or(opts.LaunchGap, 200*time.Millisecond),
 		startRuns:  cmp.Or(opts.StartRuns, 10),
 		log:        opts.Logger,
+		cpu:        func() (cpuTimes, bool) { return readCPUTimes("/proc/stat") },
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -691,7 +695,8 @@ const humanEvalRounds = 2
 // side by side, not half a minute apart on a machine whose speed drifts
 // (rows one after another, bare python's HumanEval at c2 took 0.94 s in
 // one run and 1.23 s in the next, 2026-12-03), as the original's best of
-// 2 does. A program that failed in any round counts as failed.
+// 2 does. A program that failed in any round counts as failed. The
+// machine's CPU time over a round is kept with it (Stats.CPUMSPerRun).
 func (b *benchmark) humanEvalInTurn(ctx context.Context, cs []*contender) {
 	if len(b.programs) == 0 {
 		return
@@ -704,10 +709,14 @@ func (b *benchmark) humanEvalInTurn(ctx context.Context, cs []*contender) {
 				if c.row.Error != "" {
 					continue
 				}
+				before, readBefore := b.cpu()
 				s, err := b.phase(ctx, c.row.Label, c.run, b.humanEval(conc))
 				if err != nil {
 					c.row.Error = err.Error()
 					continue
+				}
+				if after, readAfter := b.cpu(); readBefore && readAfter {
+					s.setCPU(before, after)
 				}
 				if best[i] == nil || s.Passed < passed[i] {
 					passed[i] = s.Passed

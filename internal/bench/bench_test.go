@@ -329,6 +329,15 @@ func TestHumanEvalInTurn(t *testing.T) {
 			return outcome{ok: !(code == "p1" && round == failsIn)}, nil
 		}}
 	}
+	// The machine's CPU, as each phase reads it before and after: 30
+	// ticks busy of 40 in each phase.
+	var reads int64
+	b.cpu = func() (cpuTimes, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		return cpuTimes{busy: reads / 2 * 30, all: reads / 2 * 40}, true
+	}
 	cs := []*contender{row("a", 2), row("b", 0)}
 	b.humanEvalInTurn(context.Background(), cs)
 	// Each concurrency: a, b, then a, b again.
@@ -346,6 +355,10 @@ func TestHumanEvalInTurn(t *testing.T) {
 		for _, s := range c.row.HumanEval {
 			if s.Passed != want || s.Runs != 3 {
 				t.Errorf("row %s at c%d: %d of %d passed, want %d of 3", c.row.Name, s.Concurrency, s.Passed, s.Runs, want)
+			}
+			// 30 ticks of 10 ms for 3 programs; 30 of 40 busy.
+			if s.CPUMSPerRun != 100 || s.BusyPercent != 75 {
+				t.Errorf("row %s at c%d: CPU %v ms a run, %v%% busy; want 100, 75", c.row.Name, s.Concurrency, s.CPUMSPerRun, s.BusyPercent)
 			}
 		}
 	}

@@ -111,6 +111,14 @@ type Stats struct {
 	P99MS    float64 `json:"p99_ms"`
 	RunsPerS float64 `json:"runs_per_s"`
 	WallS    float64 `json:"wall_s"`
+	// CPUMSPerRun is the CPU time the whole machine spent per run over the
+	// phase (every process's, the kernel workers' that tear namespaces
+	// down, the bench's own), in ms; BusyPercent how busy its CPUs were.
+	// Set on HumanEval phases where /proc/stat can be read. With every CPU
+	// busy, runs/s is the CPUs over the CPU a run costs, so two rows'
+	// ratio of CPU per run bounds the ratio of their speeds.
+	CPUMSPerRun float64 `json:"cpu_ms_per_run,omitempty"`
+	BusyPercent float64 `json:"busy_percent,omitempty"`
 	// P50VsOriginal and P50VsCold are latency ratios (lower is better), set on
 	// hello phases when the reference was measured.
 	P50VsOriginal float64 `json:"p50_vs_original,omitempty"`
@@ -419,7 +427,7 @@ func (r *Report) evaluate() {
 		}
 		x := ratio(bareHE.WallS, s.WallS)
 		return check{measured: true, ok: x >= target && s.Passed == s.Runs && s.Runs > 0,
-			detail: fmt.Sprintf("%s %.2f s vs bare %.2f s = %.2fx, %s passed%s", name, s.WallS, bareHE.WallS, x, passed(s), fellBack(row.ForkServer))}
+			detail: fmt.Sprintf("%s %.2f s vs bare %.2f s = %.2fx, %s passed%s%s", name, s.WallS, bareHE.WallS, x, passed(s), cpuDetail(s, bareHE), fellBack(row.ForkServer))}
 	}
 	r.Targets = append(r.Targets,
 		judgeAll(fmt.Sprintf("pre-forked HumanEval at c%d >= %.1fx bare python, all passing", n, targetSpeedVsBare), speed(rowPrefork, targetSpeedVsBare)),
@@ -630,11 +638,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.HumanEvalPrograms == 0 {
 		b.WriteString("HumanEval: not measured (data set not found)\n")
 	} else {
-		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs; rows in turn, best of %d)", r.HumanEvalPrograms, humanEvalRounds), "load", "wall s", "runs/s", "passed", "speed vs orig", "speed vs bare", "speed vs cold"}}
+		he := table{head: []string{fmt.Sprintf("HumanEval (%d programs; rows in turn, best of %d)", r.HumanEvalPrograms, humanEvalRounds), "load", "wall s", "runs/s", "CPU ms/run", "busy", "passed", "speed vs orig", "speed vs bare", "speed vs cold"}}
 		for _, c := range r.Concurrency {
 			if r.Original != nil {
 				if s := at(r.Original.HumanEval, c); s != nil {
-					he.add(r.Original.label(), "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s), "1.00x", "-", "-")
+					he.add(r.Original.label(), "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), "-", "-", passed(s), "1.00x", "-", "-")
 				}
 			}
 			for _, row := range r.Rows {
@@ -642,7 +650,8 @@ func (r *Report) WriteText(w io.Writer) error {
 				if s == nil {
 					continue
 				}
-				he.add(row.Label, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), passed(s),
+				cpu, busy := cpuCells(s)
+				he.add(row.Label, "c"+strconv.Itoa(c), num(s.WallS, 2), num(s.RunsPerS, 1), cpu, busy, passed(s),
 					times(s.SpeedVsOriginal), times(s.SpeedVsBare), times(s.SpeedVsCold))
 			}
 		}
@@ -841,4 +850,23 @@ func (t *table) write(b *strings.Builder) {
 		}
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
+}
+
+// cpuCells are a phase's CPU per run and busy share as the HumanEval table
+// shows them, "-" where not measured.
+func cpuCells(s *Stats) (cpu, busy string) {
+	if s.CPUMSPerRun == 0 {
+		return "-", "-"
+	}
+	return num(s.CPUMSPerRun, 1), fmt.Sprintf("%.0f%%", s.BusyPercent)
+}
+
+// cpuDetail compares the CPU a run of s cost with a run of bare's: their
+// ratio bounds s's speed against bare's with every CPU busy, and how busy
+// the CPUs were says how close s came to that bound.
+func cpuDetail(s, bare *Stats) string {
+	if s.CPUMSPerRun == 0 || bare.CPUMSPerRun == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; CPU a run %.1f vs %.1f ms = %.2fx, %.0f%% busy", s.CPUMSPerRun, bare.CPUMSPerRun, bare.CPUMSPerRun/s.CPUMSPerRun, s.BusyPercent)
 }

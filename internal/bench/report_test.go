@@ -39,7 +39,7 @@ func sample() *Report {
 				},
 				HumanEval: []Stats{
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.64, RunsPerS: 100},
-					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.82, RunsPerS: 200},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.82, RunsPerS: 200, CPUMSPerRun: 9.8, BusyPercent: 99},
 				}},
 			{Name: rowCold, Label: "executor cold (pool off)", StartupMS: 120,
 				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 19, P90MS: 22, P99MS: 28, WallS: 7},
@@ -69,7 +69,7 @@ func sample() *Report {
 				},
 				HumanEval: []Stats{
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.5, RunsPerS: 109},
-					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.6, RunsPerS: 273},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.6, RunsPerS: 273, CPUMSPerRun: 7.1, BusyPercent: 97},
 				}},
 			{Name: rowPrefork, Label: "executor prefork (2)", StartupMS: 190, ForkServer: &sandbox.ForkServerReport{Active: true, Preloaded: []string{"numpy", "matplotlib.pyplot"}},
 				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 1.5, P90MS: 2, P99MS: 3, WallS: 5.2},
@@ -79,7 +79,7 @@ func sample() *Report {
 				},
 				HumanEval: []Stats{
 					{Concurrency: 1, Runs: 164, Passed: 164, WallS: 1.4, RunsPerS: 117},
-					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.52, RunsPerS: 315},
+					{Concurrency: 2, Runs: 164, Passed: 164, WallS: 0.52, RunsPerS: 315, CPUMSPerRun: 6.2, BusyPercent: 98},
 				}},
 			{Name: rowPreforkOff, Label: "executor prefork (2), preload off", StartupMS: 150, ForkServer: &sandbox.ForkServerReport{Active: true},
 				Idle: &Stats{Concurrency: 1, Runs: 100, Passed: 100, P50MS: 1.5, P90MS: 2, P99MS: 3, WallS: 5.2},
