@@ -12,10 +12,19 @@ import (
 // before it is replaced by a fresh one.
 const poolMaxAge = 5 * time.Minute
 
+// poolRefillAfter bounds how long a filler waits for the run that took its
+// sandbox to end before it starts the next one (see fill).
+const poolRefillAfter = 20 * time.Millisecond
+
+// refillTimer is the pools' wait before a start beside a run still under
+// way.
+func refillTimer() <-chan time.Time { return time.After(poolRefillAfter) }
+
 // pool keeps pre-started sandboxes: fully isolated, guard in place, waiting
 // for one snippet on their request pipe. Each of its fillers holds one ready
-// sandbox and offers it until a run takes it, then starts the next. A
-// sandbox runs one snippet and is destroyed; nothing passes between runs.
+// sandbox and offers it until a run takes it, then starts the next once
+// that run has ended (see fill). A sandbox runs one snippet and is
+// destroyed; nothing passes between runs.
 type pool struct {
 	log    *slog.Logger
 	start  func(context.Context) (*proc, error) // one sandbox with the executor's default limits
@@ -30,6 +39,9 @@ type pool struct {
 	// fillers' adds throughput (HumanEval at concurrency 2 took 1.96 s
 	// waiting, 1.55 s not, on Debian's python in one bench run each).
 	wait bool
+	// refillAfter fires when a filler stops waiting for the run that took
+	// its sandbox to end: refillTimer, or a test's clock.
+	refillAfter func() <-chan time.Time
 
 	mu       sync.Mutex
 	starting int           // fillers starting a sandbox now
@@ -42,7 +54,7 @@ type pool struct {
 func newPool(e *Executor, size int) *pool {
 	pl := *e.plan
 	pl.preload = e.cfg.Preload.fromScratch()
-	return startPool(e.log, size, e.fork != nil, func(ctx context.Context) (*proc, error) {
+	return startPool(e.log, size, e.fork != nil, refillTimer, func(ctx context.Context) (*proc, error) {
 		return e.start(ctx, &pl, e.defaultLimits(), e.fork.spawn)
 	})
 }
@@ -52,12 +64,12 @@ func newPool(e *Executor, size int) *pool {
 // waits while the preloaded fork server is down (the plain one then takes
 // them).
 func newPlotPool(e *Executor, preloaded *forkServer) *pool {
-	return startPool(e.log, 1, true, func(ctx context.Context) (*proc, error) {
+	return startPool(e.log, 1, true, refillTimer, func(ctx context.Context) (*proc, error) {
 		return preloaded.prefork(ctx, e.defaultLimits(), e.cfg.KeepBytes, e.cfg.MaxOutputBytes)
 	})
 }
 
-func startPool(log *slog.Logger, size int, wait bool, start func(context.Context) (*proc, error)) *pool {
+func startPool(log *slog.Logger, size int, wait bool, refillAfter func() <-chan time.Time, start func(context.Context) (*proc, error)) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	// A pooled sandbox waits for its snippet: a forked one's init counts
 	// nothing until it comes (proc.sleep, run wakes it).
@@ -68,14 +80,24 @@ func startPool(log *slog.Logger, size int, wait bool, start func(context.Context
 		}
 		return sb, err
 	}
-	p := &pool{log: log, start: sleeping, idle: make(chan *proc), cancel: cancel, closed: ctx.Done(), wait: wait, failed: make(chan struct{})}
+	p := &pool{log: log, start: sleeping, idle: make(chan *proc), cancel: cancel, closed: ctx.Done(), wait: wait, refillAfter: refillAfter, failed: make(chan struct{})}
 	for range size {
 		p.wg.Go(func() { p.fill(ctx) })
 	}
 	return p
 }
 
-// fill keeps one ready sandbox on offer until ctx ends.
+// fill keeps one ready sandbox on offer until ctx ends. Once a run took
+// it, the next start waits until that run has ended, or poolRefillAfter
+// has passed: started at once, it took the CPUs beside the run (a fork's
+// start is 2 to 3 ms of CPU). A pre-forked print('hello') arriving alone
+// answered in 2.5 ms p50 with the start beside it and 2.2 to 2.5 ms with
+// the start after it (Debian's python, two runs each); in `runblock
+// bench`, 0.25x to 0.28x bare python's before, 0.20x to 0.23x after (four
+// runs each). Under load, the runs that find none idle start their own
+// beside it, and the CPUs stay busy: HumanEval at concurrency 2
+// (BenchmarkHumanEval/full-prefork/c2) took 0.56 to 0.62 s before and
+// 0.55 to 0.58 s after (three runs each).
 func (p *pool) fill(ctx context.Context) {
 	backoff := time.NewTimer(0)
 	defer backoff.Stop()
@@ -106,6 +128,11 @@ func (p *pool) fill(ctx context.Context) {
 		old := time.NewTimer(poolMaxAge)
 		select {
 		case p.idle <- sb:
+			select {
+			case <-sb.waited:
+			case <-p.refillAfter():
+			case <-ctx.Done():
+			}
 		case <-sb.waited:
 			p.log.Warn("pool: idle sandbox died; replacing it")
 			sb.destroy()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor"
 )
@@ -202,11 +203,12 @@ func (*fakeLaunch) release()                                  {}
 
 // fakePool is a pool of one filler whose starts the test ends: each
 // start says it began on begun, then makes a sandbox or fails with what
-// the test sends on outcome. wait: runs wait for a start under way.
-func fakePool(t *testing.T, wait bool) (p *pool, begun chan struct{}, outcome chan error) {
+// the test sends on outcome. wait: runs wait for a start under way;
+// refillAfter: the pool's refill timer.
+func fakePool(t *testing.T, wait bool, refillAfter func() <-chan time.Time) (p *pool, begun chan struct{}, outcome chan error) {
 	t.Helper()
 	begun, outcome = make(chan struct{}, 4), make(chan error)
-	p = startPool(slog.New(slog.DiscardHandler), 1, wait, func(ctx context.Context) (*proc, error) {
+	p = startPool(slog.New(slog.DiscardHandler), 1, wait, refillAfter, func(ctx context.Context) (*proc, error) {
 		begun <- struct{}{}
 		select {
 		case err := <-outcome:
@@ -246,7 +248,7 @@ func takeWaiting(t *testing.T, ctx context.Context, p *pool) <-chan *proc {
 }
 
 func TestPoolTakeWaitsForAStartUnderWay(t *testing.T) {
-	p, begun, outcome := fakePool(t, true)
+	p, begun, outcome := fakePool(t, true, refillTimer)
 	<-begun
 	got := takeWaiting(t, context.Background(), p)
 	// That start is the waiting run's: a second run starts its own.
@@ -260,7 +262,7 @@ func TestPoolTakeWaitsForAStartUnderWay(t *testing.T) {
 }
 
 func TestPoolTakeGivesUpOnAFailedStart(t *testing.T) {
-	p, begun, outcome := fakePool(t, true)
+	p, begun, outcome := fakePool(t, true, refillTimer)
 	<-begun
 	got := takeWaiting(t, context.Background(), p)
 	outcome <- errors.New("the fork server is down")
@@ -270,7 +272,7 @@ func TestPoolTakeGivesUpOnAFailedStart(t *testing.T) {
 }
 
 func TestPoolTakeEndsWithItsContext(t *testing.T) {
-	p, begun, _ := fakePool(t, true)
+	p, begun, _ := fakePool(t, true, refillTimer)
 	<-begun
 	ctx, cancel := context.WithCancel(context.Background())
 	got := takeWaiting(t, ctx, p)
@@ -281,7 +283,7 @@ func TestPoolTakeEndsWithItsContext(t *testing.T) {
 }
 
 func TestPoolTakeWaitsNotForAStartFromScratch(t *testing.T) {
-	p, begun, _ := fakePool(t, false)
+	p, begun, _ := fakePool(t, false, refillTimer)
 	<-begun
 	if sb := p.take(context.Background(), true); sb != nil {
 		t.Fatalf("take got %v with no sandbox ready", sb)
@@ -289,9 +291,66 @@ func TestPoolTakeWaitsNotForAStartFromScratch(t *testing.T) {
 }
 
 func TestPoolTakeBesideOtherRunsWaitsNot(t *testing.T) {
-	p, begun, _ := fakePool(t, true)
+	p, begun, _ := fakePool(t, true, refillTimer)
 	<-begun
 	if sb := p.take(context.Background(), false); sb != nil {
 		t.Fatalf("take got %v with no sandbox ready", sb)
+	}
+}
+
+// refillClock is a pool's refill timer that the test fires; armed says a
+// filler waits on it.
+type refillClock struct {
+	armed chan struct{}
+	fire  chan time.Time
+}
+
+func newRefillClock() *refillClock {
+	return &refillClock{armed: make(chan struct{}, 1), fire: make(chan time.Time)}
+}
+
+func (c *refillClock) after() <-chan time.Time {
+	c.armed <- struct{}{}
+	return c.fire
+}
+
+// refillWaiting takes the sandbox of a pool's first start, and returns
+// once the pool's filler waits on the refill clock, its next start not
+// begun.
+func refillWaiting(t *testing.T) (sb *proc, clock *refillClock, begun chan struct{}) {
+	t.Helper()
+	clock = newRefillClock()
+	p, begun, outcome := fakePool(t, true, clock.after)
+	<-begun
+	got := takeWaiting(t, context.Background(), p)
+	outcome <- nil
+	if sb = <-got; sb == nil {
+		t.Fatal("take got no sandbox from the start under way")
+	}
+	t.Cleanup(sb.destroy)
+	select {
+	case <-begun:
+		t.Fatal("the next start began beside the run that took the sandbox")
+	case <-clock.armed:
+	}
+	return sb, clock, begun
+}
+
+// TestPoolRefillsOnceTheRunEnded: the filler starts the next sandbox once
+// the run that took its last one has ended, not beside that run.
+func TestPoolRefillsOnceTheRunEnded(t *testing.T) {
+	sb, _, begun := refillWaiting(t)
+	sb.kill() // the run ends
+	<-begun
+}
+
+// TestPoolRefillsBesideALongRun: once the refill timer fires, the next
+// start begins beside a run still under way.
+func TestPoolRefillsBesideALongRun(t *testing.T) {
+	sb, clock, begun := refillWaiting(t)
+	clock.fire <- time.Time{}
+	<-begun
+	if !sb.alive() {
+		t.Fatal("the run ended")
 	}
 }
