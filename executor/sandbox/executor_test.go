@@ -78,7 +78,7 @@ func hostilePaths(t *testing.T, test func(t *testing.T, path sandbox.Config)) {
 func requireFull(t *testing.T, e *sandbox.Executor) {
 	t.Helper()
 	if r := e.Isolation(); r.Tier != sandbox.TierFull {
-		sandbox.MissingFullTier(t, "needs the full isolation tier; this machine has %q (layers off: see runblock doctor)", r.Tier)
+		sandbox.MissingFullTier(t, "needs the full isolation tier; this machine has %q (the stronger tiers failed: %+v)", r.Tier, r.FailedTiers)
 	}
 }
 

@@ -35,7 +35,7 @@ func newHardened(t *testing.T, cfg Config) *Executor {
 		t.Fatal(err)
 	}
 	if e.report.Tier != TierFull {
-		MissingFullTier(t, "needs the full isolation tier, have %q", e.report.Tier)
+		MissingFullTier(t, "needs the full isolation tier, have %q; the stronger tiers failed: %+v", e.report.Tier, e.report.FailedTiers)
 	}
 	if !cfg.DisableForkServer && e.fork == nil {
 		if e.plan.cgroup != nil {
