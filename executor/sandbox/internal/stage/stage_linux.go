@@ -103,6 +103,14 @@ func sandboxInit() {
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("open the shared memory tmpfs: %w", err))
 	}
+	// Python's nice value, set on this thread, which python inherits at
+	// its fork: it never runs at the init's, however late the init runs
+	// after the fork (set on python after it, a snippet sometimes began
+	// first under load, and the canary found nice 0). This thread keeps
+	// it; the supervision below runs on another.
+	if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), policy.SnippetNice); err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("python's nice value: %w", err))
+	}
 	// Lock down this thread only: python is forked from it and inherits
 	// its no_new_privs, Landlock domain and seccomp filter; the init's
 	// other threads never run sandbox code.
@@ -126,18 +134,24 @@ func sandboxInit() {
 	for _, fd := range files {
 		unix.Close(int(fd))
 	}
-	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, policy.SnippetNice); err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		die(protocol.FDInitStatus, fmt.Errorf("python's nice value: %w", err))
-	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("pidfd_open: %w", err))
 	}
 	w := watch{pidfd: pidfd, lifeline: -1, idle: int(policy.MemoryPoll.Milliseconds()), limit: spec.MemoryBytes,
 		memory: &counter{diag: newSocketDiag(diag), work: work, shm: shm, proc: "/proc"}}
-	st, err := w.supervise(coldRun{python: pid}, nil)
-	if err != nil {
+	// Supervised from a thread at the init's own nice value, which the
+	// runtime makes from a thread that was never locked down. This one
+	// waits: it is python's parent, whose end would be python's
+	// parent-death signal.
+	var st protocol.InitStatus
+	supervised := make(chan error)
+	go func() {
+		var err error
+		st, err = w.supervise(coldRun{python: pid}, nil)
+		supervised <- err
+	}()
+	if err := <-supervised; err != nil {
 		die(protocol.FDInitStatus, err)
 	}
 	st.Lockdown = steps
