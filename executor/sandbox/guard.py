@@ -46,7 +46,7 @@ def _runblock_run():
 
     # The protocol (protocol.go declares it; TestPythonProtocol holds these
     # lines to it): descriptors, argv slots, status lines.
-    REQUEST, STATUS, INIT_STATUS = 3, 4, 5  # protocol: FDRequest FDStatus FDInitStatus
+    REQUEST, STATUS, GATE = 3, 4, 5  # protocol: FDRequest FDStatus FDGate
     CONFIG, MODE, FONTCACHE, PRELOAD, SITE = 1, 2, 3, 4, 5  # protocol: GuardArgConfig GuardArgMode GuardArgFontCache GuardArgPreload GuardArgSite
     READY, STARTED = b"ready", b"started\n"  # protocol: StatusReady StatusStarted
     STEP_RLIMITS = b"rlimits"  # protocol: StepRlimits
@@ -58,9 +58,17 @@ def _runblock_run():
     forkserver = mode == "forkserver"
     steps = []  # the lockdown steps this python took, in order, for its ready line
     if not forkserver:
+        # A cold run's init opens the gate (its end of the pipe closes)
+        # once it supervises this python, counted once: nothing of the run
+        # comes before. Without an init (the tiers without namespaces)
+        # there is no gate.
+        try:
+            read(GATE, 1)
+        except OSError:
+            pass
         # The stages mark everything else close-on-exec; the tier without
         # them relies on this.
-        posix.closerange(INIT_STATUS, 1 << 30)
+        posix.closerange(GATE, 1 << 30)
         posix.set_inheritable(REQUEST, False)
         posix.set_inheritable(STATUS, False)
         for item in sys.argv[CONFIG].split(","):

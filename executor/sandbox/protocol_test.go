@@ -22,7 +22,7 @@ import (
 // literals), and the keys of protocol.ForkServerConf.
 func pythonProtocol() (lines map[string]string, confKeys []string) {
 	lines = map[string]string{
-		"FDRequest": strconv.Itoa(protocol.FDRequest), "FDStatus": strconv.Itoa(protocol.FDStatus), "FDInitStatus": strconv.Itoa(protocol.FDInitStatus),
+		"FDRequest": strconv.Itoa(protocol.FDRequest), "FDStatus": strconv.Itoa(protocol.FDStatus), "FDGate": strconv.Itoa(protocol.FDGate),
 		"GuardArgConfig": strconv.Itoa(protocol.GuardArgConfig), "GuardArgMode": strconv.Itoa(protocol.GuardArgMode),
 		"GuardArgFontCache": strconv.Itoa(protocol.GuardArgFontCache), "GuardArgPreload": strconv.Itoa(protocol.GuardArgPreload),
 		"GuardArgSite":  strconv.Itoa(protocol.GuardArgSite),

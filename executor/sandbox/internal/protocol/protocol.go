@@ -24,6 +24,11 @@
 //	                                once the request is in; the locker's
 //	                                "error: ..." (die); at most StatusMax
 //	                                bytes are read
+//	init → python     FDGate        nothing: the init closes its end once it
+//	                                supervises python, its memory counted
+//	                                once; the guard waits for that EOF
+//	                                before anything else (where no init
+//	                                starts python, FDGate is not open)
 //	init → service    FDInitStatus  InitStatus, one JSON line (a setup error,
 //	                                or how python ended and its files, and
 //	                                the lockdown steps the init took); at
@@ -35,10 +40,10 @@
 // <bytes>\n<path><content>"; flags is a sum of the Request flags below.
 //
 // Python gets descriptors 0 to 4 (stdin, stdout, stderr, FDRequest,
-// FDStatus) and the guard closes FDRequest and FDStatus before the snippet
-// runs; every descriptor from FDInitStatus on is closed in python (the
-// stages mark them close-on-exec; the guard closes them where there is no
-// stage). Nothing python writes decides its verdict: that comes from the
+// FDStatus), and FDGate from a cold run's init; the guard closes FDGate
+// once it opened, and FDRequest and FDStatus before the snippet runs;
+// every other descriptor is closed in python (the stages mark them
+// close-on-exec; the guard closes them where there is no stage). Nothing python writes decides its verdict: that comes from the
 // wait status, the init's report or the sandbox process's own.
 //
 // The fork server (the service's forkServer.launch):
@@ -104,6 +109,9 @@ const (
 	FDRequest    = 3 // read end: the snippet's source
 	FDStatus     = 4 // write end: guard's "ready", "started"; the locker's "error: ..."
 	FDInitStatus = 5 // write end: the init's setup error or python's end (JSON); never python's
+	// FDGate is python's read end of its init's gate (a cold run's):
+	// FDInitStatus's place, which python never holds.
+	FDGate = FDInitStatus
 	// FDForkControl is the fork server's control socket, in its init and
 	// in the fork server: FDRequest's place.
 	FDForkControl = FDRequest

@@ -103,6 +103,12 @@ func sandboxInit() {
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("open the shared memory tmpfs: %w", err))
 	}
+	// Python's gate (protocol.FDGate): its guard waits until the init
+	// supervises it, so that a late init misses nothing of the run.
+	gate := make([]int, 2)
+	if err := unix.Pipe2(gate, unix.O_CLOEXEC); err != nil {
+		die(protocol.FDInitStatus, fmt.Errorf("python's gate: %w", err))
+	}
 	// Python's nice value, set on this thread, which python inherits at
 	// its fork: it never runs at the init's, however late the init runs
 	// after the fork (set on python after it, a snippet sometimes began
@@ -120,7 +126,7 @@ func sandboxInit() {
 	// syscall.ForkExec, not os.StartProcess: the latter first probes pidfd
 	// support by forking a throwaway child, once per process, so per run.
 	cred := &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups}
-	files := []uintptr{0, 1, 2, protocol.FDRequest, protocol.FDStatus}
+	files := []uintptr{0, 1, 2, protocol.FDRequest, protocol.FDStatus, uintptr(gate[0])}
 	pid, err := syscall.ForkExec(spec.Python, append([]string{spec.Python}, spec.Args...), &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
@@ -148,7 +154,7 @@ func sandboxInit() {
 	supervised := make(chan error)
 	go func() {
 		var err error
-		st, err = w.supervise(coldRun{python: pid}, nil)
+		st, err = w.supervise(coldRun{python: pid}, func() error { return unix.Close(gate[1]) })
 		supervised <- err
 	}()
 	if err := <-supervised; err != nil {
