@@ -22,15 +22,7 @@ import (
 // Started here as the tier without a stage starts python, with the gate
 // added.
 func TestGuardWaitsForItsGate(t *testing.T) {
-	py, err := findPython(context.Background(), "")
-	if err != nil {
-		t.Skipf("no python: %v", err)
-	}
-	pl, err := newPlan(py, layerSet{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl.hostUID = -1
+	pl := guardPlan(t)
 	cmd, err := pl.command(context.Background(), pl.spec(limits{Timeout: 10 * time.Second, Memory: 256 << 20}, t.TempDir()), -1, -1)
 	if err != nil {
 		t.Fatal(err)

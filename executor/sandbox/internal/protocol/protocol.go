@@ -41,10 +41,11 @@
 //
 // Python gets descriptors 0 to 4 (stdin, stdout, stderr, FDRequest,
 // FDStatus), and FDGate from a cold run's init; the guard closes FDGate
-// once it opened, and FDRequest and FDStatus before the snippet runs;
-// every other descriptor is closed in python (the stages mark them
-// close-on-exec; the guard closes them where there is no stage). Nothing python writes decides its verdict: that comes from the
-// wait status, the init's report or the sandbox process's own.
+// once it opened, and FDRequest and FDStatus before the snippet runs; every
+// other descriptor is closed in python (the stages mark them close-on-exec;
+// the guard closes them where there is no stage). Nothing python writes
+// decides its verdict: that comes from the wait status, the init's report
+// or the sandbox process's own.
 //
 // The fork server (the service's forkServer.launch):
 //
