@@ -109,6 +109,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	at := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(at(0.5), "p50-ms")
 	b.ReportMetric(at(0.9), "p90-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
 }
 
 type humanEvalProblem struct {

@@ -9,46 +9,72 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// Stat is a stat file's fields from the third, the state, on: field n of
-// proc(5) is Stat[n-3]. Its zero value is a stat that could not be read.
-type Stat []string
+// Stat is a stat file's text from its third field, the state, on. Its
+// zero value is a stat that could not be read.
+type Stat string
 
-// Parse reads the fields of a stat file's text; nil where it holds no
-// ')'.
+// Parse reads the fields of a stat file's text; "" where it holds no ')'.
 func Parse(text []byte) Stat {
 	i := bytes.LastIndexByte(text, ')')
 	if i < 0 {
-		return nil
+		return ""
 	}
-	return strings.Fields(string(text[i+1:]))
+	return Stat(text[i+1:])
 }
 
-// Read reads the stat file in dir, a /proc/PID directory.
+// maxStat bounds a stat file: 52 fields of at most 20 digits each, and a
+// name of at most 64 bytes.
+const maxStat = 2048
+
+// Read reads the stat file in dir, a /proc/PID directory, allocating only
+// what it returns: the service reads a session's at every cell's end.
 func Read(dir string) (Stat, error) {
-	b, err := os.ReadFile(dir + "/stat")
+	path := dir + "/stat"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return "", &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return Parse(b), nil
+	defer unix.Close(fd)
+	var buf [maxStat]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return "", &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	return Parse(buf[:n]), nil
+}
+
+// field is field n as proc(5) numbers them; "" where the stat has none.
+func (s Stat) field(n int) string {
+	i := 3
+	for f := range strings.FieldsSeq(string(s)) {
+		if i == n {
+			return f
+		}
+		i++
+	}
+	return ""
 }
 
 // Int is field n as proc(5) numbers them (4 the parent, 5 the process
 // group, 14 and 15 the user and system ticks, 52 the exit code); false
 // where the stat has no such field or it is no number.
 func (s Stat) Int(n int) (int64, bool) {
-	if n < 3 || n-3 >= len(s) {
+	f := s.field(n)
+	if f == "" {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(s[n-3], 10, 64)
+	v, err := strconv.ParseInt(f, 10, 64)
 	return v, err == nil
 }
 
 // State is the process's state (R, S, T, Z...); 0 where unknown.
 func (s Stat) State() byte {
-	if len(s) > 0 && len(s[0]) == 1 {
-		return s[0][0]
+	if f := s.field(3); len(f) == 1 {
+		return f[0]
 	}
 	return 0
 }

@@ -159,19 +159,32 @@ func memoryLines(path string, keys [][]byte, buf []byte) (kB int64, found, ok bo
 	}
 	n, _ := unix.Read(fd, buf)
 	unix.Close(fd)
-	for _, line := range bytes.Split(buf[:max(n, 0)], []byte("\n")) {
+	// Line by line, in buf: a session's every cell counts (see Counted),
+	// and what a count allocates is the service's garbage.
+	for text := buf[:max(n, 0)]; len(text) > 0; {
+		var line []byte
+		line, text, _ = bytes.Cut(text, []byte("\n"))
 		for _, key := range keys {
-			if bytes.HasPrefix(line, key) {
+			if value, ok := bytes.CutPrefix(line, key); ok {
 				found = true
-				f := bytes.Fields(line)
-				if len(f) >= 2 {
-					v, _ := strconv.ParseInt(string(f[1]), 10, 64)
-					kB += v
-				}
+				kB += leadingNumber(value)
 			}
 		}
 	}
 	return kB << 10, found, true
+}
+
+// leadingNumber is the decimal number that value starts with past its
+// blanks ("  1234 kB": 1234); 0 where it starts with none.
+func leadingNumber(value []byte) int64 {
+	var n int64
+	for _, c := range bytes.TrimLeft(value, " \t") {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
 }
 
 // smapsShare reads the /proc/PID/smaps file at path: the memory of the

@@ -102,3 +102,25 @@ func TestCheckTmpfs(t *testing.T) {
 		t.Errorf("over %d under limit", over.Load())
 	}
 }
+
+// TestMemoryLines: a status file's lines of the keys are summed, in
+// bytes, without allocating (the service counts a session at every cell's
+// end, and each session's init every few milliseconds).
+func TestMemoryLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "status")
+	status := "Name:\tpython3\nRssAnon:\t    1234 kB\nRssFile:\t  99 kB\nRssShmem:\t10 kB\nHugetlbPages:\t       0 kB"
+	if err := os.WriteFile(path, []byte(status), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	if kB, found, ok := memoryLines(path, rssKeys, buf); kB != 1244<<10 || !found || !ok {
+		t.Errorf("read %d bytes (found %v, ok %v), want %d", kB, found, ok, 1244<<10)
+	}
+	if kB, found, ok := memoryLines(filepath.Join(t.TempDir(), "gone"), rssKeys, buf); kB != 0 || found || !ok {
+		t.Errorf("a process gone: %d bytes (found %v, ok %v), want none, not found, ok", kB, found, ok)
+	}
+	// The path as a C string, no more.
+	if n := testing.AllocsPerRun(100, func() { memoryLines(path, rssKeys, buf) }); n > 1 {
+		t.Errorf("a read allocates %.0f times, want at most 1", n)
+	}
+}
