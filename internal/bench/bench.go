@@ -266,7 +266,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 			b.skip("plot launches", plot)
 		}
 		r.Launches = b.launches(ctx, py.Path, plot == "" && !opts.SkipPlot)
-		r.LaunchRuns, r.LaunchGapMS = b.launchRuns, ms(b.launchGap)
+		r.LaunchRuns, r.LaunchSequentialRuns, r.LaunchGapMS = b.launchRuns, sequentialScale*b.launchRuns, ms(b.launchGap)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

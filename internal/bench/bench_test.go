@@ -154,11 +154,18 @@ func TestMeasureSmoke(t *testing.T) {
 	})
 
 	t.Run("launches", func(t *testing.T) {
+		if r.LaunchRuns != 3 || r.LaunchSequentialRuns != 30 {
+			t.Errorf("%d launches a pattern, %d one after another; want 3, 30", r.LaunchRuns, r.LaunchSequentialRuns)
+		}
 		var got []string
 		for _, l := range r.Launches {
 			got = append(got, l.Name+" "+l.Pattern)
-			if l.Error != "" || l.Runs != 3 || l.OK != 3 || l.P50MS <= 0 || l.P50MS > l.P99MS {
-				t.Errorf("%s %s: %+v, want 3 of 3 launches, consistent figures", l.Name, l.Pattern, l)
+			n := 3 // LaunchRuns; ten times that one after another
+			if l.Pattern == patternSequential {
+				n = 30
+			}
+			if l.Error != "" || l.Runs != n || l.OK != n || l.P50MS <= 0 || l.P50MS > l.P99MS {
+				t.Errorf("%s %s: %+v, want %d of %d launches, consistent figures", l.Name, l.Pattern, l, n, n)
 			}
 		}
 		want := []string{"floor sequential", "floor staggered", "floor burst", "hello sequential", "hello staggered", "hello burst", "cell sequential", "cell staggered", "cell burst",

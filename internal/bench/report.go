@@ -59,10 +59,12 @@ type Report struct {
 	Plot      []PlotRow `json:"plot,omitempty"`
 	PlotGapMS float64   `json:"plot_gap_ms,omitempty"`
 	// Launches are the launch section: each kind of launch in each
-	// pattern, LaunchRuns launches, LaunchGapMS apart when staggered.
-	Launches    []LaunchStats `json:"launches,omitempty"`
-	LaunchRuns  int           `json:"launch_runs,omitempty"`
-	LaunchGapMS float64       `json:"launch_gap_ms,omitempty"`
+	// pattern, LaunchRuns launches (LaunchSequentialRuns one after
+	// another), LaunchGapMS apart when staggered.
+	Launches             []LaunchStats `json:"launches,omitempty"`
+	LaunchRuns           int           `json:"launch_runs,omitempty"`
+	LaunchSequentialRuns int           `json:"launch_sequential_runs,omitempty"`
+	LaunchGapMS          float64       `json:"launch_gap_ms,omitempty"`
 	// IdleSessions is what live sessions cost while idle (idle.go).
 	IdleSessions *IdleSessions `json:"idle_sessions,omitempty"`
 	// Start is the start section: `runblock executor` to ready and to
@@ -674,7 +676,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Launches) > 0 {
 		b.WriteString("\n")
 		fmt.Fprintf(&b, "launches, through the scheduler (%d at once, the rest queued): %d one after another, %d one every %.0f ms, %d at once;\n",
-			r.Concurrency[len(r.Concurrency)-1], r.LaunchRuns, r.LaunchRuns, r.LaunchGapMS, r.LaunchRuns)
+			r.Concurrency[len(r.Concurrency)-1], r.LaunchSequentialRuns, r.LaunchRuns, r.LaunchGapMS, r.LaunchRuns)
 		b.WriteString("from the request to the answer, percentiles of the launches that worked\n")
 		lt := table{head: []string{"launch", "pattern", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "success"}}
 		for _, l := range r.Launches {

@@ -129,14 +129,15 @@ func sample() *Report {
 			{Name: launchCellValue, Label: "'hello' shown as a cell's value, live session", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.9, P95MS: 1.5, P99MS: 1.7, P999MS: 3, WallS: 0.1},
 			{Name: launchFloor, Label: "a pipe round trip to a bare python (floor)", Pattern: patternSequential, Runs: 100, OK: 100, P50MS: 0.021, P95MS: 0.05, P99MS: 0.17, P999MS: 1.2, WallS: 0.01},
 		},
-		LaunchRuns:  100,
-		LaunchGapMS: 50,
-		Start:       &StartStats{Runs: 10, OK: 10, ReadyP50MS: 450, ReadyMaxMS: 900, FirstRunP50MS: 470, FirstRunMaxMS: 930},
-		Skipped:     []Skip{{Part: "original execute_code", Why: "--quick (it takes half a minute)"}},
-		Notes:       []string{"launch plot, executor prefork (2), burst: 1 of 100 failed (1 by the service)"},
-		ElapsedS:    95.5,
-		LoadStart:   "0.91",
-		LoadEnd:     "2.43",
+		LaunchRuns:           100,
+		LaunchSequentialRuns: 1000,
+		LaunchGapMS:          50,
+		Start:                &StartStats{Runs: 10, OK: 10, ReadyP50MS: 450, ReadyMaxMS: 900, FirstRunP50MS: 470, FirstRunMaxMS: 930},
+		Skipped:              []Skip{{Part: "original execute_code", Why: "--quick (it takes half a minute)"}},
+		Notes:                []string{"launch plot, executor prefork (2), burst: 1 of 100 failed (1 by the service)"},
+		ElapsedS:             95.5,
+		LoadStart:            "0.91",
+		LoadEnd:              "2.43",
 	}
 }
 
