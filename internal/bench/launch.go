@@ -176,9 +176,9 @@ const sequentialScale = 10
 
 // launchRows measures every launcher in every pattern, b.launchRuns
 // launches each (sequentialScale times that one after another), and
-// notes the failures. Each pattern starts once the
-// processes below the bench settle: what the last one left (a burst's
-// hundred sandboxes ending, the pool refilling) is not the next one's.
+// notes the failures. Each pattern starts once the processes below the
+// bench settle: what the last one left (a burst's hundred sandboxes
+// ending, the pool refilling) is not the next one's.
 func (b *benchmark) launchRows(ctx context.Context, ls []launcher) []LaunchStats {
 	var out []LaunchStats
 	for _, l := range ls {

@@ -17,7 +17,8 @@ import (
 // zero value is a stat that could not be read.
 type Stat string
 
-// Parse reads the fields of a stat file's text; "" where it holds no ')'.
+// Parse is the stat of a stat file's text, its fields read as they are
+// asked for; "" where the text holds no ')'.
 func Parse(text []byte) Stat {
 	i := bytes.LastIndexByte(text, ')')
 	if i < 0 {
