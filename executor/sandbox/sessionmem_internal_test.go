@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -133,51 +132,4 @@ func BenchmarkSessionMemoryCount(b *testing.B) {
 			scanNamespace(s.pidNS)
 		}
 	})
-}
-
-// TestProcessesListsPIDDirectories: a listing keeps the PID directories
-// of a proc mount, past what one read of the directory holds, and
-// allocates only what it returns (the service lists a session's processes
-// at every cell's end).
-func TestProcessesListsPIDDirectories(t *testing.T) {
-	proc := t.TempDir()
-	var want []string
-	for i := range 600 {
-		name := strconv.Itoa(i)
-		if err := os.Mkdir(path.Join(proc, name), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if i > 0 {
-			want = append(want, proc+"/"+name)
-		}
-	}
-	for _, name := range []string{"self", "meminfo", "thread-self"} {
-		if err := os.Mkdir(path.Join(proc, name), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := processes(proc, nil)
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("listed %d directories, want the %d PID ones (not 0, self, meminfo, thread-self)", len(got), len(want))
-	}
-	if got := processes(proc, func(dir string) bool { return path.Base(dir) == "7" }); !slices.Equal(got, []string{proc + "/7"}) {
-		t.Errorf("matching 7: %v", got)
-	}
-	if got := processes(path.Join(proc, "none"), nil); got != nil {
-		t.Errorf("a proc that is not there: %v", got)
-	}
-
-	small := t.TempDir()
-	for _, name := range []string{"1", "42", "self"} {
-		if err := os.Mkdir(path.Join(small, name), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The path as a C string, two directories' paths, the slice holding
-	// them (grown twice).
-	if n := testing.AllocsPerRun(100, func() { processes(small, nil) }); n > 5 {
-		t.Errorf("a listing of two processes allocates %.0f times, want at most 5", n)
-	}
 }

@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
-	"encoding/binary"
 	"os"
 	"path"
 	"slices"
@@ -137,45 +135,11 @@ func sessionInit(link string) (init, pidNS string) {
 }
 
 // processes are the PID directories of the proc mount at proc that
-// match; all of them when match is nil; none when proc cannot be read.
-// The directory is read into a buffer here, and only the PID directories'
-// names are kept: the service lists a session's processes several times
-// at every cell's end (see hold, held, running), and what a listing
-// allocates is its garbage.
+// match (see stage.Processes); none when proc cannot be read.
 func processes(proc string, match func(dir string) bool) []string {
-	fd, err := unix.Open(proc, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(fd)
-	var procs []string
-	var buf [8192]byte
-	for {
-		n, err := unix.Getdents(fd, buf[:])
-		if err != nil || n <= 0 {
-			return procs
-		}
-		for b := buf[:n]; len(b) >= direntName; {
-			// linux_dirent64: its length at 16, its name at 19, ended by a NUL.
-			reclen := int(binary.NativeEndian.Uint16(b[16:]))
-			if reclen < direntName || reclen > len(b) {
-				return procs
-			}
-			name := b[direntName:reclen]
-			name = name[:max(bytes.IndexByte(name, 0), 0)]
-			b = b[reclen:]
-			if len(name) == 0 || name[0] < '1' || name[0] > '9' {
-				continue
-			}
-			if dir := proc + "/" + string(name); match == nil || match(dir) {
-				procs = append(procs, dir)
-			}
-		}
-	}
+	procs, _ := stage.Processes(proc, match)
+	return procs
 }
-
-// direntName is where a linux_dirent64's name starts.
-const direntName = 19
 
 // statField is field n (4: the parent, 5: the process group) of the stat
 // file in dir, a /proc/PID directory; -1 when it cannot be read.

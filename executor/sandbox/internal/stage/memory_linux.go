@@ -2,6 +2,7 @@ package stage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -35,22 +36,58 @@ type counter struct {
 func (c *counter) count(limit int64, walking func() (done func())) (total int64, complete, recounted bool) {
 	held, _ := c.diag.memory() // 0 where the kernel has no unix_diag
 	held += c.tmpfs()
-	d, err := os.Open(c.proc)
+	procs, err := Processes(c.proc, func(dir string) bool { return dir[len(c.proc)+1:] != "1" })
 	if err != nil {
 		return held, false, false
 	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	var procs []string
 	c.seen = c.seen[:0]
-	for _, name := range names {
-		if name != "1" && name[0] >= '1' && name[0] <= '9' {
-			procs = append(procs, c.proc+"/"+name)
-			c.seen = append(c.seen, name)
-		}
+	for _, dir := range procs {
+		c.seen = append(c.seen, dir[len(c.proc)+1:])
 	}
 	return countRun(held, procs, limit, walking)
 }
+
+// Processes are the PID directories of the proc mount at proc
+// (proc/PID) that match; all of them when match is nil; an error where
+// proc cannot be opened (a read that fails ends the listing). The
+// directory is read into a buffer here, and only the PID directories'
+// names are kept: a run's init lists its processes at every count, and
+// the service a session's several times at every cell's end, and what a
+// listing allocates is their garbage.
+func Processes(proc string, match func(dir string) bool) ([]string, error) {
+	fd, err := unix.Open(proc, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: proc, Err: err}
+	}
+	defer unix.Close(fd)
+	var procs []string
+	var buf [8192]byte
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if err != nil || n <= 0 {
+			return procs, nil
+		}
+		for b := buf[:n]; len(b) >= direntName; {
+			// linux_dirent64: its length at 16, its name at 19, ended by a NUL.
+			reclen := int(binary.NativeEndian.Uint16(b[16:]))
+			if reclen < direntName || reclen > len(b) {
+				return procs, nil
+			}
+			name := b[direntName:reclen]
+			name = name[:max(bytes.IndexByte(name, 0), 0)]
+			b = b[reclen:]
+			if len(name) == 0 || name[0] < '1' || name[0] > '9' {
+				continue
+			}
+			if dir := proc + "/" + string(name); match == nil || match(dir) {
+				procs = append(procs, dir)
+			}
+		}
+	}
+}
+
+// direntName is where a linux_dirent64's name starts.
+const direntName = 19
 
 // tmpfs is the use of the run's work dir and shared memory tmpfs: a
 // floor of what the run holds, read in two system calls.

@@ -3,6 +3,7 @@ package stage
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -122,5 +123,55 @@ func TestMemoryLines(t *testing.T) {
 	// The path as a C string, no more.
 	if n := testing.AllocsPerRun(100, func() { memoryLines(path, rssKeys, buf) }); n > 1 {
 		t.Errorf("a read allocates %.0f times, want at most 1", n)
+	}
+}
+
+// TestProcessesListsPIDDirectories: a listing keeps the PID directories
+// of a proc mount, past what one read of the directory holds, and
+// allocates only what it returns (the service lists a session's processes
+// at every cell's end, a run's init at every count).
+func TestProcessesListsPIDDirectories(t *testing.T) {
+	proc := t.TempDir()
+	var want []string
+	for i := range 600 {
+		name := strconv.Itoa(i)
+		if err := os.Mkdir(filepath.Join(proc, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			want = append(want, proc+"/"+name)
+		}
+	}
+	for _, name := range []string{"self", "meminfo", "thread-self"} {
+		if err := os.Mkdir(filepath.Join(proc, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Processes(proc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %d directories, want the %d PID ones (not 0, self, meminfo, thread-self)", len(got), len(want))
+	}
+	if got, err := Processes(proc, func(dir string) bool { return filepath.Base(dir) == "7" }); err != nil || !slices.Equal(got, []string{proc + "/7"}) {
+		t.Errorf("matching 7: %v, %v", got, err)
+	}
+	if got, err := Processes(filepath.Join(proc, "none"), nil); got != nil || err == nil {
+		t.Errorf("a proc that is not there: %v, %v; want none and an error", got, err)
+	}
+
+	small := t.TempDir()
+	for _, name := range []string{"1", "42", "self"} {
+		if err := os.Mkdir(filepath.Join(small, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The path as a C string, two directories' paths, the slice holding
+	// them (grown twice).
+	if n := testing.AllocsPerRun(100, func() { _, _ = Processes(small, nil) }); n > 5 {
+		t.Errorf("a listing of two processes allocates %.0f times, want at most 5", n)
 	}
 }
