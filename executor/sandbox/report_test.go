@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 )
@@ -23,5 +25,34 @@ func TestReadReportBounded(t *testing.T) {
 	}
 	if r.Len() != 0 {
 		t.Fatalf("%d bytes of a report over its bound left unread", r.Len())
+	}
+}
+
+// TestReadReportEndsAtItsLine: the report is read when its line has
+// come, not when the init closes the pipe: a forked run's init reports
+// while python's teardown still goes on, and closes it after.
+func TestReadReportEndsAtItsLine(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	line := []byte(`{"exited":true,"exit_code":0,"signal":0}` + "\n")
+	if _, err := w.Write(line); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := readReport(r, protocol.CollectLimits{})
+		got <- b
+	}()
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, line) {
+			t.Fatalf("read %q, want %q", b, line)
+		}
+	case <-time.After(time.Minute):
+		w.Close() // ends the read
+		t.Fatal("the report was not read until its pipe closed")
 	}
 }
