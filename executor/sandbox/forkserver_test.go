@@ -543,3 +543,31 @@ func TestForkedRunThreadsAfterFork(t *testing.T) {
 		})
 	}
 }
+
+// TestForkedRunEndsAsPythonExits: python touches its work dir as it
+// exits, and its init then reads how it ended before the kernel has freed
+// its memory. The init trusts nothing of the touch: a snippet that
+// touches the work dir itself runs on to its end, whose status is the
+// kernel's, and an exit after the touch reports the output whole.
+func TestForkedRunEndsAsPythonExits(t *testing.T) {
+	for _, pool := range []int{0, 1} {
+		e := newForking(t, Config{Pool: pool})
+		for _, c := range []struct {
+			name, code, stdout, signal string
+			exit                       int
+		}{
+			{"touched, then runs on", "import os, time\nos.utime('.')\ntime.sleep(0.05)\nprint('after')\nraise SystemExit(3)", "after\n", "", 3},
+			{"touched, then killed", "import os, signal\nprint('before', flush=True)\nos.utime('.')\nos.kill(os.getpid(), signal.SIGKILL)", "before\n", "SIGKILL", -1},
+			{"exits with much output", "import sys\nsys.stdout.write('x' * 60000)\nsys.exit(5)", strings.Repeat("x", 60000), "", 5},
+			{"exits as a cell", "open('left.txt', 'w').write('data')\nprint('ok')", "ok\n", "", 0},
+		} {
+			res, err := e.Run(context.Background(), executor.Request{Code: c.code, Script: true})
+			if err != nil || res.Stdout != c.stdout || res.Signal != c.signal || res.ExitCode != c.exit {
+				t.Errorf("pool %d, %s: %v; stdout %d bytes %.40q, signal %q, exit %d; want %.40q, %q, %d", pool, c.name, err, len(res.Stdout), res.Stdout, res.Signal, res.ExitCode, c.stdout, c.signal, c.exit)
+			}
+			if c.name == "exits as a cell" && (len(res.Files) != 1 || string(res.Files[0].Content) != "data") {
+				t.Errorf("pool %d: the file left: %+v", pool, res.Files)
+			}
+		}
+	}
+}

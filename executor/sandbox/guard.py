@@ -353,17 +353,24 @@ def _runblock_run():
                     close(fd)
             except OSError as exc:
                 sys.stderr.write("runblock: the run's displays could not be passed on: %s\n" % exc)
-    _runblock_exit(status, main, last)
+    _runblock_exit(status, main, last, workdir)
 
 
-def _runblock_exit(status, main, last=None):
+def _runblock_exit(status, main, last=None, workdir=None):
     """Ends the run as the interpreter's exit does (non-daemon threads
     joined, atexit handlers run, the snippet's objects released so that the
     files it left open are flushed, the streams flushed), without then
     tearing down every module: in a fork of the fork server that touches,
     and so copies, the whole inherited heap. last, when given, is called
     once everything is flushed, just before the exit (a session's last
-    cell sends its end there)."""
+    cell sends its end there). Last of all, where workdir is given, it
+    closes its standard streams and touches workdir's times: a forked
+    run's init watches them, and from that touch reads how python ended
+    as soon as the kernel has taken python's memory from it, not once it
+    has freed it (about half of a pre-forked print('hello') went to that);
+    the service reads the end of its output as soon, not once the streams
+    close with the rest. The init trusts nothing of the touch (see
+    forkedRun.exiting in stage's forkserver_linux.go)."""
     import atexit
     import gc
     import posix
@@ -406,6 +413,16 @@ def _runblock_exit(status, main, last=None):
             pass
     if last is not None:
         last()
+    if workdir is not None:
+        for fd in (0, 1, 2):
+            try:
+                posix.close(fd)
+            except OSError:
+                pass
+        try:
+            posix.utime(workdir)
+        except OSError:
+            pass
     posix._exit(status & 0xFF)
 
 
@@ -629,7 +646,7 @@ def _runblock_session(head, workdir, save_open_figures, prepared):
                 del codes
                 save_open_figures(failed)
         if status is not None:
-            _runblock_exit(status, main, lambda: end(nonce, EXITED))
+            _runblock_exit(status, main, lambda: end(nonce, EXITED), workdir)
         if failed is not None:
             _runblock_report(failed, tb, source, filename, colour)
             failed = tb = None

@@ -80,6 +80,13 @@
 // its credentials, its work dir and a sock_diag socket) and the init
 // answers "{}" with the Landlock ruleset, or python sends ForkHello.Error
 // (ForkErrorMax characters at most) when its run could not be made.
+// As it exits, python closes its descriptors 0 to 2 and touches the times
+// of its work dir (guard.py's _runblock_exit): the init, which watches
+// the work dir's attributes, then reads how python ended from its stat
+// file once the kernel says it is exiting, and reports (the report is one
+// line, ended by a newline, and the service reads no further), without
+// waiting for its memory to be freed. The touch decides nothing: where
+// the kernel does not say python is exiting, the init stops watching.
 package protocol
 
 import (

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
@@ -46,7 +47,7 @@ func sandboxForkServer() {
 	unix.Close(protocol.FDStatus)
 	nets := make(chan int, netsAhead)
 	go makeNetNamespaces(nets)
-	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock, nets)
+	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock, nets, newExitWatcher())
 	var st protocol.InitStatus
 	for {
 		var ws unix.WaitStatus
@@ -70,7 +71,7 @@ func sandboxForkServer() {
 // descriptors and a back channel to the fork server (zygote), and
 // supervises each run. When the service closes ctl, it kills the fork
 // server.
-func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, nets <-chan int) {
+func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, nets <-chan int, exits *exitWatcher) {
 	buf := make([]byte, protocol.ForkRequestMax)
 	oob := make([]byte, unix.CmsgSpace(protocol.RunFDs*4))
 	for {
@@ -91,7 +92,7 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, nets <-chan int
 			}
 			continue
 		}
-		go superviseFork(zygote, fds, run, landlock, nets)
+		go superviseFork(zygote, fds, run, landlock, nets, exits)
 	}
 }
 
@@ -160,7 +161,7 @@ func receivedFDs(oob []byte) []int {
 // the run, collects the files left in its work dir and reports how python
 // ended on the report descriptor, which python never held. When the
 // service closes the lifeline it kills the run without a report.
-func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet, nets <-chan int) {
+func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet, nets <-chan int, exits *exitWatcher) {
 	reportFD, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
 	defer unix.Close(reportFD)
 	defer unix.Close(lifeline)
@@ -261,7 +262,9 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		fail(fmt.Errorf("python's nice value: %w", err))
 		return
 	}
-	st, err := superviseForked(python, lifeline, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
+	exit, unwatch := exits.watch(work)
+	defer unwatch()
+	st, err := superviseForked(python, lifeline, exit, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
 		return answerHello(back[0], python, landlock)
 	})
 	if errors.Is(err, errLifeline) {
@@ -329,8 +332,9 @@ type forkedRun struct {
 
 // superviseForked supervises the forked run of python (see
 // watch.supervise), counting its memory with mem (which it completes with
-// the run's init and PID namespace) against limit.
-func superviseForked(python, lifeline int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
+// the run's init and PID namespace) against limit, watching exit (see
+// watch.exit; -1: none).
+func superviseForked(python, lifeline, exit int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
 	// Until the run is killed, python's pid, stat file and namespace links
 	// stay its own, even once it ended.
 	pidfd, err := unix.PidfdOpen(python, 0)
@@ -363,18 +367,75 @@ func superviseForked(python, lifeline int, limit int64, mem *counter, start func
 	if err != nil {
 		return protocol.InitStatus{}, err
 	}
-	w := watch{pidfd: pidfd, lifeline: lifeline, idle: -1, memory: mem, limit: limit}
+	w := watch{pidfd: pidfd, lifeline: lifeline, exit: exit, idle: -1, memory: mem, limit: limit}
 	return w.supervise(forkedRun{python: python, initfd: initfd, inner: inner}, start)
 }
 
-// end reads how python ended once it did: a zombie until its init dies,
-// its status is in its stat file.
+// end reads how python ended once it did, or once it is exiting (see
+// exiting): a zombie until its init dies, its status is in its stat
+// file, where the kernel writes it before it frees python's memory.
 func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
 	if !exited {
 		return 0, false, nil
 	}
 	ws, err := exitStatus(r.python)
 	return ws, true, err
+}
+
+// exiting reports whether python is exiting: every thread of it has begun
+// its exit, so that none runs the snippet's code again, and the kernel
+// has taken python's memory from it, after setting the status it exits
+// with (do_exit in the kernel's exit.c: exit_code, then exit_mm); end
+// then reads that status from its stat file, as it reads a zombie's. It
+// asks again every exitPoll for up to exitWait: python touches its work
+// dir just before its exit. Nothing here trusts the touch, which the
+// snippet can make too: where python is not exiting by then, it is false.
+func (r forkedRun) exiting() bool {
+	deadline := time.Now().Add(exitWait)
+	for !exiting(r.python) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		_ = unix.Nanosleep(&unix.Timespec{Nsec: exitPoll.Nanoseconds()}, nil)
+	}
+	return true
+}
+
+// exitWait bounds how long exiting waits for python's exit after its
+// touch, which python makes just before it exits (a thread of it held in
+// a system call exits at the call's end), and exitPoll is how often it
+// asks meanwhile.
+const (
+	exitWait = time.Millisecond
+	exitPoll = 20 * time.Microsecond
+)
+
+// pfExiting is the flag of a task that has begun its exit (PF_EXITING of
+// the kernel's sched.h), in the flags of its stat file.
+const pfExiting = 0x4
+
+// exiting reports whether every thread of pid is exiting and pid's memory
+// is taken from it (its stat's virtual size is 0).
+func exiting(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	s, err := procstat.Read(dir)
+	flags, ok := s.Int(9)
+	vsize, ok2 := s.Int(23)
+	if err != nil || !ok || !ok2 || flags&pfExiting == 0 || vsize != 0 {
+		return false
+	}
+	tasks, err := Processes(dir+"/task", nil)
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		s, err := procstat.Read(task)
+		flags, ok := s.Int(9)
+		if err != nil || !ok || flags&pfExiting == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // kill kills the run's init, which ends every process of the run, and
@@ -387,8 +448,8 @@ func (r forkedRun) kill() {
 // signal kills the run's init, which ends every process of the run.
 func (r forkedRun) signal() { _ = unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0) }
 
-// alone: python's zombie is all there is (its pid in the run's PID
-// namespace, as the count names it), or not even that.
+// alone: python, exiting or a zombie, is all there is (its pid in the
+// run's PID namespace, as the count names it), or not even that.
 func (r forkedRun) alone(pids []string) bool {
 	return len(pids) == 0 || len(pids) == 1 && pids[0] == r.inner
 }
@@ -418,7 +479,8 @@ func parentOf(pid int) (int, error) {
 	return int(ppid), nil
 }
 
-// exitStatus is the wait status of pid, a zombie, from its stat file.
+// exitStatus is the wait status of pid, exiting or a zombie, from its
+// stat file.
 func exitStatus(pid int) (unix.WaitStatus, error) {
 	s, err := procstat.Read("/proc/" + strconv.Itoa(pid))
 	code, ok := s.Int(52)

@@ -2,8 +2,13 @@ package stage
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestForkedRunAlone: a forked run is reported before its teardown only
@@ -27,5 +32,75 @@ func TestForkedRunAlone(t *testing.T) {
 		if got := r.alone(tt.pids); got != tt.want {
 			t.Errorf("alone(%q) = %v, want %v", tt.pids, got, tt.want)
 		}
+	}
+}
+
+// TestExiting: a process is exiting, for the early read of how python
+// ended, only once it has begun its exit and lost its memory (a zombie
+// here), never while it lives; how it ended is then in its stat file.
+func TestExiting(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	if exiting(pid) || (forkedRun{python: pid}).exiting() {
+		t.Fatal("a live process is exiting")
+	}
+	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !exiting(pid) || !(forkedRun{python: pid}).exiting() {
+		t.Fatal("a dead process (a zombie) is not exiting")
+	}
+	if ws, err := exitStatus(pid); err != nil || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+		t.Fatalf("how it ended: %v, %v; want killed by SIGKILL", ws, err)
+	}
+}
+
+// TestExitWatcher: a touch of a watched work dir's times makes its
+// eventfd readable; what is written in it does not, and a stopped watch
+// no longer counts.
+func TestExitWatcher(t *testing.T) {
+	x := newExitWatcher()
+	if x == nil {
+		t.Skip("no inotify here")
+	}
+	t.Cleanup(x.close)
+	dir := t.TempDir()
+	work, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(work) })
+	ev, stop := x.watch(work)
+	if ev < 0 {
+		t.Fatal("no watch")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "out.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := os.Chtimes(dir, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(ev), Events: unix.POLLIN}}, 60_000); n != 1 || err != nil {
+		t.Fatalf("the touch was not seen: %d, %v", n, err)
+	}
+	var count [8]byte
+	if _, err := unix.Read(ev, count[:]); err != nil || count[0] != 1 {
+		t.Fatalf("events counted: %v, %v; want the touch alone", count, err)
+	}
+	stop()
+	var nilWatcher *exitWatcher
+	if ev, stop := nilWatcher.watch(work); ev != -1 {
+		t.Fatalf("a nil watcher watched: %d", ev)
+	} else {
+		stop()
 	}
 }

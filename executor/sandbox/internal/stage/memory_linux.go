@@ -48,7 +48,8 @@ func (c *counter) count(limit int64, walking func() (done func())) (total int64,
 }
 
 // Processes are the PID directories of the proc mount at proc
-// (proc/PID) that match; all of them when match is nil; an error where
+// (proc/PID), or the thread directories of a process's task directory,
+// that match; all of them when match is nil; an error where
 // proc cannot be opened (a read that fails ends the listing). The
 // directory is read into a buffer here, and only the PID directories'
 // names are kept: a run's init lists its processes at every count, and

@@ -64,6 +64,7 @@ type fakeRun struct{ signalled chan struct{} }
 func (fakeRun) end(bool) (unix.WaitStatus, bool, error) { return 0, false, nil }
 func (fakeRun) kill()                                   {}
 func (fakeRun) alone([]string) bool                     { return false }
+func (fakeRun) exiting() bool                           { return false }
 func (r fakeRun) signal()                               { close(r.signalled) }
 
 // TestCheckTmpfs: beside a count by share, the use of the run's tmpfs

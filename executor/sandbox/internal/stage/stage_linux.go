@@ -144,7 +144,7 @@ func sandboxInit() {
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("pidfd_open: %w", err))
 	}
-	w := watch{pidfd: pidfd, lifeline: -1, idle: int(policy.MemoryPoll.Milliseconds()), limit: spec.MemoryBytes,
+	w := watch{pidfd: pidfd, lifeline: -1, exit: -1, idle: int(policy.MemoryPoll.Milliseconds()), limit: spec.MemoryBytes,
 		memory: &counter{diag: newSocketDiag(diag), work: work, shm: shm, proc: "/proc"}}
 	// Supervised from a thread at the init's own nice value, which the
 	// runtime makes from a thread that was never locked down. This one
@@ -200,6 +200,10 @@ func (coldRun) kill() { _ = unix.Kill(-1, unix.SIGKILL) }
 func (coldRun) alone([]string) bool { return false }
 
 func (r coldRun) signal() { r.kill() }
+
+// exiting is false: a cold run's init watches no touch (watch.exit), and
+// reaps python once it is dead.
+func (coldRun) exiting() bool { return false }
 
 // finishRun ends an init whose python is done: kills whatever it left
 // running, so nothing changes the work dir while its files are read,

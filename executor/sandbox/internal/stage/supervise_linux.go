@@ -17,8 +17,9 @@ import (
 // ended. What differs between the two paths is where the supervisor
 // stands: a cold run's init is python's parent, PID 1 of the run's
 // namespaces, and reaps it (coldRun); the fork server's init stands
-// outside the run's namespaces, reads python's end from its zombie and
-// kills the run through the run's own PID 1 (forkedRun).
+// outside the run's namespaces, reads python's end from its stat file
+// (as python exits, see watch.exit, or from its zombie) and kills the run
+// through the run's own PID 1 (forkedRun).
 
 // A supervised run is what the supervisor does differently on the two
 // paths.
@@ -36,6 +37,10 @@ type supervised interface {
 	alone(pids []string) bool
 	// signal sends every process of the run its kill, and returns.
 	signal()
+	// exiting reports whether python has begun its exit, so that end
+	// reads how it ended (see watch.exit), before the kernel has freed
+	// its memory.
+	exiting() bool
 }
 
 // errLifeline: the service closed a run's lifeline, to kill it.
@@ -79,6 +84,15 @@ type watch struct {
 	idle   int
 	memory *counter
 	limit  int64 // the run's memory limit; 0: not counted here (a cgroup's)
+	// exit is a descriptor that python's touch of its work dir as it
+	// exits makes ready (guard.py's _runblock_exit; an eventfd of the
+	// init's exitWatcher; -1: none). The kernel frees a process's memory
+	// before its end shows: about half of a pre-forked print('hello').
+	// Ready, it asks the run whether python is exiting, and reads how
+	// python ended without waiting for that. Where python is not (the
+	// snippet touched the work dir itself), it is watched no more:
+	// python's end is then read once it is dead.
+	exit int
 }
 
 // supervise lets python run the snippet (start, when not nil, lets it
@@ -105,10 +119,9 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			return st, err
 		}
 	}
-	fds := []unix.PollFd{{Fd: int32(w.pidfd), Events: unix.POLLIN}}
-	if w.lifeline >= 0 {
-		fds = append(fds, unix.PollFd{Fd: int32(w.lifeline), Events: unix.POLLIN})
-	}
+	// Their order: python's pidfd, the lifeline, the exit watch; a
+	// descriptor of -1 is not polled.
+	fds := []unix.PollFd{{Fd: int32(w.pidfd), Events: unix.POLLIN}, {Fd: int32(w.lifeline), Events: unix.POLLIN}, {Fd: int32(w.exit), Events: unix.POLLIN}}
 	// Set only as the tmpfs check kills the run, which then ends.
 	var over atomic.Int64
 	walking := w.checkTmpfs(r, &over)
@@ -122,7 +135,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			r.kill()
 			return st, fmt.Errorf("poll: %w", err)
 		}
-		if len(fds) > 1 && fds[1].Revents != 0 {
+		if fds[1].Revents != 0 {
 			was := idle
 			if idle, err = lifeline(w.lifeline, fds[1].Revents, idle); err != nil {
 				r.kill()
@@ -133,7 +146,14 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 				n = 0
 			}
 		}
-		ws, ended, err := r.end(fds[0].Revents != 0)
+		exited := fds[0].Revents != 0
+		if fds[2].Revents != 0 {
+			drain(w.exit)
+			if exited = exited || r.exiting(); !exited {
+				fds[2].Fd = -1
+			}
+		}
+		ws, ended, err := r.end(exited)
 		if err != nil {
 			r.kill()
 			return st, err
@@ -208,6 +228,17 @@ func (w watch) checkTmpfs(r supervised, over *atomic.Int64) func() (done func())
 		return func() {
 			close(stop)
 			<-stopped
+		}
+	}
+}
+
+// drain reads what is queued on fd, a non-blocking descriptor whose
+// content is not needed (an inotify descriptor's events).
+func drain(fd int) {
+	var b [4096]byte
+	for {
+		if n, err := unix.Read(fd, b[:]); n <= 0 && !errors.Is(err, unix.EINTR) {
+			return
 		}
 	}
 }
