@@ -23,6 +23,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure a bench run. The zero value measures everything.
@@ -127,6 +128,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	r := &Report{
 		LoadStart:     loadAvg(),
 		NumCPU:        runtime.NumCPU(),
+		Machine:       machine("/proc/cpuinfo"),
 		Concurrency:   b.conc,
 		Python:        py.Path,
 		PythonVersion: py.Version,
@@ -350,6 +352,26 @@ func loadAvg() string {
 	}
 	load, _, _ := strings.Cut(string(b), " ")
 	return load
+}
+
+// machine is the model of the first CPU that cpuinfo (/proc/cpuinfo)
+// names and the kernel with its release: "AMD EPYC, Linux 6.18.44";
+// either is left out where it cannot be read.
+func machine(cpuinfo string) string {
+	var parts []string
+	if b, err := os.ReadFile(cpuinfo); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if key, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(key) == "model name" {
+				parts = append(parts, strings.TrimSpace(value))
+				break
+			}
+		}
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		parts = append(parts, unix.ByteSliceToString(u.Sysname[:])+" "+unix.ByteSliceToString(u.Release[:]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // benchmark is the state of one Measure call.

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // TestMeasureSmoke runs the whole bench for real with tiny counts: bare
@@ -390,5 +393,25 @@ func TestNewWarmExecutorIsWarm(t *testing.T) {
 	}
 	if !slices.Equal(fs.Preloaded, []string{"json"}) {
 		t.Errorf("preloaded %q (%s), want the preloaded fork server up", fs.Preloaded, fs.Detail)
+	}
+}
+
+// TestMachine: the report names the first CPU's model and the kernel, and
+// the kernel alone where the CPU cannot be read.
+func TestMachine(t *testing.T) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	kernel := unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
+	cpuinfo := filepath.Join(t.TempDir(), "cpuinfo")
+	if err := os.WriteFile(cpuinfo, []byte("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: Other CPU\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := machine(cpuinfo), "Test CPU 9000, "+kernel; got != want {
+		t.Errorf("machine = %q, want %q", got, want)
+	}
+	if got := machine(filepath.Join(t.TempDir(), "absent")); got != kernel {
+		t.Errorf("machine without cpuinfo = %q, want %q", got, kernel)
 	}
 }

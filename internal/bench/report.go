@@ -30,7 +30,12 @@ const (
 // Report is everything one bench run measured. Run writes it as a table or,
 // with Options.JSON, as one JSON object.
 type Report struct {
-	NumCPU        int    `json:"num_cpu"`
+	NumCPU int `json:"num_cpu"`
+	// Machine names the CPU and the kernel ("AMD EPYC, Linux 6.18.44"):
+	// the ratios to bare python move with them (forks and page faults
+	// against an interpreter's start), so runs on two machines compare
+	// only when both are named. "" where they cannot be read.
+	Machine       string `json:"machine,omitempty"`
 	Concurrency   []int  `json:"concurrency"`
 	Python        string `json:"python"`
 	PythonVersion string `json:"python_version"`
@@ -599,8 +604,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteText writes r as aligned tables.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "runblock bench: %d CPUs, python %s (%s), executor isolation %q, took %.1f s, load %s at start, %s at end\n",
-		r.NumCPU, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS, cmp.Or(r.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
+	machine := ""
+	if r.Machine != "" {
+		machine = " (" + r.Machine + ")"
+	}
+	fmt.Fprintf(&b, "runblock bench: %d CPUs%s, python %s (%s), executor isolation %q, took %.1f s, load %s at start, %s at end\n",
+		r.NumCPU, machine, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS, cmp.Or(r.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
 	fmt.Fprintf(&b, "print('hello') after %d warm-up runs per row: cN = %d runs in a closed loop at concurrency N;\n", r.Warmup, r.HelloRuns)
 	fmt.Fprintf(&b, "idle = %d runs per row arriving one at a time %.0f ms apart, rows in turn (pooled rows first, so their refills finish before the unpooled rows run)\n",
 		r.IdleRuns, r.IdleGapMS)

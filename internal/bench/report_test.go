@@ -21,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func sample() *Report {
 	return &Report{
 		NumCPU:            2,
+		Machine:           "AMD EPYC, Linux 6.18.44",
 		Concurrency:       []int{1, 2},
 		Python:            "/usr/bin/python3",
 		PythonVersion:     "3.11.7",
