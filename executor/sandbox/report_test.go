@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +56,28 @@ func TestReadReportEndsAtItsLine(t *testing.T) {
 	case <-time.After(time.Minute):
 		w.Close() // ends the read
 		t.Fatal("the report was not read until its pipe closed")
+	}
+}
+
+// TestReadReportLeavesLittle: a run's report, a line of about a hundred
+// bytes, leaves the service's collector well under a KiB: it is read in
+// small chunks, not through bufio's default 4 KiB buffer.
+func TestReadReportLeavesLittle(t *testing.T) {
+	line := `{"exited":true,"exit_code":0,"signal":0,"peak":1234567}` + "\n"
+	read := func() {
+		if b, err := readReport(strings.NewReader(line), protocol.CollectLimits{}); err != nil || string(b) != line {
+			t.Fatalf("read %q, %v", b, err)
+		}
+	}
+	read()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 100
+	for range n {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 1<<10 {
+		t.Errorf("a report's read allocates %d bytes, want under 1 KiB", per)
 	}
 }

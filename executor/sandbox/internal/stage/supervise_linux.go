@@ -233,7 +233,7 @@ func (w watch) checkTmpfs(r supervised, over *atomic.Int64) func() (done func())
 }
 
 // drain reads what is queued on fd, a non-blocking descriptor whose
-// content is not needed (an inotify descriptor's events).
+// content is not needed (the exit watch's eventfd).
 func drain(fd int) {
 	var b [4096]byte
 	for {
