@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -69,15 +68,7 @@ func TestReadReportLeavesLittle(t *testing.T) {
 			t.Fatalf("read %q, %v", b, err)
 		}
 	}
-	read()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	const n = 100
-	for range n {
-		read()
-	}
-	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 1<<10 {
+	if per := bytesPerRun(read); per > 1<<10 {
 		t.Errorf("a report's read allocates %d bytes, want under 1 KiB", per)
 	}
 }
