@@ -9,25 +9,25 @@
 # namespaces and minimal root, built by its init (Go: sandboxForkServer, internal/stage).
 # It never runs user code. Its descriptors (protocol.go, whose numbers
 # come in its configuration): control_fd the socket to its init
-# (SOCK_SEQPACKET: one message per run, a JSON object and the run's
-# descriptors: python's 0 to 4, a back channel to the init at run_back,
-# the run's lifeline at run_lifeline and, at run_net, a fresh network
-# namespace the init made for the run), status_fd its status pipe
-# ("ready").
+# (SOCK_SEQPACKET: one message per run, its record and the run's
+# descriptors: python's 0 to 4, a back channel to the init at run_back
+# and, at run_init, a pidfd of the run's PID 1; or the pid of a python to
+# reap), status_fd its status pipe ("ready").
 #
 # A run is two processes:
-#   its init, cloned from the fork server into fresh user, mount, PID,
-#       IPC, UTS and cgroup namespaces and the run's fresh network
-#       namespace (which the clone makes where the init sent none); the
-#       fork server writes the new user namespace's id maps (the clone
-#       could map only its own uid): PID 1 of the run, uid 0 of its user
-#       namespace; it forks python and then only holds the namespaces and
-#       reaps the run's orphans (all but python), until the fork server's
-#       init kills it or the service closes the run's lifeline; its end
-#       ends every process of the run;
-#   python: mounts the run's /proc and a fresh work dir tmpfs, says hello
-#       to the fork server's init on the back channel (with its credentials,
-#       the work dir and a sock_diag socket of the run's network namespace;
+#   its PID 1, which the fork server's init made (a clone of a small
+#       process of its own, the maker, in fresh user, mount, PID, network,
+#       IPC, UTS and cgroup namespaces, its ids mapped): uid 0 of the
+#       run's user namespace, it only holds the namespaces and reaps the
+#       run's orphans, until the fork server's init kills it, which ends
+#       every process of the run;
+#   python, forked by the fork server into the PID namespace of the run's
+#       PID 1, whose other namespaces it then joins (the fork server reaps
+#       it once the init, which reads how it ended from its zombie, asks
+#       for it; the PID 1 ends only then): mounts the run's /proc
+#       and a fresh work dir tmpfs, says hello to the fork server's init on
+#       the back channel (with its credentials, the work dir and a
+#       sock_diag socket of the run's network namespace;
 #       the init answers with its Landlock ruleset, and from then on
 #       accounts its memory, reads how it ended and its files, and
 #       reports); then locks itself down in the order of the cold path
@@ -73,20 +73,22 @@ def _runblock_forkserver(config):
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
-    # clone(2) with the run's namespaces: its child is at once PID 1 of its
-    # own PID namespace, one fork where fork and unshare take two. The
-    # interpreter's before-fork steps run first, as for os.fork, holding
-    # the GIL throughout (PyDLL), so that the child is a consistent copy;
-    # but the child, PID 1, skips the after-fork steps (the at-fork hooks
-    # of every module imported, which write to pages of the fork server's
-    # heap: about 0.7 MiB per fork with numpy and matplotlib): it runs no
-    # thread and imports nothing, and forks python with fork_python, whose
-    # child takes them as os.fork's does. (PID 1 still holds the import
-    # lock and the locks the before-fork hooks took, as the fork server
-    # did at the clone; python's after-fork steps make them anew.)
+    # python is forked into the namespaces of the run's PID 1, which the
+    # fork server's init made (a pidfd of it comes with the request): the
+    # fork, into its PID namespace (the fork server's, for its children
+    # only, then its own again); python then joins the others itself.
+    # glibc's fork (its own at-fork steps, and python's thread id right),
+    # with the interpreter's before- and after-fork steps around it, as
+    # os.fork takes them, but for threading's: it rebuilds what other
+    # threads of the parent may have left; where the fork server ran no
+    # thread but its own (as it does unless a preload started one), it
+    # would make anew what is already right, and copy about a quarter of a
+    # MiB of the fork server's pages into every run (where a preload
+    # imported threading; the plain fork server does not); it runs as
+    # nothing then, and is put back for the snippet's own forks. The
+    # interpreter's steps run with the GIL held throughout (PyDLL).
     pydll = ctypes.PyDLL(None, use_errno=True)
-    syscall, fork = pydll.syscall, pydll.fork
-    syscall.restype = ctypes.c_long
+    fork = pydll.fork
     # Each C function is looked up here, once (ctypes looks a library's
     # function up, and makes its object, at its first use): looked up in a
     # fork, it costs every run the lookup again and the pages it writes.
@@ -95,44 +97,12 @@ def _runblock_forkserver(config):
     after_fork_parent = ctypes.pythonapi.PyOS_AfterFork_Parent
     for name in ("mount", "prctl", "syscall", "capset", "setns"):
         getattr(libc, name)
-    # The fork server's own network namespace, to come back to once a run
-    # is cloned into the one its init made for it (see clone). Every run's
-    # PID 1 closes it first thing.
-    own_net = posix.open("/proc/self/ns/net", posix.O_RDONLY | posix.O_CLOEXEC)
-    newnet = conf["clone_newnet"]
+    own_pid = posix.open("/proc/self/ns/pid", posix.O_RDONLY | posix.O_CLOEXEC)
+    newpid = conf["clone_newpid"]
 
-    # net: the network namespace the fork server's init made for the run
-    # ahead of its request (creating one is about half of the clone's
-    # time, which the fork server spends on one run at a time): the run is
-    # cloned into it, not into a new one; -1: the clone makes one.
-    def clone(flags, net):
-        if net >= 0:
-            check(libc.setns(net, newnet), "setns the run's network namespace")
-            flags &= ~newnet
+    def fork_python(init):
+        check(libc.setns(init, newpid), "setns the run's PID namespace")
         before_fork()
-        pid = syscall(ctypes.c_long(conf["sys_clone"]), ctypes.c_long(flags | signal.SIGCHLD), ctypes.c_long(0),
-                      ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
-        if pid == 0:
-            return 0
-        errno = ctypes.get_errno()
-        after_fork_parent()
-        if net >= 0 and libc.setns(own_net, newnet) < 0:
-            posix._exit(1)  # in a run's network namespace for good: its init starts another fork server
-        if pid < 0:
-            raise OSError(errno, f"clone: {os.strerror(errno)}")
-        return pid
-
-    # glibc's fork (its own at-fork steps, and python's thread id right),
-    # with the interpreter's after-fork steps in the child only: PID 1
-    # took no before-fork steps of its own (see clone). threading's step
-    # rebuilds what other threads of the parent may have left: where the
-    # fork server ran no thread but its own (as it does unless a preload
-    # started one), it would make anew what is already right, and copy
-    # about a quarter of a MiB of the fork server's pages into every run
-    # (where a preload imported threading; the plain fork server does
-    # not); it runs as nothing then, and is put back for the snippet's own
-    # forks.
-    def fork_python():
         pid = fork()
         if pid == 0:
             quiet = quiet_hooks if len(threads[0]) == 1 and not threads[1] else ()
@@ -141,8 +111,13 @@ def _runblock_forkserver(config):
             after_fork_child()
             for hook, code in quiet:
                 hook.__code__ = code
-        elif pid < 0:
-            errno = ctypes.get_errno()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the fork server's reaping is not python's
+            return 0
+        errno = ctypes.get_errno()
+        after_fork_parent()
+        if libc.setns(own_pid, newpid) < 0:
+            posix._exit(1)  # its children would be in a run's PID namespace: its init starts another fork server
+        if pid < 0:
             raise OSError(errno, f"fork: {os.strerror(errno)}")
         return pid
 
@@ -160,11 +135,11 @@ def _runblock_forkserver(config):
         return unpack(msg)
 
     seccomp = ctypes.create_string_buffer(bytes.fromhex(conf["seccomp"]))
-    # What the runs use, made once: libc, clone and fork, fcntl and setrlimit
+    # What the runs use, made once: libc, the fork, fcntl and setrlimit
     # (imported here, not in every run), the seccomp program and the
     # capability structures.
     kit = {
-        "libc": libc, "check": check, "clone": clone, "fork_python": fork_python, "own_net": own_net, "fcntl": fcntl, "setrlimit": resource.setrlimit,
+        "libc": libc, "check": check, "fork_python": fork_python, "fcntl": fcntl, "setrlimit": resource.setrlimit,
         "fprog": SockFprog(len(seccomp.raw) // 8, ctypes.addressof(seccomp)) if conf["seccomp"] else None,
         "cap_header": (ctypes.c_uint32 * 2)(CAPSET_VERSION, 0),  # this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
@@ -174,8 +149,22 @@ def _runblock_forkserver(config):
     import gc
 
     ctl = socket.socket(fileno=conf["control_fd"])
-    # The runs' inits are children of this process: the kernel reaps them.
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # The runs' pythons are children of this process. Each one's zombie
+    # keeps how it ended until its init, which reads that from the
+    # zombie's stat file, asks for its reap (protocol: ForkReapSize): then
+    # it is reaped, at once or as it ends.
+    reaping = set()
+
+    def reap(signum, frame):
+        for pid in list(reaping):
+            try:
+                if posix.waitpid(pid, posix.WNOHANG)[0] == 0:
+                    continue
+            except ChildProcessError:
+                pass
+            reaping.discard(pid)
+
+    signal.signal(signal.SIGCHLD, reap)
     _runblock_warm()
     kit["pyplot"] = _runblock_warm_plots()
     _runblock_keep_fonts(ctypes)
@@ -199,20 +188,24 @@ def _runblock_forkserver(config):
     posix.close(conf["status_fd"])
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 2)
+            msg, fds, _, _ = socket.recv_fds(ctl, conf["request_max"], conf["run_fds"] + 1)
         except InterruptedError:
             continue
         if not msg:
             posix._exit(0)  # its init closed its end: the service is done
+        if len(msg) == conf["reap_size"] and not fds:
+            reaping.add(int.from_bytes(msg, "little", signed=True))
+            reap(0, None)
+            continue
         try:
-            if len(fds) not in (conf["run_fds"], conf["run_net"] + 1):
-                raise ValueError(f"a run needs {conf['run_fds']} descriptors and its network namespace's, got {len(fds)}")
+            if len(fds) != conf["run_fds"]:
+                raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
             steps = _runblock_fork_run(conf, record(msg), fds, kit, ctl)
             if steps:
                 fds = []  # python holds its own now, as 0 to 4
                 return steps  # in a run's python: the guard runs the snippet
         except Exception as exc:
-            if len(fds) in (conf["run_fds"], conf["run_net"] + 1):
+            if len(fds) == conf["run_fds"]:
                 _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         finally:
             for fd in fds:
@@ -381,85 +374,23 @@ def _runblock_fork_failed(conf, fd, exc):
 
 
 def _runblock_fork_run(conf, run, fds, kit, ctl):
-    """Clones the run's init into fresh namespaces and maps its user
-    namespace. In the run's python only, returns the lockdown steps it
-    took, in order; None elsewhere."""
-    import _signal as signal  # (see _runblock_forkserver)
+    """Forks the run's python into the namespaces of the run's PID 1 (a
+    pidfd of it at run_init), which its init made and mapped the ids of.
+    In the run's python only, returns the lockdown steps it took, in
+    order; None elsewhere."""
     import posix
-    import select
 
-    PR_SET_DUMPABLE = 4  # protocol: PrSetDumpable
-    sync_r, sync_w = posix.pipe()
-    pid = kit["clone"](conf["clone_flags"], fds[conf["run_net"]] if len(fds) > conf["run_net"] else -1)
-    if pid == 0:
-        try:
-            posix.close(kit["own_net"])
-            posix.close(ctl.detach())
-            posix.close(sync_w)
-            if posix.read(sync_r, 1) != b"m":
-                raise OSError("the fork server did not map the run's ids")
-            posix.close(sync_r)
-            steps = [conf["step_namespaces"]]  # made by the clone, its ids mapped
-            # PID 1 of the run: it only holds the namespaces, until the
-            # fork server's init kills it or the service lets go of the
-            # run (the lifeline closes); either ends the run.
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            kit["check"](kit["libc"].prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set not dumpable")
-            python = kit["fork_python"]()
-            if python == 0:
-                return _runblock_run_python(conf, run, fds, kit, steps)
-            for fd in fds[:conf["run_lifeline"]] + fds[conf["run_lifeline"] + 1:]:
-                posix.close(fd)
-
-            # The orphans of the run are its PID 1's to reap, all but
-            # python, whose zombie tells the fork server's init how it
-            # ended (and ends the run). The handler runs again, nested, on
-            # a SIGCHLD that arrives while it runs: a child the nested call
-            # reaped is gone, never an exception out of the read below
-            # (which would end PID 1, and with it the run).
-            def reap(signum, frame):
-                while True:
-                    try:
-                        child = posix.waitid(posix.P_ALL, 0, posix.WEXITED | posix.WNOHANG | posix.WNOWAIT)
-                    except ChildProcessError:
-                        return
-                    if child is None or child.si_pid == python:
-                        return
-                    try:
-                        posix.waitpid(child.si_pid, posix.WNOHANG)
-                    except ChildProcessError:
-                        pass
-
-            signal.signal(signal.SIGCHLD, reap)
-            reap(0, None)
-            # Until the service closes the lifeline: what it writes there
-            # (idle, busy) is the fork server's init's to read, not ours.
-            # poll retries itself when a SIGCHLD interrupts it.
-            lifeline = select.poll()
-            lifeline.register(fds[conf["run_lifeline"]], select.POLLHUP)
-            while not lifeline.poll():
-                pass
-            posix._exit(0)
-        except BaseException as exc:
-            _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
-            posix._exit(1)
-    posix.close(sync_r)
+    init = fds[conf["run_init"]]
+    if kit["fork_python"](init):
+        return None
     try:
-        slot = run[conf["record_slot"]]
-        # Root of the run's namespace is the fork server's root (whose
-        # mounts it needs); the snippet's uid is a host uid of its own.
-        ids = "0 0 1\n" if slot < 0 else f"0 0 1\n{conf['uid']} {conf['id_base'] + slot} 1\n"
-        for name in ("uid_map", "gid_map"):
-            fd = posix.open(f"/proc/{pid}/{name}", posix.O_WRONLY)
-            try:
-                posix.write(fd, ids.encode())
-            finally:
-                posix.close(fd)
-        posix.write(sync_w, b"m")
-    finally:
-        posix.close(sync_w)
-    return None
+        kit["check"](kit["libc"].setns(init, conf["join_flags"]), "join the run's namespaces")
+        posix.close(init)
+    except BaseException as exc:
+        _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
+        posix._exit(1)
+    steps = [conf["step_namespaces"]]  # made by its init, its ids mapped
+    return _runblock_run_python(conf, run, fds[:conf["run_init"]], kit, steps)
 
 
 def _runblock_run_python(conf, run, fds, kit, steps):

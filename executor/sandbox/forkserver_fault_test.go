@@ -61,7 +61,8 @@ func TestKilledForkServerPythonRetriesTheRun(t *testing.T) {
 		}) {
 			t.Fatal("the snippet never ran in a fork")
 		}
-		// The fork server's python is its init's one child.
+		// The fork server's python, and the maker of its runs' PID 1s,
+		// are its init's children.
 		for _, pid := range childrenOf(old.cmd.Process.Pid) {
 			if p, err := os.FindProcess(pid); err == nil {
 				_ = p.Signal(syscall.SIGKILL)

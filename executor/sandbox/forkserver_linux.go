@@ -30,9 +30,9 @@ import (
 // built its minimal root, in fresh user, mount, PID, network, IPC, UTS and
 // cgroup namespaces, and started python with the guard in place and the
 // preloads imported (the zygote of Android, the fork server of Sandbox2).
-// It never runs user code: each run is a clone of it into namespaces of
-// its own, which locks itself down (forkserver.py), so a run costs a fork,
-// not an interpreter start. The fork server's init supervises every run
+// It never runs user code: each run is a fork of it into namespaces of
+// its own (held by a PID 1 its init makes), which locks itself down
+// (forkserver.py), so a run costs a fork, not an interpreter start. The fork server's init supervises every run
 // as a cold run's init does. While it is down, runs start from scratch.
 //
 // What holds, as for a cold run (and is tested):
@@ -92,23 +92,21 @@ type fsProc struct {
 	forks  atomic.Int64   // runs asked of it
 	runs   sync.WaitGroup // its runs not yet destroyed
 
-	pythonOnce sync.Once
-	python     string // its python's /proc/PID, once found ("": none)
+	kidsOnce sync.Once
+	kids     []string // its init's children's /proc/PID, once found
 }
 
-// stopped reports whether live's init or its python is stopped (SIGSTOP,
-// or traced): alive, it takes no runs, and would be found out only by a
-// request's answerTimeout.
+// stopped reports whether live's init or one of its children (its python,
+// and the maker of its runs' PID 1s) is stopped (SIGSTOP, or traced):
+// alive, it takes no runs, and would be found out only by a request's
+// answerTimeout.
 func (live *fsProc) stopped() bool {
 	init := "/proc/" + strconv.Itoa(live.cmd.Process.Pid)
-	live.pythonOnce.Do(func() {
-		// Its init's one child, once it is ready.
+	live.kidsOnce.Do(func() {
 		pid := live.cmd.Process.Pid
-		if kids := processes("/proc", func(dir string) bool { return parentOf(dir) == pid }); len(kids) > 0 {
-			live.python = kids[0]
-		}
+		live.kids = processes("/proc", func(dir string) bool { return parentOf(dir) == pid })
 	})
-	for _, dir := range []string{init, live.python} {
+	for _, dir := range append([]string{init}, live.kids...) {
 		if state := procState(dir); state == 'T' || state == 't' {
 			return true
 		}
@@ -262,13 +260,13 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	lim := limits{Timeout: DefaultTimeout, Memory: DefaultMemoryBytes}
 	spec := pl.spec(lim, policy.WorkDir)
 	conf, err := json.Marshal(protocol.ForkServerConf{
-		CloneFlags: flags, CloneNewNet: unix.CLONE_NEWNET, SysClone: unix.SYS_CLONE, Seccomp: hex.EncodeToString(pl.seccomp),
+		JoinFlags: flags &^ unix.CLONE_NEWPID, CloneNewPID: unix.CLONE_NEWPID, Seccomp: hex.EncodeToString(pl.seccomp),
 		ProcOptions: policy.ProcOptions, WorkDir: policy.WorkDir, ShmDir: policy.ShmDir, WorkInodes: policy.WorkInodes,
-		WorkNoExec: policy.WorkNoExec, UID: policy.UID, IDBase: forkServerUIDBase,
+		WorkNoExec: policy.WorkNoExec, UID: policy.UID,
 		ControlFD: protocol.FDForkControl, StatusFD: protocol.FDStatus, Ready: protocol.StatusReady, RequestMax: protocol.ForkRequestMax,
 		RecordSlot: protocol.RecordSlot, RecordWorkBytes: protocol.RecordWorkBytes, RecordMemory: protocol.RecordMemory,
-		RecordRehearse: protocol.RecordRehearse, RecordRlimits: protocol.RecordRlimits, RunFDs: protocol.RunFDs,
-		RunPythonFDs: protocol.RunPythonFDs, RunBack: protocol.RunReport, RunLifeline: protocol.RunLifeline, RunNet: protocol.RunNet, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
+		RecordRehearse: protocol.RecordRehearse, RecordRlimits: protocol.RecordRlimits,
+		RunPythonFDs: protocol.RunPythonFDs, RunFDs: protocol.ZygoteFDs, RunBack: protocol.ZygoteBack, RunInit: protocol.ZygoteInit, ReapSize: protocol.ForkReapSize, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
 		StepNamespaces: protocol.StepNamespaces, StepMounts: protocol.StepMounts, StepDescriptors: protocol.StepDescriptors, StepNoNewPrivs: protocol.StepNoNewPrivs,
 		StepLandlock: protocol.StepLandlock, StepSeccomp: protocol.StepSeccomp, StepUID: protocol.StepUID, StepRlimits: protocol.StepRlimits,
 	})
@@ -283,6 +281,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 	// The fork server is root of its namespace, and owns its own work dir.
 	// spec.Landlock is the runs' (its init makes each run's ruleset).
 	spec.Seccomp, spec.MemoryBytes, spec.UID, spec.GID = nil, 0, 0, 0
+	spec.RunClone, spec.RunUID, spec.RunIDBase = flags&^unix.CLONE_NEWNET, policy.UID, forkServerUIDBase
 
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -129,7 +130,7 @@ func TestStoppedForkServer(t *testing.T) {
 	}
 	e.fork.answerTimeout = 500 * time.Millisecond
 	live := e.fork.current()
-	zygote := childOf(t, live.cmd.Process.Pid)
+	zygote := forkServerPython(t, live.cmd.Process.Pid)
 	if err := syscall.Kill(zygote, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -176,30 +177,20 @@ func TestStoppedForkServer(t *testing.T) {
 	}
 }
 
-// childOf is the one child of pid.
-func childOf(t *testing.T, pid int) int {
+// forkServerPython is the fork server's python: the one child of its
+// init, pid, that is not the maker of its runs' PID 1s (a copy of the
+// init, with its command line).
+func forkServerPython(t *testing.T, pid int) int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kids []int
-	for _, d := range entries {
-		child, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+	for _, child := range childrenOf(pid) {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		if err == nil && !bytes.HasPrefix(cmdline, []byte(protocol.ForkServerMarker+"\x00")) {
 			kids = append(kids, child)
 		}
 	}
 	if len(kids) != 1 {
-		t.Fatalf("%d has children %v, want one", pid, kids)
+		t.Fatalf("%d has python children %v, want one", pid, kids)
 	}
 	return kids[0]
 }

@@ -158,7 +158,7 @@ func TestPythonProtocol(t *testing.T) {
 		{name: "guard.py reads a bare argv slot", guard: replace(guardSource, "sys.argv[FONTCACHE]", "sys.argv[3]"), want: `"argv[3"`},
 		{name: "forkserver.py reads a key Go does not send", forkserver: replace(forkserverSource, `conf["hello_max"]`, `conf["hello_size"]`), want: `conf["hello_size"], which protocol.ForkServerConf does not have`},
 		{name: "Go sends a key forkserver.py does not read", confKeys: append(slices.Clone(confKeys), "new_key"), want: `"new_key" is never read`},
-		{name: "forkserver.py uses a bare descriptor", forkserver: replace(forkserverSource, `fds[conf["run_lifeline"]], select`, "fds[6], select"), want: `bare descriptors: ["fds[6"]`},
+		{name: "forkserver.py uses a bare descriptor", forkserver: replace(forkserverSource, `fds[conf["run_init"]]`, "fds[6]"), want: `bare descriptors: ["fds[6"]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.lines == nil {

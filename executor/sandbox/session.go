@@ -69,11 +69,12 @@ type sessionSandbox struct {
 	closing atomic.Bool
 	readers sync.WaitGroup
 
-	// initMu guards the sandbox's init (/proc/PID) and its PID namespace,
-	// once found (see found): MemoryBytes counts beside a cell.
-	initMu sync.Mutex
-	init   string
-	pidNS  string
+	// eldestMu guards the sandbox's eldest process (/proc/PID) and its
+	// PID namespace, once found (see found): MemoryBytes counts beside a
+	// cell.
+	eldestMu sync.Mutex
+	eldest   string
+	pidNS    string
 }
 
 // newSessionSandbox takes over p's pipes (stopping the readers its start

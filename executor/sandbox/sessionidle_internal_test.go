@@ -38,7 +38,7 @@ func TestIdleSessionUsesNoCPU(t *testing.T) {
 	if root == "" {
 		t.Skip("the session's processes cannot be read here")
 	}
-	supervisor := "/proc/" + strconv.Itoa(parentOf("/proc/"+strconv.Itoa(parentOf(s.init))))
+	supervisor := "/proc/" + strconv.Itoa(parentOf("/proc/"+strconv.Itoa(parentOf(s.eldest))))
 	if argv0, _ := os.ReadFile(supervisor + "/cmdline"); !bytes.HasPrefix(argv0, []byte(protocol.ForkServerMarker+"\x00")) {
 		t.Fatalf("%s is not the fork server's init: %q", supervisor, argv0)
 	}

@@ -19,7 +19,7 @@ import (
 // smaps_rollup (see stage.Proportional), and the use of its work dir and
 // shared memory tmpfs. Where the namespaces are the sandbox's own, its
 // processes are those of its PID namespace, as the sandbox's own /proc
-// lists them (see sessionInit); without namespaces, those of python's
+// lists them (see sessionEldest); without namespaces, those of python's
 // process group. Where they cannot be read (a service that may not read
 // the sandbox's /proc), it is the session's memory limit.
 func (s *sessionSandbox) MemoryBytes() int64 {
@@ -69,10 +69,11 @@ func (s *sessionSandbox) memory(withInit bool, count func(held int64, procs []st
 		}
 	}
 	n, complete := count(held, procs)
-	// The init's pid is another process's once the init is gone: then what
-	// was read may be another's, and its namespace is not the session's.
-	init, pidNS := s.found()
-	if ns, err := os.Readlink(init + "/ns/pid"); err != nil || ns != pidNS {
+	// The eldest's pid is another process's once the eldest is gone: then
+	// what was read may be another's, and its namespace is not the
+	// session's.
+	eldest, pidNS := s.found()
+	if ns, err := os.Readlink(eldest + "/ns/pid"); err != nil || ns != pidNS {
 		return 0, false
 	}
 	return n, complete
@@ -80,41 +81,45 @@ func (s *sessionSandbox) memory(withInit bool, count func(held int64, procs []st
 
 // processes are the /proc/PID directories of the processes of the
 // session's PID namespace, as its /proc lists them, and the root of its
-// init; none where they cannot be read.
+// eldest process; none where they cannot be read.
 func (s *sessionSandbox) processes() (root string, procs []string) {
-	init, _ := s.found()
-	if init == "" {
+	eldest, _ := s.found()
+	if eldest == "" {
 		return "", nil
 	}
-	root = init + "/root"
+	root = eldest + "/root"
 	return root, processes(root+"/proc", nil)
 }
 
-// found is the sandbox's init (/proc/PID, as the service's /proc names
-// it) and its PID namespace, once found (see sessionInit); "" where it
-// cannot be. The sandbox's /proc, mounted for that namespace, lists its
-// processes, and only them, however they left their parents (setsid, the
-// children of an exited thread: reparented within the namespace); it is
-// reached through the init's root, which the snippet cannot change.
-func (s *sessionSandbox) found() (init, pidNS string) {
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	if s.init == "" {
+// found is the sandbox's eldest process (/proc/PID, as the service's /proc
+// names it) and its PID namespace, once found (see sessionEldest); ""
+// where it cannot be. The sandbox's /proc, mounted for that namespace,
+// lists its processes, and only them, however they left their parents
+// (setsid, the children of an exited thread: reparented within the
+// namespace); it is reached through the eldest's root, which the snippet
+// cannot change.
+func (s *sessionSandbox) found() (eldest, pidNS string) {
+	s.eldestMu.Lock()
+	defer s.eldestMu.Unlock()
+	if s.eldest == "" {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(s.p.outR.Fd()), &st); err != nil {
 			return "", ""
 		}
-		s.init, s.pidNS = sessionInit("pipe:[" + strconv.FormatUint(st.Ino, 10) + "]")
+		s.eldest, s.pidNS = sessionEldest("pipe:[" + strconv.FormatUint(st.Ino, 10) + "]")
 	}
-	return s.init, s.pidNS
+	return s.eldest, s.pidNS
 }
 
-// sessionInit is the init of the PID namespace of a process whose standard
-// output is the pipe link (as /proc shows it), as the service's /proc
-// names it ("/proc/PID"), and the namespace; "" when none is found. It
-// lists all of /proc, once per session: before the session's first cell
-// only the sandbox's own processes hold its stdout.
-func sessionInit(link string) (init, pidNS string) {
+// sessionEldest is the eldest process of the PID namespace of a process
+// whose standard output is the pipe link (as /proc shows it) that is its
+// ancestor, as the service's /proc names it ("/proc/PID"), and the
+// namespace; "" when none is found: a cold run's init, PID 1 of the
+// namespace; a forked run's python, which the fork server forked into the
+// namespace of a PID 1 that is not its parent. It lists all of /proc,
+// once per session: before the session's first cell only the sandbox's
+// own processes hold its stdout.
+func sessionEldest(link string) (eldest, pidNS string) {
 	for _, dir := range processes("/proc", func(dir string) bool {
 		l, err := os.Readlink(dir + "/fd/1")
 		return err == nil && l == link
@@ -122,13 +127,13 @@ func sessionInit(link string) (init, pidNS string) {
 		if pidNS, _ = os.Readlink(dir + "/ns/pid"); pidNS == "" {
 			continue
 		}
-		// The init is the eldest of the namespace: its parent is outside.
-		for init = dir; ; {
-			parent := "/proc/" + strconv.Itoa(parentOf(init))
+		// The eldest's parent is outside the namespace.
+		for eldest = dir; ; {
+			parent := "/proc/" + strconv.Itoa(parentOf(eldest))
 			if ns, _ := os.Readlink(parent + "/ns/pid"); ns != pidNS {
-				return init, pidNS
+				return eldest, pidNS
 			}
-			init = parent
+			eldest = parent
 		}
 	}
 	return "", ""

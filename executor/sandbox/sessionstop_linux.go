@@ -67,11 +67,11 @@ func (s *sessionSandbox) holdable() (list func() []string, send func(dir string,
 				}
 			}
 	}
-	init, _ := s.found()
-	if init == "" {
+	eldest, _ := s.found()
+	if eldest == "" {
 		return nil, nil
 	}
-	proc := init + "/root/proc"
+	proc := eldest + "/root/proc"
 	return func() []string {
 		return processes(proc, func(dir string) bool { return path.Base(dir) != "1" })
 	}, signalDir

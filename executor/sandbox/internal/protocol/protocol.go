@@ -57,11 +57,10 @@
 //	                                datagram (JSON, at most ForkRequestMax)
 //	                                with RunFDs descriptors (below)
 //	init → fork server     FDForkControl  the ForkRun as its Record, with
-//	                                python's descriptors, a back channel and the
-//	                                lifeline (RunReport is replaced by the
-//	                                back channel's end), then at RunNet a
-//	                                network namespace the init made for the
-//	                                run ahead of its request, where it could
+//	                                ZygoteFDs descriptors (below): python's,
+//	                                a back channel and the run's PID 1
+//	init → fork server     FDForkControl  a python to reap, ForkReapSize
+//	                                bytes
 //	fork server → service  FDStatus StatusReady
 //	init → service         FDInitStatus   InitStatus when the fork server ends
 //
@@ -69,8 +68,7 @@
 // (RunPythonFDs), then RunReport (the service reads the run's InitStatus
 // from it; the fork server's init keeps it and gives the fork server a back
 // channel in its place) and RunLifeline (closed by the service to kill the
-// run; the run's PID 1 holds it too, and waits for its end, never reading
-// it). The service writes one byte on the lifeline, LifelineIdle, where
+// run: the init then kills the run's PID 1). The service writes one byte on the lifeline, LifelineIdle, where
 // nothing of the run can run until further word (a pooled run waits for
 // its snippet; a session's processes are stopped between cells): the
 // fork server's init then stops counting its memory and blocks; and
@@ -196,6 +194,15 @@ type StageSpec struct {
 	FontCache   string        `json:"font_cache,omitempty"` // host dir bound read-only at policy.FontCacheDir
 	Collect     CollectLimits `json:"collect"`              // what the init sends back of the work dir
 
+	// The fork server's init only: each forked run's PID 1, which it
+	// makes (see ZygoteInit), is cloned with the namespaces of RunClone
+	// (all but the network's, which is made beside), and the init maps
+	// its user namespace's ids: the run's root to its own, RunUID to
+	// RunIDBase plus the run's slot (ForkRun.Slot).
+	RunClone  uintptr `json:"run_clone,omitempty"`
+	RunUID    int     `json:"run_uid,omitempty"`
+	RunIDBase int     `json:"run_id_base,omitempty"`
+
 	// Every stage.
 	Landlock *LandlockSet `json:"landlock,omitempty"`
 	Seccomp  []byte       `json:"seccomp,omitempty"` // assembled filter: SockFilterSize bytes an instruction
@@ -300,9 +307,8 @@ type CollectLimits struct {
 // GuardArgConfig: the policy, for the mechanics there to apply, and the
 // protocol's numbers it uses.
 type ForkServerConf struct {
-	CloneFlags  uintptr `json:"clone_flags"`
-	CloneNewNet uintptr `json:"clone_newnet"` // the flag left out of CloneFlags where a run comes with its network namespace
-	SysClone    int     `json:"sys_clone"`    // clone(2)'s number here
+	JoinFlags   uintptr `json:"join_flags"`   // the namespaces of the run's PID 1 that python joins (all but its PID namespace)
+	CloneNewPID uintptr `json:"clone_newpid"` // CLONE_NEWPID, with which the fork server forks python into the run's PID namespace
 	Seccomp     string  `json:"seccomp"`      // hex of the assembled filter
 	ProcOptions string  `json:"proc_options"`
 	WorkDir     string  `json:"work_dir"`
@@ -310,18 +316,17 @@ type ForkServerConf struct {
 	WorkInodes  int     `json:"work_inodes"`
 	WorkNoExec  bool    `json:"work_noexec"`
 	UID         int     `json:"uid"`
-	IDBase      int     `json:"id_base"`
 
 	// The protocol's numbers, from the declarations below.
 	ControlFD    int    `json:"control_fd"`     // FDForkControl
 	StatusFD     int    `json:"status_fd"`      // FDStatus
 	Ready        string `json:"ready"`          // StatusReady
 	RequestMax   int    `json:"request_max"`    // ForkRequestMax: the most a run request takes
-	RunFDs       int    `json:"run_fds"`        // RunFDs: descriptors of a run request
+	RunFDs       int    `json:"run_fds"`        // ZygoteFDs: descriptors of a run request
 	RunPythonFDs int    `json:"run_python_fds"` // RunPythonFDs: python's 0 to 4, first of a run's descriptors
-	RunBack      int    `json:"run_back"`       // RunReport: the back channel to the init, in the fork server
-	RunLifeline  int    `json:"run_lifeline"`   // RunLifeline
-	RunNet       int    `json:"run_net"`        // RunNet
+	RunBack      int    `json:"run_back"`       // ZygoteBack: the back channel to the init
+	RunInit      int    `json:"run_init"`       // ZygoteInit: a pidfd of the run's PID 1
+	ReapSize     int    `json:"reap_size"`      // ForkReapSize
 	HelloMax     int    `json:"hello_max"`      // ForkHelloMax: one datagram on the back channel
 	ErrorMax     int    `json:"error_max"`      // ForkErrorMax
 
@@ -396,9 +401,8 @@ func (r ForkRun) Record() []byte {
 }
 
 // Descriptors of a run request, as the service sends them (see the
-// service's forkServer.fork): python's 0 to 4, then the init's report,
-// which stays with the fork server's init, and the lifeline, which the
-// run's PID 1 holds as well.
+// service's forkServer.fork): python's 0 to 4, then the init's report
+// and the lifeline, which stay with the fork server's init.
 const (
 	// ForkRequestMax bounds a run request (ForkRun, JSON) on the control
 	// socket, and the fork server's (forkserver.py) read of it.
@@ -407,14 +411,28 @@ const (
 	RunReport      = RunPythonFDs
 	RunLifeline    = RunReport + 1
 	RunFDs         = RunLifeline + 1
-	// RunNet: in the init → fork server datagram only, after the
-	// lifeline, the run's network namespace, which the fork server's
-	// init makes ahead of the requests; without it the clone makes one.
-	RunNet = RunFDs
 )
 
-// The bytes the service writes on a forked run's lifeline (see above):
-// the fork server's init reads them, the run's PID 1 never does.
+// Descriptors of a run request as the fork server's init passes it on to
+// the fork server: python's 0 to 4, the back channel's end, and a pidfd
+// of the run's PID 1, which the init made (the fork server forks python
+// into its namespaces).
+const (
+	ZygoteBack = RunPythonFDs
+	ZygoteInit = ZygoteBack + 1
+	ZygoteFDs  = ZygoteInit + 1
+)
+
+// ForkReapSize is the size of the init's word to the fork server that a
+// python is the fork server's to reap, on the control socket: its pid (as
+// both see it), a little-endian 64-bit integer. python is the fork
+// server's child: its zombie keeps how it ended, which the init reads
+// from its stat file, until the init has read it and asks for the reap
+// (the run's PID 1 ends only once python is reaped).
+const ForkReapSize = 8
+
+// The bytes the service writes on a forked run's lifeline (see above),
+// which the fork server's init reads.
 const (
 	LifelineIdle = 'i' // nothing of the run runs: count nothing until LifelineBusy
 	LifelineBusy = 'b' // the run goes on: count it now, and at its pace

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -30,6 +30,10 @@ import (
 // everything in the namespaces dies with it.
 func sandboxForkServer() {
 	spec := setUpInit(nil) // the runs take their own lockdown (forkserver.py)
+	maker, makerPID, err := startMaker(spec.RunClone)
+	if err != nil {
+		die(protocol.FDInitStatus, err)
+	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("fork server socket: %w", err))
@@ -45,9 +49,10 @@ func sandboxForkServer() {
 	}
 	unix.Close(pair[1])
 	unix.Close(protocol.FDStatus)
-	nets := make(chan int, netsAhead)
-	go makeNetNamespaces(nets)
-	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock, nets, newExitWatcher())
+	inits := make(chan runInit, initsAhead)
+	go makeRunInits(inits, maker)
+	ids := idMaps{uid: spec.RunUID, base: spec.RunIDBase}
+	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock, inits, ids, newExitWatcher())
 	var st protocol.InitStatus
 	for {
 		var ws unix.WaitStatus
@@ -63,6 +68,13 @@ func sandboxForkServer() {
 			setEnd(&st, ws)
 			break
 		}
+		if reaped == makerPID {
+			// No run can be made any more: the service starts another
+			// fork server, as it does when this one ends.
+			ending.Store(true)
+			st.Error = fmt.Sprintf("the maker of the runs' PID 1s ended (wait status %#x)", ws)
+			break
+		}
 	}
 	finishRun(st, protocol.CollectLimits{})
 }
@@ -71,7 +83,7 @@ func sandboxForkServer() {
 // descriptors and a back channel to the fork server (zygote), and
 // supervises each run. When the service closes ctl, it kills the fork
 // server.
-func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, nets <-chan int, exits *exitWatcher) {
+func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, inits <-chan runInit, ids idMaps, exits *exitWatcher) {
 	buf := make([]byte, protocol.ForkRequestMax)
 	oob := make([]byte, unix.CmsgSpace(protocol.RunFDs*4))
 	for {
@@ -92,37 +104,7 @@ func serveForks(ctl, zygote int, landlock *protocol.LandlockSet, nets <-chan int
 			}
 			continue
 		}
-		go superviseFork(zygote, fds, run, landlock, nets, exits)
-	}
-}
-
-// netsAhead is how many network namespaces the fork server's init keeps
-// made ahead of the runs' requests.
-const netsAhead = 2
-
-// makeNetNamespaces makes the forked runs' network namespaces ahead of
-// their requests and sends each on nets as a descriptor, for its run's
-// clone (protocol.RunNet). Making one is about half of what a clone of
-// the fork server into a run's namespaces takes (0.4 of 0.8 ms), and the
-// fork server clones one run at a time; here it is done beside it, on a
-// thread of its own that leaves the init's network namespace for good.
-// A namespace made by the init belongs to the fork server's user
-// namespace, not the run's, so the run is given no capability in it at
-// any time. Once one cannot be made nets is closed, and each clone makes
-// its run's.
-func makeNetNamespaces(nets chan<- int) {
-	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-	for {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			close(nets)
-			return
-		}
-		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			close(nets)
-			return
-		}
-		nets <- fd
+		go superviseFork(zygote, fds, run, landlock, inits, ids, exits)
 	}
 }
 
@@ -161,24 +143,50 @@ func receivedFDs(oob []byte) []int {
 // the run, collects the files left in its work dir and reports how python
 // ended on the report descriptor, which python never held. When the
 // service closes the lifeline it kills the run without a report.
-func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet, nets <-chan int, exits *exitWatcher) {
+func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protocol.LandlockSet, inits <-chan runInit, ids idMaps, exits *exitWatcher) {
 	reportFD, lifeline := fds[protocol.RunReport], fds[protocol.RunLifeline]
 	defer unix.Close(reportFD)
 	defer unix.Close(lifeline)
-	toZygote := append(fds[:protocol.RunPythonFDs:protocol.RunPythonFDs], -1, lifeline) // the back channel's end at RunReport
-	if net, ok := <-nets; ok {
-		toZygote = append(toZygote, net)
-	}
+	toZygote := append(fds[:protocol.RunPythonFDs:protocol.RunPythonFDs], -1) // the back channel's end at ZygoteBack
 	// Each is closed once sent, or where the fork server is not asked.
 	defer func() {
-		for i, fd := range toZygote {
-			if i != protocol.RunLifeline && fd >= 0 {
+		for _, fd := range toZygote {
+			if fd >= 0 {
 				unix.Close(fd)
 			}
 		}
 	}()
 	fail := func(err error) {
 		report(reportFD, encodeReport(protocol.InitStatus{Error: err.Error()}, protocol.CollectLimits{}))
+	}
+	init, ok := <-inits
+	if !ok {
+		fail(errors.New("the run's PID 1 could not be made"))
+		return
+	}
+	// python, the fork server's child, once this init knows it: its
+	// zombie keeps how it ended until reap asks the fork server to reap
+	// it, once that is read or at the run's end (where it never said a
+	// word, it is looked for in the PID 1's namespace).
+	python := 0
+	reap := sync.OnceFunc(func() {
+		if python == 0 {
+			python = pythonIn(init.pid)
+		}
+		if python > 0 {
+			askReap(zygote, python)
+		}
+	})
+	// Killed once the run ends, however it ends (again, where the
+	// supervisor killed it already): that ends every process of the run.
+	defer unix.Close(init.pidfd)
+	defer func() {
+		reap()
+		_ = unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0)
+	}()
+	if err := ids.write(init.pid, run.Slot); err != nil {
+		fail(err)
+		return
 	}
 	back, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -190,15 +198,11 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		fail(fmt.Errorf("back channel: %w", err))
 		return
 	}
-	// The run's PID 1 holds the lifeline too, and ends the run when it
-	// closes: nothing of a run outlives the service's hold on it.
-	toZygote[protocol.RunReport] = back[1]
-	err = unix.Sendmsg(zygote, run.Record(), unix.UnixRights(toZygote...), nil, 0)
+	toZygote[protocol.ZygoteBack] = back[1]
+	err = unix.Sendmsg(zygote, run.Record(), unix.UnixRights(append(toZygote, init.pidfd)...), nil, 0) // the PID 1 at ZygoteInit
 	for i, fd := range toZygote {
-		if i != protocol.RunLifeline {
-			unix.Close(fd)
-			toZygote[i] = -1
-		}
+		unix.Close(fd)
+		toZygote[i] = -1
 	}
 	if err != nil {
 		fail(fmt.Errorf("ask the fork server: %w", err))
@@ -224,11 +228,6 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		fail(fmt.Errorf("the fork failed before python said hello: %v", err))
 		return
 	}
-	var hello protocol.ForkHello
-	if err := json.Unmarshal(buf[:n], &hello); err != nil || hello.Error != "" {
-		fail(fmt.Errorf("fork server: %s", cmp.Or(hello.Error, fmt.Sprint(err))))
-		return
-	}
 	var cred *unix.Ucred
 	work, diag := -1, -1
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -246,6 +245,14 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 			}
 		}
 	}
+	if cred != nil {
+		python = int(cred.Pid)
+	}
+	var hello protocol.ForkHello
+	if err := json.Unmarshal(buf[:n], &hello); err != nil || hello.Error != "" {
+		fail(fmt.Errorf("fork server: %s", cmp.Or(hello.Error, fmt.Sprint(err))))
+		return
+	}
 	if cred == nil || work < 0 {
 		fail(errors.New("python's hello came without its credentials, work dir or sock_diag socket"))
 		return
@@ -257,14 +264,13 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		return
 	}
 	defer unix.Close(shm)
-	python := int(cred.Pid)
 	if err := unix.Setpriority(unix.PRIO_PROCESS, python, policy.SnippetNice); err != nil {
 		fail(fmt.Errorf("python's nice value: %w", err))
 		return
 	}
 	exit, unwatch := exits.watch(work)
 	defer unwatch()
-	st, err := superviseForked(python, lifeline, exit, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
+	st, err := superviseForked(python, init, reap, lifeline, exit, run.Memory, &counter{diag: newSocketDiag(diag), work: work, shm: shm}, func() error {
 		return answerHello(back[0], python, landlock)
 	})
 	if errors.Is(err, errLifeline) {
@@ -322,44 +328,39 @@ func answerHello(back, python int, set *protocol.LandlockSet) error {
 }
 
 // forkedRun is a run forked from the fork server, as the fork server's
-// init supervises it: python's pid (in the fork server's PID namespace)
-// and a pidfd of the run's init (python's parent, PID 1 of the run's
-// namespaces, which never reaps python: killing it ends the run).
+// init supervises it: python's pid (in the fork server's PID namespace),
+// a pidfd of the run's PID 1 (which this init made: killing it ends the
+// run) and how it asks the fork server to reap python (its child, whose
+// zombie keeps how it ended until then).
 type forkedRun struct {
 	python, initfd int
 	inner          string // python's pid in the run's PID namespace
+	reap           func()
+	// status is python's, once exiting read it.
+	status *unix.WaitStatus
 }
 
 // superviseForked supervises the forked run of python (see
 // watch.supervise), counting its memory with mem (which it completes with
-// the run's init and PID namespace) against limit, watching exit (see
-// watch.exit; -1: none).
-func superviseForked(python, lifeline, exit int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
-	// Until the run is killed, python's pid, stat file and namespace links
-	// stay its own, even once it ended.
+// the run's PID namespace) against limit, watching exit (see watch.exit;
+// -1: none); reap asks the fork server to reap python.
+func superviseForked(python int, init runInit, reap func(), lifeline, exit int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
+	// Until python is reaped, its pid, stat file and namespace links stay
+	// its own, even once it ended.
 	pidfd, err := unix.PidfdOpen(python, 0)
 	if err != nil {
 		return protocol.InitStatus{}, fmt.Errorf("pidfd_open python: %w", err)
 	}
 	defer unix.Close(pidfd)
-	init, err := parentOf(python)
-	if err != nil {
-		return protocol.InitStatus{}, err
-	}
-	initfd, err := unix.PidfdOpen(init, 0)
-	if err != nil {
-		return protocol.InitStatus{}, fmt.Errorf("pidfd_open the run's init: %w", err)
-	}
-	defer unix.Close(initfd)
-	// The run's /proc, which python mounted, as its init's root shows it:
-	// open, it stays the run's whatever becomes of the init's pid. The
-	// fork server's own lists every run's processes.
-	proc, err := os.Open(fmt.Sprintf("/proc/%d/root/proc", init))
+	// The run's /proc, which python mounted, as its PID 1's root shows it:
+	// open, it stays the run's whatever becomes of that pid. The fork
+	// server's own lists every run's processes.
+	proc, err := os.Open(fmt.Sprintf("/proc/%d/root/proc", init.pid))
 	if err != nil {
 		return protocol.InitStatus{}, fmt.Errorf("open the run's /proc: %w", err)
 	}
 	defer proc.Close()
-	if err := unix.PidfdSendSignal(initfd, 0, nil, 0); err != nil {
+	if err := unix.PidfdSendSignal(init.pidfd, 0, nil, 0); err != nil {
 		return protocol.InitStatus{}, fmt.Errorf("the run's init: %w", err)
 	}
 	mem.proc = fmt.Sprintf("/proc/self/fd/%d", proc.Fd())
@@ -368,15 +369,19 @@ func superviseForked(python, lifeline, exit int, limit int64, mem *counter, star
 		return protocol.InitStatus{}, err
 	}
 	w := watch{pidfd: pidfd, lifeline: lifeline, exit: exit, idle: -1, memory: mem, limit: limit}
-	return w.supervise(forkedRun{python: python, initfd: initfd, inner: inner}, start)
+	return w.supervise(&forkedRun{python: python, initfd: init.pidfd, inner: inner, reap: reap}, start)
 }
 
 // end reads how python ended once it did, or once it is exiting (see
-// exiting): a zombie until its init dies, its status is in its stat
-// file, where the kernel writes it before it frees python's memory.
-func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
+// exiting): a zombie until this init asks for its reap, its status is in
+// its stat file, where the kernel writes it before it frees python's
+// memory.
+func (r *forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
 	if !exited {
 		return 0, false, nil
+	}
+	if r.status != nil {
+		return *r.status, true, nil
 	}
 	ws, err := exitStatus(r.python)
 	return ws, true, err
@@ -385,20 +390,23 @@ func (r forkedRun) end(exited bool) (unix.WaitStatus, bool, error) {
 // exiting reports whether python is exiting: every thread of it has begun
 // its exit, so that none runs the snippet's code again, and the kernel
 // has taken python's memory from it, after setting the status it exits
-// with (do_exit in the kernel's exit.c: exit_code, then exit_mm); end
-// then reads that status from its stat file, as it reads a zombie's. It
-// asks again every exitPoll for up to exitWait: python touches its work
-// dir just before its exit. Nothing here trusts the touch, which the
-// snippet can make too: where python is not exiting by then, it is false.
-func (r forkedRun) exiting() bool {
+// with (do_exit in the kernel's exit.c: exit_code, then exit_mm), which
+// it keeps for end. It asks again every exitPoll for up to exitWait:
+// python touches its work dir just before its exit. Nothing here trusts
+// the touch, which the snippet can make too: where python is not exiting
+// by then, it is false.
+func (r *forkedRun) exiting() bool {
 	deadline := time.Now().Add(exitWait)
-	for !exiting(r.python) {
+	for {
+		if ws, ok := exiting(r.python); ok {
+			r.status = &ws
+			return true
+		}
 		if time.Now().After(deadline) {
 			return false
 		}
 		_ = unix.Nanosleep(&unix.Timespec{Nsec: exitPoll.Nanoseconds()}, nil)
 	}
-	return true
 }
 
 // exitWait bounds how long exiting waits for python's exit after its
@@ -415,42 +423,52 @@ const (
 const pfExiting = 0x4
 
 // exiting reports whether every thread of pid is exiting and pid's memory
-// is taken from it (its stat's virtual size is 0).
-func exiting(pid int) bool {
+// is taken from it (its stat's virtual size is 0), and then the status it
+// exits with.
+func exiting(pid int) (unix.WaitStatus, bool) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	s, err := procstat.Read(dir)
 	flags, ok := s.Int(9)
 	vsize, ok2 := s.Int(23)
-	if err != nil || !ok || !ok2 || flags&pfExiting == 0 || vsize != 0 {
-		return false
+	code, ok3 := s.Int(52)
+	if err != nil || !ok || !ok2 || !ok3 || flags&pfExiting == 0 || vsize != 0 {
+		return 0, false
 	}
 	tasks, err := Processes(dir+"/task", nil)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	for _, task := range tasks {
+		if task == dir+"/task/"+strconv.Itoa(pid) {
+			continue
+		}
 		s, err := procstat.Read(task)
 		flags, ok := s.Int(9)
 		if err != nil || !ok || flags&pfExiting == 0 {
-			return false
+			return 0, false
 		}
 	}
-	return true
+	return unix.WaitStatus(code), true
 }
 
 // kill kills the run's init, which ends every process of the run, and
 // waits until they are dead.
-func (r forkedRun) kill() {
+func (r *forkedRun) kill() {
 	r.signal()
 	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
 }
 
-// signal kills the run's init, which ends every process of the run.
-func (r forkedRun) signal() { _ = unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0) }
+// signal kills the run's init, which ends every process of the run, once
+// it asked the fork server to reap python (without which the PID 1 does
+// not end).
+func (r *forkedRun) signal() {
+	r.reap()
+	_ = unix.PidfdSendSignal(r.initfd, unix.SIGKILL, nil, 0)
+}
 
 // alone: python, exiting or a zombie, is all there is (its pid in the
 // run's PID namespace, as the count names it), or not even that.
-func (r forkedRun) alone(pids []string) bool {
+func (r *forkedRun) alone(pids []string) bool {
 	return len(pids) == 0 || len(pids) == 1 && pids[0] == r.inner
 }
 
@@ -467,16 +485,6 @@ func innerPID(pid int) (string, error) {
 		}
 	}
 	return "", errors.New("python's status has no NSpid line")
-}
-
-// parentOf is pid's parent, from its stat file.
-func parentOf(pid int) (int, error) {
-	s, err := procstat.Read("/proc/" + strconv.Itoa(pid))
-	ppid, ok := s.Int(4)
-	if err != nil || !ok {
-		return 0, fmt.Errorf("read the stat of %d: %v", pid, err)
-	}
-	return int(ppid), nil
 }
 
 // exitStatus is the wait status of pid, exiting or a zombie, from its

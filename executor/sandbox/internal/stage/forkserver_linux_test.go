@@ -19,7 +19,7 @@ func TestForkedRunAlone(t *testing.T) {
 	if err != nil || inner != strconv.Itoa(os.Getpid()) {
 		t.Fatalf("innerPID of this process (in the PID namespace it sees) = %q, %v: want %d", inner, err, os.Getpid())
 	}
-	r := forkedRun{inner: "2"}
+	r := &forkedRun{inner: "2"}
 	for _, tt := range []struct {
 		pids []string
 		want bool
@@ -45,7 +45,7 @@ func TestExiting(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := cmd.Process.Pid
-	if exiting(pid) || (forkedRun{python: pid}).exiting() {
+	if _, ok := exiting(pid); ok || (&forkedRun{python: pid}).exiting() {
 		t.Fatal("a live process is exiting")
 	}
 	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
@@ -55,11 +55,17 @@ func TestExiting(t *testing.T) {
 	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !exiting(pid) || !(forkedRun{python: pid}).exiting() {
+	if _, ok := exiting(pid); !ok {
 		t.Fatal("a dead process (a zombie) is not exiting")
 	}
-	if ws, err := exitStatus(pid); err != nil || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
-		t.Fatalf("how it ended: %v, %v; want killed by SIGKILL", ws, err)
+	for _, early := range []bool{true, false} {
+		r := &forkedRun{python: pid}
+		if early && !r.exiting() {
+			t.Fatal("a dead process (a zombie) is not exiting")
+		}
+		if ws, ended, err := r.end(true); err != nil || !ended || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+			t.Fatalf("how it ended (read as it exits: %v): %v, %v, %v; want killed by SIGKILL", early, ws, ended, err)
+		}
 	}
 }
 

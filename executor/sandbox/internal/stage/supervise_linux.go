@@ -17,9 +17,10 @@ import (
 // ended. What differs between the two paths is where the supervisor
 // stands: a cold run's init is python's parent, PID 1 of the run's
 // namespaces, and reaps it (coldRun); the fork server's init stands
-// outside the run's namespaces, reads python's end from its stat file
-// (as python exits, see watch.exit, or from its zombie) and kills the run
-// through the run's own PID 1 (forkedRun).
+// outside the run's namespaces, reads python's end from its stat file (as
+// python exits, see watch.exit, or from its zombie, which the fork server
+// reaps once asked) and kills the run through the run's own PID 1
+// (forkedRun).
 
 // A supervised run is what the supervisor does differently on the two
 // paths.
@@ -50,8 +51,7 @@ var errLifeline = errors.New("killed by the service")
 // poll found ready with revents: whether the run is idle after it (the
 // last of protocol.LifelineIdle and LifelineBusy read; idle as it was
 // when neither came), or errLifeline when the service closed it, whatever
-// it wrote before: the run's PID 1 ends the run at that close, so python
-// may be gone, reaped with its zombie, while a byte is still unread.
+// it wrote before: that close ends the run.
 func lifeline(fd int, revents int16, idle bool) (bool, error) {
 	if revents&unix.POLLHUP != 0 {
 		return idle, errLifeline

@@ -1,0 +1,254 @@
+package stage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A forked run's PID 1 is made by the maker, a copy of the fork server's
+// init cloned once at its start: it runs no Go, only the few system calls
+// of makeRunInits's requests (liveAsMaker), and each PID 1 is a clone of
+// it that runs only those of liveAsRunInit. A PID 1 then costs a run a
+// copy of the page tables of this small process, which writes nothing
+// after its clones, and not one of the fork server's interpreter (whose
+// clone, page faults and exit were a fifth of a pre-forked HumanEval
+// program's CPU), nor the page faults and TLB flushes that every clone
+// would cost the init's own threads. The fork server forks python into
+// the PID 1's namespaces (protocol.ZygoteInit).
+
+// runInit is a run's PID 1, made ahead of its run.
+type runInit struct {
+	pid   int
+	pidfd int
+}
+
+// initsAhead is how many PID 1s the fork server's init keeps made ahead
+// of the runs' requests.
+const initsAhead = 2
+
+// startMaker clones this process into the maker of the runs' PID 1s, whose
+// namespaces are those of flags, and returns the init's end of its socket
+// and the maker's pid.
+// It must run before the init holds anything the maker may not: the maker
+// closes every descriptor but its socket, and holds a copy of the init's
+// memory as it was.
+func startMaker(flags uintptr) (conn, pid int, err error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, fmt.Errorf("the maker's socket: %w", err)
+	}
+	runtime.LockOSThread() // its signal mask is changed across the clone
+	maker, errno := cloneMaker(pair[1], flags)
+	runtime.UnlockOSThread()
+	unix.Close(pair[1])
+	if errno != 0 {
+		unix.Close(pair[0])
+		return -1, 0, fmt.Errorf("start the maker of the runs' PID 1s: %w", errno)
+	}
+	return pair[0], int(maker), nil
+}
+
+// makeRunInits asks the maker for PID 1s ahead of the runs' requests, and
+// sends each on inits. Once one cannot be made inits is closed.
+func makeRunInits(inits chan<- runInit, maker int) {
+	defer close(inits)
+	var b [8]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		if _, err := unix.Write(maker, []byte{1}); err != nil {
+			return
+		}
+		n, oobn, _, _, err := unix.Recvmsg(maker, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+		for errors.Is(err, unix.EINTR) {
+			n, oobn, _, _, err = unix.Recvmsg(maker, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+		}
+		if err != nil || n != len(b) {
+			return
+		}
+		fds := receivedFDs(oob[:oobn])
+		pid := int(int64(binary.NativeEndian.Uint64(b[:])))
+		if pid <= 0 || len(fds) != 1 {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return
+		}
+		inits <- runInit{pid: pid, pidfd: fds[0]}
+	}
+}
+
+// cloneMaker clones this thread into a new process, the maker, which runs
+// liveAsMaker with its end of the socket conn. The child is a copy of one
+// thread of a Go program whose runtime it must not enter: it runs no code
+// that may grow its stack, allocate or be instrumented, and takes no
+// signal (they are blocked across the clone, as syscall.ForkExec does, and
+// stay blocked in the maker and in every PID 1 it makes).
+//
+//go:norace
+//go:nosplit
+func cloneMaker(conn int, flags uintptr) (pid uintptr, errno syscall.Errno) {
+	all, old := ^uint64(0), uint64(0)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	pid, _, errno = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if pid == 0 && errno == 0 {
+		liveAsMaker(conn, flags)
+	}
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	return pid, errno
+}
+
+// sigSetMask is rt_sigprocmask's SIG_SETMASK.
+const sigSetMask = 2
+
+// rawMsghdr and rawIovec are the kernel's struct msghdr and iovec on a
+// 64-bit machine, with addresses as integers (no pointer the maker writes
+// is the runtime's to know of).
+type rawMsghdr struct {
+	name       uintptr
+	namelen    uint32
+	_          uint32
+	iov        uintptr
+	iovlen     uint64
+	control    uintptr
+	controllen uint64
+	flags      int32
+	_          uint32
+}
+
+type rawIovec struct {
+	base uintptr
+	len  uint64
+}
+
+// liveAsMaker is the whole life of the maker: for each byte the init
+// writes on conn, it moves into a fresh network namespace (made by it,
+// which belongs to the fork server's user namespace, not the run's: the
+// run is given no capability in it at any time), clones a PID 1 into it
+// with the namespaces of flags, and answers with the PID 1's pid (in the
+// init's PID namespace; a negative errno where it could not) and a pidfd
+// of it. It ends with the init (or once the init closes conn); the kernel
+// reaps the PID 1s.
+//
+//go:norace
+//go:nosplit
+func liveAsMaker(conn int, flags uintptr) {
+	ignore := [4]uintptr{1} // struct sigaction: SIG_IGN, no flags, restorer or mask
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGCHLD), uintptr(unsafe.Pointer(&ignore)), 0, 8, 0, 0)
+	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	if conn > 0 {
+		syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, uintptr(conn-1), 0, 0, 0, 0)
+	}
+	syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, uintptr(conn+1), ^uintptr(0), 0, 0, 0, 0)
+	var req [1]byte
+	var reply int64
+	var cmsg [24]byte // CmsgSpace(4): a struct cmsghdr and one descriptor
+	iov := rawIovec{base: uintptr(unsafe.Pointer(&reply)), len: 8}
+	for {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_READ, uintptr(conn), uintptr(unsafe.Pointer(&req[0])), 1, 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if n != 1 || errno != 0 {
+			syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, 0, 0, 0, 0, 0, 0)
+		}
+		msg := rawMsghdr{iov: uintptr(unsafe.Pointer(&iov)), iovlen: 1}
+		pidfd := ^uintptr(0)
+		_, _, errno = syscall.RawSyscall6(syscall.SYS_UNSHARE, unix.CLONE_NEWNET, 0, 0, 0, 0, 0)
+		pid := uintptr(0)
+		if errno == 0 {
+			pid, _, errno = syscall.RawSyscall6(syscall.SYS_CLONE, flags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+			if pid == 0 && errno == 0 {
+				liveAsRunInit()
+			}
+		}
+		if errno == 0 {
+			pidfd, _, errno = syscall.RawSyscall6(unix.SYS_PIDFD_OPEN, pid, 0, 0, 0, 0, 0)
+		}
+		if errno != 0 {
+			reply = -int64(errno)
+		} else {
+			reply = int64(pid)
+			*(*uint64)(unsafe.Pointer(&cmsg[0])) = 20 // CmsgLen(4)
+			*(*int32)(unsafe.Pointer(&cmsg[8])) = unix.SOL_SOCKET
+			*(*int32)(unsafe.Pointer(&cmsg[12])) = unix.SCM_RIGHTS
+			*(*int32)(unsafe.Pointer(&cmsg[16])) = int32(pidfd)
+			msg.control, msg.controllen = uintptr(unsafe.Pointer(&cmsg[0])), uint64(len(cmsg))
+		}
+		syscall.RawSyscall6(syscall.SYS_SENDMSG, uintptr(conn), uintptr(unsafe.Pointer(&msg)), 0, 0, 0, 0)
+		if errno == 0 {
+			syscall.RawSyscall6(syscall.SYS_CLOSE, pidfd, 0, 0, 0, 0, 0)
+		}
+	}
+}
+
+// liveAsRunInit is the whole life of a run's PID 1: the kernel reaps each
+// of its children (the run's orphans) at once (SIGCHLD is ignored, as in
+// the maker), it lets nothing of the run read it (not dumpable), holds no
+// descriptor, and waits, every signal blocked, for the fork server's init
+// to kill it, which ends the run.
+//
+//go:norace
+//go:nosplit
+func liveAsRunInit() {
+	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), 0, 0, 0, 0)
+	for {
+		syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+	}
+}
+
+// idMaps is how a forked run's user namespace maps ids: its root to this
+// init's, and uid (with its group) to base plus the run's slot.
+type idMaps struct {
+	uid, base int
+}
+
+// write maps the ids of pid's user namespace for a run of slot (-1: root
+// alone, where the service is not root).
+func (m idMaps) write(pid, slot int) error {
+	ids := "0 0 1\n"
+	if slot >= 0 {
+		ids += fmt.Sprintf("%d %d 1\n", m.uid, m.base+slot)
+	}
+	for _, name := range []string{"uid_map", "gid_map"} {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, name), []byte(ids), 0); err != nil {
+			return fmt.Errorf("map the run's ids: %w", err)
+		}
+	}
+	return nil
+}
+
+// askReap tells the fork server (on zygote) that python is its to reap:
+// the init has read how python ended, or never will. The run's PID 1 ends
+// only once python is reaped.
+func askReap(zygote, python int) {
+	_, _ = unix.Write(zygote, binary.LittleEndian.AppendUint64(nil, uint64(python)))
+}
+
+// pythonIn is the pid of a process, other than init, in the PID namespace
+// of init (a run's PID 1): the run's python, where the init never learned
+// its pid (python ended before its first word); 0 where there is none.
+func pythonIn(init int) int {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
+	if err != nil {
+		return 0
+	}
+	procs, _ := Processes("/proc", func(dir string) bool {
+		l, err := os.Readlink(dir + "/ns/pid")
+		return err == nil && l == ns && dir != "/proc/"+strconv.Itoa(init)
+	})
+	for _, dir := range procs {
+		if pid, err := strconv.Atoi(dir[len("/proc/"):]); err == nil {
+			return pid
+		}
+	}
+	return 0
+}

@@ -1,0 +1,198 @@
+package stage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/internal/procstat"
+	"golang.org/x/sys/unix"
+)
+
+// TestMakerMakesRunInits: the maker, a copy of this process that runs no
+// Go, answers each request with a PID 1 in fresh namespaces (the PID and
+// user namespaces asked for, and a network namespace of its own) that
+// holds no descriptor, blocks every signal but SIGKILL and SIGSTOP, lets
+// the kernel reap its children and dies when killed.
+func TestMakerMakesRunInits(t *testing.T) {
+	first, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
+	link := func(path string) string {
+		t.Helper()
+		l, err := os.Readlink(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	second, ok := <-inits
+	if !ok {
+		t.Fatal("a second PID 1 was not made")
+	}
+	if link("/proc/"+strconv.Itoa(first.pid)+"/ns/net") == link("/proc/"+strconv.Itoa(second.pid)+"/ns/net") {
+		t.Error("two PID 1s share a network namespace")
+	}
+	for _, init := range []runInit{first, second} {
+		dir := "/proc/" + strconv.Itoa(init.pid)
+		if fds, err := os.ReadDir(dir + "/fd"); err != nil || len(fds) != 0 {
+			t.Errorf("PID 1 holds descriptors %v (%v), want none", fds, err)
+		}
+		status, err := os.ReadFile(dir + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := map[string]string{}
+		for line := range strings.Lines(string(status)) {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				fields[k] = strings.TrimSpace(v)
+			}
+		}
+		blocked, _ := strconv.ParseUint(fields["SigBlk"], 16, 64)
+		ignored, _ := strconv.ParseUint(fields["SigIgn"], 16, 64)
+		if blocked|1<<(unix.SIGKILL-1)|1<<(unix.SIGSTOP-1) != 1<<64-1 || ignored&(1<<(unix.SIGCHLD-1)) == 0 {
+			t.Errorf("PID 1's signals: blocked %s, ignored %s; want all blocked, SIGCHLD ignored", fields["SigBlk"], fields["SigIgn"])
+		}
+		if f := strings.Fields(fields["NSpid"]); len(f) != 2 || f[1] != "1" {
+			t.Errorf("PID 1's pids %q, want PID 1 of a PID namespace of its own", fields["NSpid"])
+		}
+		for _, ns := range []string{"net", "user"} {
+			if link(dir+"/ns/"+ns) == link("/proc/self/ns/"+ns) {
+				t.Errorf("PID 1 is in this process's %s namespace", ns)
+			}
+		}
+		if err := unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := unix.Poll([]unix.PollFd{{Fd: int32(init.pidfd), Events: unix.POLLIN}}, 60_000); n != 1 || err != nil {
+			t.Fatalf("killed, PID 1 did not end: %d, %v", n, err)
+		}
+		unix.Close(init.pidfd)
+	}
+}
+
+// testMaker starts a maker of PID 1s with the namespaces of flags and
+// takes its first PID 1; the maker ends with the test (its socket shut:
+// it exits 0), and every PID 1 it made that the test did not take dies.
+func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the maker needs root, to make network namespaces")
+	}
+	maker, makerPID, err := startMaker(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inits := make(chan runInit, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		makeRunInits(inits, maker)
+	}()
+	first, ok := <-inits
+	if !ok {
+		unix.Close(maker)
+		t.Fatal("no PID 1 was made")
+	}
+	s, err := procstat.Read("/proc/" + strconv.Itoa(first.pid))
+	ppid, ok := s.Int(4)
+	if err != nil || !ok || int(ppid) != makerPID {
+		t.Fatalf("PID 1's parent: %d, %v; want the maker, %d", ppid, err, makerPID)
+	}
+	t.Cleanup(func() {
+		if err := unix.Shutdown(maker, unix.SHUT_RDWR); err != nil {
+			t.Error(err)
+		}
+		for init := range inits {
+			_ = unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0)
+			unix.Close(init.pidfd)
+		}
+		<-done
+		unix.Close(maker)
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(makerPID, &ws, 0, nil); err != nil || !ws.Exited() || ws.ExitStatus() != 0 {
+			t.Errorf("the maker, its socket shut: %v, %v; want it exited with 0", ws, err)
+		}
+	})
+	return first, inits
+}
+
+// TestPythonIn: the init finds a run's python in its PID 1's namespace
+// where python never said its pid (pythonIn), and asks the fork server
+// to reap it in ForkReapSize bytes.
+func TestPythonIn(t *testing.T) {
+	init, _ := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
+	if got := pythonIn(init.pid); got != 0 {
+		t.Fatalf("pythonIn = %d with PID 1 alone, want 0", got)
+	}
+	started := make(chan *exec.Cmd)
+	go func() {
+		// Never unlocked: the thread's children go into the run's PID
+		// namespace, and it ends with this goroutine.
+		runtime.LockOSThread()
+		if err := unix.Setns(init.pidfd, unix.CLONE_NEWPID); err != nil {
+			t.Error(err)
+			started <- nil
+			return
+		}
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Error(err)
+			cmd = nil
+		}
+		started <- cmd
+	}()
+	cmd := <-started
+	if cmd == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if got := pythonIn(init.pid); got != cmd.Process.Pid {
+		t.Errorf("pythonIn = %d, want %d, the process in the PID 1's namespace", got, cmd.Process.Pid)
+	}
+
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
+	askReap(pair[0], 123456)
+	var b [16]byte
+	if n, err := unix.Read(pair[1], b[:]); err != nil || n != protocol.ForkReapSize || binary.LittleEndian.Uint64(b[:n]) != 123456 {
+		t.Errorf("asked to reap %x (%v), want pid 123456 in %d bytes", b[:n], err, protocol.ForkReapSize)
+	}
+}
+
+// TestIDMaps: a run's user namespace maps its root, and the snippet's uid
+// where the run has a slot.
+func TestIDMaps(t *testing.T) {
+	for _, slot := range []int{-1, 3} {
+		init, _ := testMaker(t, unix.CLONE_NEWUSER)
+		err := idMaps{uid: 1000, base: 1 << 20}.write(init.pid, slot)
+		got, _ := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", init.pid))
+		gids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/gid_map", init.pid))
+		want := [][]string{{"0", "0", "1"}}
+		if slot >= 0 {
+			want = append(want, []string{"1000", strconv.Itoa(1<<20 + slot), "1"})
+		}
+		if err != nil || fmt.Sprint(fieldsOf(string(got))) != fmt.Sprint(want) || string(gids) != string(got) {
+			t.Errorf("slot %d: maps %q and %q, %v; want %v", slot, got, gids, err, want)
+		}
+		_ = unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0)
+		unix.Close(init.pidfd)
+	}
+}
+
+// fieldsOf is each line of s split into its fields.
+func fieldsOf(s string) [][]string {
+	var out [][]string
+	for line := range strings.Lines(s) {
+		out = append(out, strings.Fields(line))
+	}
+	return out
+}
