@@ -3,10 +3,10 @@
 package sandbox
 
 import (
-	"os"
 	"strconv"
 	"testing"
 
+	"github.com/runblock/runblock/executor/sandbox/sandboxtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,14 +20,7 @@ func TestForkedRunNetworkMadeAhead(t *testing.T) {
 	if root, _ := s.processes(); root == "" {
 		t.Skip("the session's processes cannot be read here")
 	}
-	link := func(path string) string {
-		t.Helper()
-		l, err := os.Readlink(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	link := func(path string) string { return sandboxtest.Readlink(t, path) }
 	// The run's python, and the fork server, its parent.
 	server := "/proc/" + strconv.Itoa(parentOf(s.eldest))
 	fd, err := unix.Open(s.eldest+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)

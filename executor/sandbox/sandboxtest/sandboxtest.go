@@ -1,9 +1,10 @@
-// Package sandboxtest gives tests of real sandboxes the interpreters they
-// need beyond the default one.
+// Package sandboxtest gives tests of real sandboxes what they share: the
+// interpreters they need beyond the default one, and the links of /proc.
 package sandboxtest
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -30,4 +31,15 @@ func Python313(t testing.TB) string {
 	}
 	t.Skipf("python3.13 on PATH (%s) does not run, nor does pyenv name one", path)
 	return ""
+}
+
+// Readlink is the target of the symbolic link at path (a namespace's
+// link in /proc, say); the test fails where it cannot be read.
+func Readlink(t testing.TB, path string) string {
+	t.Helper()
+	l, err := os.Readlink(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
+	"github.com/runblock/runblock/executor/sandbox/sandboxtest"
 	"github.com/runblock/runblock/internal/procstat"
 	"golang.org/x/sys/unix"
 )
@@ -22,14 +23,7 @@ import (
 // the kernel reap its children and dies when killed.
 func TestMakerMakesRunInits(t *testing.T) {
 	first, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
-	link := func(path string) string {
-		t.Helper()
-		l, err := os.Readlink(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	link := func(path string) string { return sandboxtest.Readlink(t, path) }
 	second, ok := <-inits
 	if !ok {
 		t.Fatal("a second PID 1 was not made")
