@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor"
+	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"github.com/runblock/runblock/internal/eventually"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
@@ -109,5 +111,40 @@ func TestStoppedForkServerFoundOut(t *testing.T) {
 	}
 	if !eventually.Poll(ctx, func() bool { now := e.fork.current(); return now != nil && now != old && e.Ready() == nil }) {
 		t.Fatal("no new fork server")
+	}
+}
+
+// TestKilledMakerStartsAnotherForkServer: where the maker of a fork
+// server's PID 1s dies (killed by the host), the fork server's init
+// ends with it, a new fork server takes over, and runs go on, each with
+// its own verdict.
+func TestKilledMakerStartsAnotherForkServer(t *testing.T) {
+	e := newForking(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old := e.fork.current()
+	if old == nil {
+		t.Fatal("no fork server")
+	}
+	var makers []int
+	for _, pid := range childrenOf(old.cmd.Process.Pid) {
+		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.HasPrefix(cmdline, []byte(protocol.ForkServerMarker+"\x00")) {
+			makers = append(makers, pid)
+		}
+	}
+	if len(makers) != 1 {
+		t.Fatalf("the fork server's init has makers %v, want one", makers)
+	}
+	if err := syscall.Kill(makers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually.Poll(ctx, func() bool { now := e.fork.current(); return now != nil && now != old }) {
+		t.Fatal("no new fork server")
+	}
+	for _, code := range []string{"print('hello')", "raise SystemExit(3)"} {
+		res, err := e.Run(ctx, executor.Request{Code: code})
+		if err != nil || res.Stdout != "hello\n" && res.ExitCode != 3 {
+			t.Fatalf("%s under the new fork server: %+v, %v", code, res, err)
+		}
 	}
 }

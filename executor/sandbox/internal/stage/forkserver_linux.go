@@ -50,7 +50,7 @@ func sandboxForkServer() {
 	unix.Close(pair[1])
 	unix.Close(protocol.FDStatus)
 	inits := make(chan runInit, initsAhead)
-	go makeRunInits(inits, maker)
+	go makeRunInits(inits, maker, makerPID)
 	ids := idMaps{uid: spec.RunUID, base: spec.RunIDBase}
 	go serveForks(protocol.FDForkControl, pair[0], spec.Landlock, inits, ids, newExitWatcher())
 	var st protocol.InitStatus
@@ -161,7 +161,9 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 	}
 	init, ok := <-inits
 	if !ok {
-		fail(errors.New("the run's PID 1 could not be made"))
+		// The maker is gone, and this init ends with it: the service runs
+		// the run again, from scratch while no fork server is up.
+		ending.Store(true)
 		return
 	}
 	// python, the fork server's child, once this init knows it: its

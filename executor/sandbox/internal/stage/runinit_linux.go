@@ -19,9 +19,9 @@ import (
 // it that runs only those of liveAsRunInit. A PID 1 then costs a run a
 // copy of the page tables of this small process, which writes nothing
 // after its clones, and not one of the fork server's interpreter (whose
-// clone, page faults and exit were a fifth of a pre-forked HumanEval
-// program's CPU), nor the page faults and TLB flushes that every clone
-// would cost the init's own threads. The fork server forks python into
+// clone, page faults and exit were about a fifth of what the pythons of
+// pre-forked HumanEval programs took), nor the page faults and TLB
+// flushes that every clone would cost the init's own threads. The fork server forks python into
 // the PID 1's namespaces (protocol.ZygoteInit).
 
 // runInit is a run's PID 1, made ahead of its run.
@@ -36,10 +36,9 @@ const initsAhead = 2
 
 // startMaker clones this process into the maker of the runs' PID 1s, whose
 // namespaces are those of flags, and returns the init's end of its socket
-// and the maker's pid.
-// It must run before the init holds anything the maker may not: the maker
-// closes every descriptor but its socket, and holds a copy of the init's
-// memory as it was.
+// and the maker's pid. It must run before the init holds anything the
+// maker may not: the maker closes every descriptor but its socket, and
+// holds a copy of the init's memory as it was.
 func startMaker(flags uintptr) (conn, pid int, err error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -56,32 +55,35 @@ func startMaker(flags uintptr) (conn, pid int, err error) {
 	return pair[0], int(maker), nil
 }
 
-// makeRunInits asks the maker for PID 1s ahead of the runs' requests, and
-// sends each on inits. Once one cannot be made inits is closed.
-func makeRunInits(inits chan<- runInit, maker int) {
+// makeRunInits asks the maker (pid, its socket conn) for PID 1s ahead of
+// the runs' requests, and sends each on inits. Once one cannot be made it
+// kills the maker, which ends the fork server's init (the service then
+// starts another fork server), and closes inits.
+func makeRunInits(inits chan<- runInit, conn, pid int) {
 	defer close(inits)
+	defer unix.Kill(pid, unix.SIGKILL)
 	var b [8]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		if _, err := unix.Write(maker, []byte{1}); err != nil {
+		if _, err := unix.Write(conn, []byte{1}); err != nil {
 			return
 		}
-		n, oobn, _, _, err := unix.Recvmsg(maker, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err := unix.Recvmsg(conn, b[:], oob, unix.MSG_CMSG_CLOEXEC)
 		for errors.Is(err, unix.EINTR) {
-			n, oobn, _, _, err = unix.Recvmsg(maker, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+			n, oobn, _, _, err = unix.Recvmsg(conn, b[:], oob, unix.MSG_CMSG_CLOEXEC)
 		}
 		if err != nil || n != len(b) {
 			return
 		}
 		fds := receivedFDs(oob[:oobn])
-		pid := int(int64(binary.NativeEndian.Uint64(b[:])))
-		if pid <= 0 || len(fds) != 1 {
+		made := int(int64(binary.NativeEndian.Uint64(b[:])))
+		if made <= 0 || len(fds) != 1 {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
 			return
 		}
-		inits <- runInit{pid: pid, pidfd: fds[0]}
+		inits <- runInit{pid: made, pidfd: fds[0]}
 	}
 }
 
