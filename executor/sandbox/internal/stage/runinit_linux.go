@@ -65,7 +65,7 @@ func makeRunInits(inits chan<- runInit, conn, pid int) {
 	var b [8]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		if _, err := unix.Write(conn, []byte{1}); err != nil {
+		if err := unix.Sendto(conn, []byte{1}, unix.MSG_NOSIGNAL, nil); err != nil {
 			return
 		}
 		n, oobn, _, _, err := unix.Recvmsg(conn, b[:], oob, unix.MSG_CMSG_CLOEXEC)

@@ -69,14 +69,14 @@ func TestMakerMakesRunInits(t *testing.T) {
 		if n, err := unix.Poll([]unix.PollFd{{Fd: int32(init.pidfd), Events: unix.POLLIN}}, 60_000); n != 1 || err != nil {
 			t.Fatalf("killed, PID 1 did not end: %d, %v", n, err)
 		}
-		unix.Close(init.pidfd)
 	}
+	unix.Close(second.pidfd)
 }
 
 // testMaker starts a maker of PID 1s with the namespaces of flags and
 // takes its first PID 1; the maker ends with the test (its socket shut,
-// makeRunInits kills it), and every PID 1 it made that the test did not
-// take dies.
+// makeRunInits kills it), and the first PID 1 and every one it made that
+// the test did not take die.
 func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -103,7 +103,12 @@ func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
 		t.Fatalf("PID 1's parent: %d, %v; want the maker, %d", ppid, err, makerPID)
 	}
 	t.Cleanup(func() {
-		if err := unix.Shutdown(maker, unix.SHUT_RDWR); err != nil {
+		_ = unix.PidfdSendSignal(first.pidfd, unix.SIGKILL, nil, 0)
+		unix.Close(first.pidfd)
+		// Its writes only: the answer to the request under way comes
+		// (a PID 1 the test kills), no request follows, and the maker
+		// ends with no clone under way.
+		if err := unix.Shutdown(maker, unix.SHUT_WR); err != nil {
 			t.Error(err)
 		}
 		for init := range inits {
@@ -182,8 +187,6 @@ func TestIDMaps(t *testing.T) {
 		if err != nil || fmt.Sprint(fieldsOf(string(got))) != fmt.Sprint(want) || string(gids) != string(got) {
 			t.Errorf("slot %d: maps %q and %q, %v; want %v", slot, got, gids, err, want)
 		}
-		_ = unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0)
-		unix.Close(init.pidfd)
 	}
 }
 
