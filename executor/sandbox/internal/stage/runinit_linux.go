@@ -61,7 +61,7 @@ func startMaker(flags uintptr) (conn, pid int, err error) {
 // starts another fork server), and closes inits.
 func makeRunInits(inits chan<- runInit, conn, pid int) {
 	defer close(inits)
-	defer unix.Kill(pid, unix.SIGKILL)
+	defer func() { _ = unix.Kill(pid, unix.SIGKILL) }()
 	var b [8]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
@@ -98,12 +98,12 @@ func makeRunInits(inits chan<- runInit, conn, pid int) {
 //go:nosplit
 func cloneMaker(conn int, flags uintptr) (pid uintptr, errno syscall.Errno) {
 	all, old := ^uint64(0), uint64(0)
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
 	pid, _, errno = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if pid == 0 && errno == 0 {
 		liveAsMaker(conn, flags)
 	}
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
 	return pid, errno
 }
 
@@ -143,12 +143,19 @@ type rawIovec struct {
 //go:nosplit
 func liveAsMaker(conn int, flags uintptr) {
 	ignore := [4]uintptr{1} // struct sigaction: SIG_IGN, no flags, restorer or mask
-	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGCHLD), uintptr(unsafe.Pointer(&ignore)), 0, 8, 0, 0)
-	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGCHLD), uintptr(unsafe.Pointer(&ignore)), 0, 8, 0, 0)
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	// Nothing of the init's but conn (close_range: Linux 5.9; without it
+	// the maker ends, and with it the fork server, whose runs then start
+	// from scratch).
+	var below syscall.Errno
 	if conn > 0 {
-		syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, uintptr(conn-1), 0, 0, 0, 0)
+		_, _, below = syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, uintptr(conn-1), 0, 0, 0, 0)
 	}
-	syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, uintptr(conn+1), ^uintptr(0), 0, 0, 0, 0)
+	_, _, above := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, uintptr(conn+1), ^uintptr(0), 0, 0, 0, 0)
+	if below != 0 || above != 0 {
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, 1, 0, 0, 0, 0, 0)
+	}
 	var req [1]byte
 	var reply int64
 	var cmsg [24]byte // CmsgSpace(4): a struct cmsghdr and one descriptor
@@ -159,7 +166,7 @@ func liveAsMaker(conn int, flags uintptr) {
 			continue
 		}
 		if n != 1 || errno != 0 {
-			syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, 0, 0, 0, 0, 0, 0)
+			_, _, _ = syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, 0, 0, 0, 0, 0, 0)
 		}
 		msg := rawMsghdr{iov: uintptr(unsafe.Pointer(&iov)), iovlen: 1}
 		pidfd := ^uintptr(0)
@@ -184,9 +191,9 @@ func liveAsMaker(conn int, flags uintptr) {
 			*(*int32)(unsafe.Pointer(&cmsg[16])) = int32(pidfd)
 			msg.control, msg.controllen = uintptr(unsafe.Pointer(&cmsg[0])), uint64(len(cmsg))
 		}
-		syscall.RawSyscall6(syscall.SYS_SENDMSG, uintptr(conn), uintptr(unsafe.Pointer(&msg)), 0, 0, 0, 0)
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_SENDMSG, uintptr(conn), uintptr(unsafe.Pointer(&msg)), 0, 0, 0, 0)
 		if errno == 0 {
-			syscall.RawSyscall6(syscall.SYS_CLOSE, pidfd, 0, 0, 0, 0, 0)
+			_, _, _ = syscall.RawSyscall6(syscall.SYS_CLOSE, pidfd, 0, 0, 0, 0, 0)
 		}
 	}
 }
@@ -200,10 +207,10 @@ func liveAsMaker(conn int, flags uintptr) {
 //go:norace
 //go:nosplit
 func liveAsRunInit() {
-	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0, 0)
-	syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), 0, 0, 0, 0)
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0, 0)
+	_, _, _ = syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), 0, 0, 0, 0)
 	for {
-		syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
 	}
 }
 
