@@ -73,6 +73,9 @@ func sandboxForkServer() {
 			// fork server, as it does when this one ends.
 			ending.Store(true)
 			st.Error = fmt.Sprintf("the maker of the runs' PID 1s ended (wait status %#x)", ws)
+			if ws.Exited() && ws.ExitStatus() == makerNoCloseRange {
+				st.Error = "the maker of the runs' PID 1s could not close the init's descriptors: close_range needs Linux 5.9"
+			}
 			break
 		}
 	}

@@ -110,6 +110,9 @@ func cloneMaker(conn int, flags uintptr) (pid uintptr, errno syscall.Errno) {
 // sigSetMask is rt_sigprocmask's SIG_SETMASK.
 const sigSetMask = 2
 
+// makerNoCloseRange is the maker's exit status where close_range failed.
+const makerNoCloseRange = 3
+
 // rawMsghdr and rawIovec are the kernel's struct msghdr and iovec on a
 // 64-bit machine, with addresses as integers (no pointer the maker writes
 // is the runtime's to know of).
@@ -154,7 +157,7 @@ func liveAsMaker(conn int, flags uintptr) {
 	}
 	_, _, above := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, uintptr(conn+1), ^uintptr(0), 0, 0, 0, 0)
 	if below != 0 || above != 0 {
-		_, _, _ = syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, 1, 0, 0, 0, 0, 0)
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, makerNoCloseRange, 0, 0, 0, 0, 0)
 	}
 	var req [1]byte
 	var reply int64
