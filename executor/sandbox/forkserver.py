@@ -200,7 +200,7 @@ def _runblock_forkserver(config):
         try:
             if len(fds) != conf["run_fds"]:
                 raise ValueError(f"a run needs {conf['run_fds']} descriptors, got {len(fds)}")
-            steps = _runblock_fork_run(conf, record(msg), fds, kit, ctl)
+            steps = _runblock_fork_run(conf, record(msg), fds, kit)
             if steps:
                 fds = []  # python holds its own now, as 0 to 4
                 return steps  # in a run's python: the guard runs the snippet
@@ -373,7 +373,7 @@ def _runblock_fork_failed(conf, fd, exc):
         pass
 
 
-def _runblock_fork_run(conf, run, fds, kit, ctl):
+def _runblock_fork_run(conf, run, fds, kit):
     """Forks the run's python into the namespaces of the run's PID 1 (a
     pidfd of it at run_init), which its init made and mapped the ids of.
     In the run's python only, returns the lockdown steps it took, in
