@@ -55,8 +55,7 @@ func (f *forkedLaunch) sleep() bool {
 }
 
 // wake tells the run's init, before the run goes on, that it counts the
-// run again: at once, then at its pace. An error is a run that cannot go
-// on counted.
+// run again, at its pace. An error is a run that cannot go on counted.
 func (f *forkedLaunch) wake() error {
 	if !f.idle.Load() {
 		return nil

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"github.com/runblock/runblock/internal/eventually"
+	"github.com/runblock/runblock/internal/procstat"
 )
 
 // TestSessionReducedTiers: a session works on every tier the product
@@ -61,7 +63,8 @@ func TestSessionReducedTiers(t *testing.T) {
 
 // BenchmarkSessionCell: a hello cell in a live session (no fork, no
 // sandbox start: python is there, waiting), beside a fresh run of the
-// same snippet in a pre-forked sandbox of the pool, as Run takes it.
+// same snippet in a pre-forked sandbox of the pool, as Run takes it. The
+// cell also reports the CPU its init (the fork server's) spends on it.
 func BenchmarkSessionCell(b *testing.B) {
 	hello := executor.Request{Code: "print('hello')"}
 	b.Run("session-cell", func(b *testing.B) {
@@ -71,6 +74,8 @@ func BenchmarkSessionCell(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer func() { _ = s.Close() }()
+		init := "/proc/" + strconv.Itoa(e.fork.current().cmd.Process.Pid)
+		before := cpuTicks(b, init)
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
@@ -80,6 +85,7 @@ func BenchmarkSessionCell(b *testing.B) {
 			lat = append(lat, time.Since(start))
 		}
 		reportLatency(b, lat)
+		b.ReportMetric(float64(cpuTicks(b, init)-before)*1000/userHZ/float64(b.N), "init-cpu-ms/op")
 	})
 	b.Run("fresh-prefork-run", func(b *testing.B) {
 		e := benchExecutor(b, tiers[0], 1, true)
@@ -207,4 +213,23 @@ func TestMarkerHold(t *testing.T) {
 			t.Errorf("markerHold(%q) = %d, want %d", tc.data, got, tc.want)
 		}
 	}
+}
+
+// userHZ is the unit of /proc/PID/stat's times, in ticks a second.
+const userHZ = 100
+
+// cpuTicks is the user and system CPU time of the process at dir
+// (/proc/PID), all its threads', in ticks.
+func cpuTicks(b *testing.B, dir string) int64 {
+	b.Helper()
+	st, err := procstat.Read(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	user, ok := st.Int(14)
+	sys, ok2 := st.Int(15)
+	if !ok || !ok2 {
+		b.Fatalf("no CPU times in %s/stat: %q", dir, st)
+	}
+	return user + sys
 }

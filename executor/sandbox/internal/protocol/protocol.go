@@ -72,8 +72,11 @@
 // nothing of the run can run until further word (a pooled run waits for
 // its snippet; a session's processes are stopped between cells): the
 // fork server's init then stops counting its memory and blocks; and
-// LifelineBusy before it lets the run go on, which the init counts at
-// once, and then at its pace. On the back channel python sends its
+// LifelineBusy before it lets the run go on, which the init then counts
+// at its pace: not at once, since nothing of it ran while it idled and
+// what it held was counted (a pooled run's by its init before its start,
+// a session's by the service as its last cell ended, with its processes
+// stopped). On the back channel python sends its
 // hello (ForkHello, JSON, one datagram of at most ForkHelloMax bytes, with
 // its credentials, its work dir and a sock_diag socket) and the init
 // answers "{}" with the Landlock ruleset, or python sends ForkHello.Error
@@ -435,7 +438,7 @@ const ForkReapSize = 8
 // which the fork server's init reads.
 const (
 	LifelineIdle = 'i' // nothing of the run runs: count nothing until LifelineBusy
-	LifelineBusy = 'b' // the run goes on: count it now, and at its pace
+	LifelineBusy = 'b' // the run goes on: count it at its pace
 )
 
 const (

@@ -136,14 +136,12 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			return st, fmt.Errorf("poll: %w", err)
 		}
 		if fds[1].Revents != 0 {
-			was := idle
+			// A run that goes on is counted at its pace, not at once:
+			// nothing of it ran while it idled, and what it held then was
+			// counted (see protocol.LifelineBusy).
 			if idle, err = lifeline(w.lifeline, fds[1].Revents, idle); err != nil {
 				r.kill()
 				return st, err
-			}
-			if was && !idle {
-				// Count at once what the run holds as it goes on.
-				n = 0
 			}
 		}
 		exited := fds[0].Revents != 0
