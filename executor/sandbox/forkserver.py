@@ -149,10 +149,11 @@ def _runblock_forkserver(config):
     import gc
 
     ctl = socket.socket(fileno=conf["control_fd"])
-    # The runs' pythons are children of this process. Each one's zombie
-    # keeps how it ended until its init, which reads that from the
-    # zombie's stat file, asks for its reap (protocol: ForkReapSize): then
-    # it is reaped, at once or as it ends.
+    # The runs' pythons are children of this process, each known by its
+    # run's PID 1 (record_init) until its init asks for its reap (protocol:
+    # ForkReapSize), having read how it ended from the zombie's stat file
+    # or never to: then it is reaped, at once or as it ends.
+    children = kit["children"] = {}
     reaping = set()
 
     def reap(signum, frame):
@@ -194,8 +195,10 @@ def _runblock_forkserver(config):
         if not msg:
             posix._exit(0)  # its init closed its end: the service is done
         if len(msg) == conf["reap_size"] and not fds:
-            reaping.add(int.from_bytes(msg, "little", signed=True))
-            reap(0, None)
+            python = children.pop(int.from_bytes(msg, "little", signed=True), None)
+            if python is not None:  # else its fork failed
+                reaping.add(python)
+                reap(0, None)
             continue
         try:
             if len(fds) != conf["run_fds"]:
@@ -381,7 +384,9 @@ def _runblock_fork_run(conf, run, fds, kit):
     import posix
 
     init = fds[conf["run_init"]]
-    if kit["fork_python"](init):
+    python = kit["fork_python"](init)
+    if python:
+        kit["children"][run[conf["record_init"]]] = python
         return None
     try:
         kit["check"](kit["libc"].setns(init, conf["join_flags"]), "join the run's namespaces")

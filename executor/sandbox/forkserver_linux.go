@@ -265,7 +265,7 @@ func (fs *forkServer) launch(ctx context.Context) (*fsProc, error) {
 		WorkNoExec: policy.WorkNoExec, UID: policy.UID,
 		ControlFD: protocol.FDForkControl, StatusFD: protocol.FDStatus, Ready: protocol.StatusReady, RequestMax: protocol.ForkRequestMax,
 		RecordSlot: protocol.RecordSlot, RecordWorkBytes: protocol.RecordWorkBytes, RecordMemory: protocol.RecordMemory,
-		RecordRehearse: protocol.RecordRehearse, RecordRlimits: protocol.RecordRlimits,
+		RecordRehearse: protocol.RecordRehearse, RecordInit: protocol.RecordInit, RecordRlimits: protocol.RecordRlimits,
 		RunPythonFDs: protocol.RunPythonFDs, RunFDs: protocol.ZygoteFDs, RunBack: protocol.ZygoteBack, RunInit: protocol.ZygoteInit, ReapSize: protocol.ForkReapSize, HelloMax: protocol.ForkHelloMax, ErrorMax: protocol.ForkErrorMax,
 		StepNamespaces: protocol.StepNamespaces, StepMounts: protocol.StepMounts, StepDescriptors: protocol.StepDescriptors, StepNoNewPrivs: protocol.StepNoNewPrivs,
 		StepLandlock: protocol.StepLandlock, StepSeccomp: protocol.StepSeccomp, StepUID: protocol.StepUID, StepRlimits: protocol.StepRlimits,

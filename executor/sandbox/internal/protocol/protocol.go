@@ -59,8 +59,8 @@
 //	init → fork server     FDForkControl  the ForkRun as its Record, with
 //	                                ZygoteFDs descriptors (below): python's,
 //	                                a back channel and the run's PID 1
-//	init → fork server     FDForkControl  a python to reap, ForkReapSize
-//	                                bytes
+//	init → fork server     FDForkControl  a run whose python to reap,
+//	                                ForkReapSize bytes
 //	fork server → service  FDStatus StatusReady
 //	init → service         FDInitStatus   InitStatus when the fork server ends
 //
@@ -338,6 +338,7 @@ type ForkServerConf struct {
 	RecordWorkBytes int `json:"record_work_bytes"`
 	RecordMemory    int `json:"record_memory"`
 	RecordRehearse  int `json:"record_rehearse"`
+	RecordInit      int `json:"record_init"`
 	RecordRlimits   int `json:"record_rlimits"`
 
 	// The lockdown steps (Step...), which a run's python names on its
@@ -383,17 +384,19 @@ const (
 	RecordWorkBytes // ForkRun.WorkBytes
 	RecordMemory    // ForkRun.Memory
 	RecordRehearse  // 1: ForkRun.Rehearse
+	RecordInit      // the run's PID 1, by its pid in the init's namespace (see ForkReapSize)
 	RecordRlimits   // the first rlimit's resource; its value follows
 )
 
-// Record is r as the fork server reads it (see RecordSlot).
-func (r ForkRun) Record() []byte {
+// Record is r as the fork server reads it (see RecordSlot), for the run
+// whose PID 1 is init.
+func (r ForkRun) Record(init int) []byte {
 	rehearse := int64(0)
 	if r.Rehearse {
 		rehearse = 1
 	}
 	b := make([]byte, 0, 8*(RecordRlimits+2*len(r.Rlimits)))
-	for _, v := range [RecordRlimits]int64{RecordSlot: int64(r.Slot), RecordWorkBytes: r.WorkBytes, RecordMemory: r.Memory, RecordRehearse: rehearse} {
+	for _, v := range [RecordRlimits]int64{RecordSlot: int64(r.Slot), RecordWorkBytes: r.WorkBytes, RecordMemory: r.Memory, RecordRehearse: rehearse, RecordInit: int64(init)} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
 	for _, rl := range r.Rlimits {
@@ -427,11 +430,16 @@ const (
 )
 
 // ForkReapSize is the size of the init's word to the fork server that a
-// python is the fork server's to reap, on the control socket: its pid (as
-// both see it), a little-endian 64-bit integer. python is the fork
-// server's child: its zombie keeps how it ended, which the init reads
-// from its stat file, until the init has read it and asks for the reap
-// (the run's PID 1 ends only once python is reaped).
+// run's python is the fork server's to reap, on the control socket: the
+// run's PID 1, as its request named it (RecordInit), a little-endian
+// 64-bit integer. python is the fork server's child: its zombie keeps how
+// it ended, which the init reads from its stat file, until the init has
+// read it and asks for the reap (the run's PID 1 ends only once python is
+// reaped). The run, not python's pid, because the init may not know that
+// one: where the run ends before python said hello, python may be forked
+// still, after the init gave up on it. The word follows the run's request
+// on the same socket, so the fork server has forked that python, or
+// failed to, when it reads it.
 const ForkReapSize = 8
 
 // The bytes the service writes on a forked run's lifeline (see above),

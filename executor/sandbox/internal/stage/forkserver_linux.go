@@ -171,17 +171,11 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 	}
 	// python, the fork server's child, once this init knows it: its
 	// zombie keeps how it ended until reap asks the fork server to reap
-	// it, once that is read or at the run's end (where it never said a
-	// word, it is looked for in the PID 1's namespace).
+	// it, once that is read or at the run's end. The fork server knows
+	// it by the run's PID 1 (see protocol.ForkReapSize), where it never
+	// said a word too.
 	python := 0
-	reap := sync.OnceFunc(func() {
-		if python == 0 {
-			python = pythonIn(init.pid)
-		}
-		if python > 0 {
-			askReap(zygote, python)
-		}
-	})
+	reap := sync.OnceFunc(func() { askReap(zygote, init.pid) })
 	// Killed once the run ends, however it ends (again, where the
 	// supervisor killed it already): that ends every process of the run.
 	defer unix.Close(init.pidfd)
@@ -204,7 +198,7 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		return
 	}
 	toZygote[protocol.ZygoteBack] = back[1]
-	err = unix.Sendmsg(zygote, run.Record(), unix.UnixRights(append(toZygote, init.pidfd)...), nil, 0) // the PID 1 at ZygoteInit
+	err = unix.Sendmsg(zygote, run.Record(init.pid), unix.UnixRights(append(toZygote, init.pidfd)...), nil, 0) // the PID 1 at ZygoteInit
 	for i, fd := range toZygote {
 		unix.Close(fd)
 		toZygote[i] = -1

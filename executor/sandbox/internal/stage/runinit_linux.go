@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -238,29 +237,9 @@ func (m idMaps) write(pid, slot int) error {
 	return nil
 }
 
-// askReap tells the fork server (on zygote) that python is its to reap:
-// the init has read how python ended, or never will. The run's PID 1 ends
-// only once python is reaped.
-func askReap(zygote, python int) {
-	_, _ = unix.Write(zygote, binary.LittleEndian.AppendUint64(nil, uint64(python)))
-}
-
-// pythonIn is the pid of a process, other than init, in the PID namespace
-// of init (a run's PID 1): the run's python, where the init never learned
-// its pid (python ended before its first word); 0 where there is none.
-func pythonIn(init int) int {
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
-	if err != nil {
-		return 0
-	}
-	procs, _ := Processes("/proc", func(dir string) bool {
-		l, err := os.Readlink(dir + "/ns/pid")
-		return err == nil && l == ns && dir != "/proc/"+strconv.Itoa(init)
-	})
-	for _, dir := range procs {
-		if pid, err := strconv.Atoi(dir[len("/proc/"):]); err == nil {
-			return pid
-		}
-	}
-	return 0
+// askReap tells the fork server (on zygote) that the python of the run
+// whose PID 1 is init is its to reap: the init has read how python ended,
+// or never will. The run's PID 1 ends only once python is reaped.
+func askReap(zygote, init int) {
+	_, _ = unix.Write(zygote, binary.LittleEndian.AppendUint64(nil, uint64(init)))
 }

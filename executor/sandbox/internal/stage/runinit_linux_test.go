@@ -4,10 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
@@ -125,50 +124,71 @@ func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
 	return first, inits
 }
 
-// TestPythonIn: the init finds a run's python in its PID 1's namespace
-// where python never said its pid (pythonIn), and asks the fork server
-// to reap it in ForkReapSize bytes.
-func TestPythonIn(t *testing.T) {
-	init, _ := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
-	if got := pythonIn(init.pid); got != 0 {
-		t.Fatalf("pythonIn = %d with PID 1 alone, want 0", got)
+// TestReapAskedByTheRunsPID1: a run's init asks the fork server to reap
+// the run's python by the run's PID 1, as the run's request named it, in
+// ForkReapSize bytes after the request: where the run ends before python
+// said hello, the init does not know python's pid, and python may be
+// forked still (here the fork server never forks it). The init asked by
+// python's pid and, without it, looked for python in the PID 1's
+// namespace: a python forked after that look was never reaped, and its
+// PID 1 never ended.
+func TestReapAskedByTheRunsPID1(t *testing.T) {
+	_, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
+	init, ok := <-inits
+	if !ok {
+		t.Fatal("no PID 1 was made")
 	}
-	started := make(chan *exec.Cmd)
-	go func() {
-		// Never unlocked: the thread's children go into the run's PID
-		// namespace, and it ends with this goroutine.
-		runtime.LockOSThread()
-		if err := unix.Setns(init.pidfd, unix.CLONE_NEWPID); err != nil {
-			t.Error(err)
-			started <- nil
-			return
-		}
-		cmd := exec.Command("sleep", "60")
-		if err := cmd.Start(); err != nil {
-			t.Error(err)
-			cmd = nil
-		}
-		started <- cmd
-	}()
-	cmd := <-started
-	if cmd == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if got := pythonIn(init.pid); got != cmd.Process.Pid {
-		t.Errorf("pythonIn = %d, want %d, the process in the PID 1's namespace", got, cmd.Process.Pid)
-	}
-
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	ours := make(chan runInit, 1)
+	ours <- init // superviseFork takes it, and kills and closes it
+	zygote, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(pair[0])
-	defer unix.Close(pair[1])
-	askReap(pair[0], 123456)
-	var b [16]byte
-	if n, err := unix.Read(pair[1], b[:]); err != nil || n != protocol.ForkReapSize || binary.LittleEndian.Uint64(b[:n]) != 123456 {
-		t.Errorf("asked to reap %x (%v), want pid 123456 in %d bytes", b[:n], err, protocol.ForkReapSize)
+	defer unix.Close(zygote[0])
+	defer unix.Close(zygote[1])
+	var fds []int // python's 0 to 4, the report's write end, the lifeline's read end
+	for range protocol.RunPythonFDs {
+		fd, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+	}
+	var report, lifeline [2]int
+	for _, p := range []*[2]int{&report, &lifeline} {
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer unix.Close(report[0])
+	fds = append(fds, report[1], lifeline[0])
+	exits := newExitWatcher()
+	defer exits.close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		superviseFork(zygote[0], fds, protocol.ForkRun{Slot: -1}, nil, ours, idMaps{uid: 1000, base: 1 << 20}, exits)
+	}()
+	giveUp := sync.OnceFunc(func() { unix.Close(lifeline[1]) }) // the service gives up on the run
+	t.Cleanup(func() { giveUp(); <-done })
+
+	buf := make([]byte, protocol.ForkRequestMax)
+	oob := make([]byte, unix.CmsgSpace(protocol.ZygoteFDs*4))
+	n, oobn, _, _, err := unix.Recvmsg(zygote[1], buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range receivedFDs(oob[:oobn]) {
+		unix.Close(fd)
+	}
+	if n < 8*(protocol.RecordInit+1) || int(binary.LittleEndian.Uint64(buf[8*protocol.RecordInit:])) != init.pid {
+		t.Fatalf("the run's request %x does not name its PID 1, %d", buf[:n], init.pid)
+	}
+	giveUp()
+	<-done
+	n, _, err = unix.Recvfrom(zygote[1], buf, unix.MSG_DONTWAIT)
+	if err != nil || n != protocol.ForkReapSize || int(binary.LittleEndian.Uint64(buf[:n])) != init.pid {
+		t.Errorf("after the run's end the fork server read %x (%v), want its PID 1, %d, in %d bytes", buf[:max(n, 0)], err, init.pid, protocol.ForkReapSize)
 	}
 }
 
