@@ -11,8 +11,8 @@
 # come in its configuration): control_fd the socket to its init
 # (SOCK_SEQPACKET: one message per run, its record and the run's
 # descriptors: python's 0 to 4, a back channel to the init at run_back
-# and, at run_init, a pidfd of the run's PID 1; or the pid of a python to
-# reap), status_fd its status pipe ("ready").
+# and, at run_init, a pidfd of the run's PID 1; or the PID 1 of a run
+# whose python to reap), status_fd its status pipe ("ready").
 #
 # A run is two processes:
 #   its PID 1, which the fork server's init made (a clone of a small

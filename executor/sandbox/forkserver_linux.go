@@ -32,8 +32,9 @@ import (
 // preloads imported (the zygote of Android, the fork server of Sandbox2).
 // It never runs user code: each run is a fork of it into namespaces of
 // its own (held by a PID 1 its init makes), which locks itself down
-// (forkserver.py), so a run costs a fork, not an interpreter start. The fork server's init supervises every run
-// as a cold run's init does. While it is down, runs start from scratch.
+// (forkserver.py), so a run costs a fork, not an interpreter start. The
+// fork server's init supervises every run as a cold run's init does.
+// While it is down, runs start from scratch.
 //
 // What holds, as for a cold run (and is tested):
 //   - nothing of one run reaches another: each has its own user, mount,

@@ -68,15 +68,15 @@
 // (RunPythonFDs), then RunReport (the service reads the run's InitStatus
 // from it; the fork server's init keeps it and gives the fork server a back
 // channel in its place) and RunLifeline (closed by the service to kill the
-// run: the init then kills the run's PID 1). The service writes one byte on the lifeline, LifelineIdle, where
-// nothing of the run can run until further word (a pooled run waits for
-// its snippet; a session's processes are stopped between cells): the
-// fork server's init then stops counting its memory and blocks; and
-// LifelineBusy before it lets the run go on, which the init then counts
-// at its pace: not at once, since nothing of it ran while it idled and
-// what it held was counted (a pooled run's by its init before its start,
-// a session's by the service as its last cell ended, with its processes
-// stopped). On the back channel python sends its
+// run: the init then kills the run's PID 1). The service writes one byte
+// on the lifeline, LifelineIdle, where nothing of the run can run until
+// further word (a pooled run waits for its snippet; a session's processes
+// are stopped between cells): the fork server's init then stops counting
+// its memory and blocks; and LifelineBusy before it lets the run go on,
+// which the init then counts at its pace: not at once, since nothing of
+// it ran while it idled and what it held was counted (a pooled run's by
+// its init before its start, a session's by the service as its last cell
+// ended, with its processes stopped). On the back channel python sends its
 // hello (ForkHello, JSON, one datagram of at most ForkHelloMax bytes, with
 // its credentials, its work dir and a sock_diag socket) and the init
 // answers "{}" with the Landlock ruleset, or python sends ForkHello.Error

@@ -169,12 +169,10 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		ending.Store(true)
 		return
 	}
-	// python, the fork server's child, once this init knows it: its
-	// zombie keeps how it ended until reap asks the fork server to reap
-	// it, once that is read or at the run's end. The fork server knows
-	// it by the run's PID 1 (see protocol.ForkReapSize), where it never
-	// said a word too.
-	python := 0
+	// python is the fork server's child: its zombie keeps how it ended
+	// until reap asks the fork server to reap it, once that is read or at
+	// the run's end. The fork server knows it by the run's PID 1 (see
+	// protocol.ForkReapSize), where it never said a word too.
 	reap := sync.OnceFunc(func() { askReap(zygote, init.pid) })
 	// Killed once the run ends, however it ends (again, where the
 	// supervisor killed it already): that ends every process of the run.
@@ -244,9 +242,6 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 			}
 		}
 	}
-	if cred != nil {
-		python = int(cred.Pid)
-	}
 	var hello protocol.ForkHello
 	if err := json.Unmarshal(buf[:n], &hello); err != nil || hello.Error != "" {
 		fail(fmt.Errorf("fork server: %s", cmp.Or(hello.Error, fmt.Sprint(err))))
@@ -263,6 +258,7 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 		return
 	}
 	defer unix.Close(shm)
+	python := int(cred.Pid)
 	if err := unix.Setpriority(unix.PRIO_PROCESS, python, policy.SnippetNice); err != nil {
 		fail(fmt.Errorf("python's nice value: %w", err))
 		return

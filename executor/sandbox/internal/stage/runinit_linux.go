@@ -20,8 +20,8 @@ import (
 // after its clones, and not one of the fork server's interpreter (whose
 // clone, page faults and exit were about a fifth of what the pythons of
 // pre-forked HumanEval programs took), nor the page faults and TLB
-// flushes that every clone would cost the init's own threads. The fork server forks python into
-// the PID 1's namespaces (protocol.ZygoteInit).
+// flushes that every clone would cost the init's own threads. The fork
+// server forks python into the PID 1's namespaces (protocol.ZygoteInit).
 
 // runInit is a run's PID 1, made ahead of its run.
 type runInit struct {
