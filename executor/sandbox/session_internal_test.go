@@ -85,7 +85,7 @@ func BenchmarkSessionCell(b *testing.B) {
 			lat = append(lat, time.Since(start))
 		}
 		reportLatency(b, lat)
-		b.ReportMetric(float64(cpuTicks(b, init)-before)*1000/userHZ/float64(b.N), "init-cpu-ms/op")
+		b.ReportMetric(float64(cpuTicks(b, init)-before)*1000/procstat.ClockTicks/float64(b.N), "init-cpu-ms/op")
 	})
 	b.Run("fresh-prefork-run", func(b *testing.B) {
 		e := benchExecutor(b, tiers[0], 1, true)
@@ -215,9 +215,6 @@ func TestMarkerHold(t *testing.T) {
 	}
 }
 
-// userHZ is the unit of /proc/PID/stat's times, in ticks a second.
-const userHZ = 100
-
 // cpuTicks is the user and system CPU time of the process at dir
 // (/proc/PID), all its threads', in ticks.
 func cpuTicks(b *testing.B, dir string) int64 {
@@ -226,10 +223,9 @@ func cpuTicks(b *testing.B, dir string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	user, ok := st.Int(14)
-	sys, ok2 := st.Int(15)
-	if !ok || !ok2 {
+	ticks, ok := st.CPUTicks()
+	if !ok {
 		b.Fatalf("no CPU times in %s/stat: %q", dir, st)
 	}
-	return user + sys
+	return ticks
 }

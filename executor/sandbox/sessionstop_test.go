@@ -11,20 +11,19 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/procstat"
 )
 
 // cpuTicks is the CPU time (user and system, in clock ticks) the host's
 // process pid used so far; -1 once it is gone.
 func cpuTicks(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procstat.Read("/proc/" + strconv.Itoa(pid))
 	if err != nil {
 		return -1
 	}
-	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
-	utime, _ := strconv.ParseInt(string(f[11]), 10, 64)
-	stime, _ := strconv.ParseInt(string(f[12]), 10, 64)
-	return utime + stime
+	ticks, _ := s.CPUTicks()
+	return ticks
 }
 
 // hostPID is the host's pid of the process of the PID namespace ns whose
@@ -47,15 +46,15 @@ func hostPID(t *testing.T, ns, marker string) int {
 // parent is the parent of the host's process pid.
 func parent(t *testing.T, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procstat.Read("/proc/" + strconv.Itoa(pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ppid, err := strconv.Atoi(string(bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])[1]))
-	if err != nil {
-		t.Fatal(err)
+	ppid, ok := s.Int(4)
+	if !ok {
+		t.Fatalf("no parent in the stat of %d: %q", pid, s)
 	}
-	return ppid
+	return int(ppid)
 }
 
 // TestSessionLeftoversStopBetweenCells: a busy loop a cell leaves
@@ -86,7 +85,7 @@ print(loop.pid)`}, 20*time.Second)
 		// The window the target is stated for: 5 s of wall time.
 		<-time.After(5 * time.Second)
 		for pid, name := range map[int]string{loop: "the loop's process", python: "the session's python (a looping thread)"} {
-			used := time.Duration(cpuTicks(t, pid)-before[pid]) * time.Second / 100
+			used := time.Duration(cpuTicks(t, pid)-before[pid]) * time.Second / procstat.ClockTicks
 			if used > 100*time.Millisecond {
 				t.Errorf("%s used %s of CPU in the 5 s after its cell", name, used)
 			}

@@ -57,10 +57,6 @@ const (
 	idleCellsDefault    = 200
 )
 
-// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times:
-// 100 on every Linux architecture Go runs on.
-const clockTicks = 100
-
 // idleSessions measures the idle-sessions row with n sessions.
 func (b *benchmark) idleSessions(ctx context.Context, n int, window time.Duration, cells int) *IdleSessions {
 	m := &IdleSessions{Sessions: n}
@@ -142,7 +138,7 @@ func (m *IdleSessions) setCPU(first, last map[int]int64, window time.Duration) {
 	}
 	m.WindowS = window.Seconds()
 	if window > 0 {
-		m.CPUPercent = 100 * float64(m.CPUTicks) / clockTicks / window.Seconds()
+		m.CPUPercent = 100 * float64(m.CPUTicks) / procstat.ClockTicks / window.Seconds()
 	}
 }
 
@@ -163,17 +159,9 @@ func ticksOf(proc string, pids []int) map[int]int64 {
 		if err != nil {
 			continue
 		}
-		if t, ok := statTicks(string(b)); ok {
+		if t, ok := procstat.Parse(b).CPUTicks(); ok {
 			ticks[pid] = t
 		}
 	}
 	return ticks
-}
-
-// statTicks is utime + stime of a /proc/PID/stat text.
-func statTicks(stat string) (int64, bool) {
-	s := procstat.Parse([]byte(stat))
-	u, ok1 := s.Int(14)
-	k, ok2 := s.Int(15)
-	return u + k, ok1 && ok2
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/runblock/runblock/internal/procstat"
 )
 
 // runFunc runs program i of a phase and reports whether it passed. A non-nil
@@ -199,6 +201,6 @@ func (s *Stats) setCPU(before, after cpuTimes) {
 	if s.Runs == 0 || all <= 0 || busy < 0 {
 		return
 	}
-	s.CPUMSPerRun = float64(busy) * 1000 / clockTicks / float64(s.Runs)
+	s.CPUMSPerRun = float64(busy) * 1000 / procstat.ClockTicks / float64(s.Runs)
 	s.BusyPercent = 100 * float64(busy) / float64(all)
 }

@@ -72,6 +72,19 @@ func (s Stat) Int(n int) (int64, bool) {
 	return v, err == nil
 }
 
+// ClockTicks is the kernel's USER_HZ, the unit of a stat's CPU times (and
+// of /proc/stat's): 100 on every Linux architecture Go runs on.
+const ClockTicks = 100
+
+// CPUTicks is the CPU time the process used so far, user and system, of
+// every thread, in ClockTicks (fields 14 and 15); false where the stat
+// has none.
+func (s Stat) CPUTicks() (int64, bool) {
+	user, ok := s.Int(14)
+	sys, ok2 := s.Int(15)
+	return user + sys, ok && ok2
+}
+
 // State is the process's state (R, S, T, Z...); 0 where unknown.
 func (s Stat) State() byte {
 	if f := s.field(3); len(f) == 1 {

@@ -28,11 +28,10 @@ func TestParse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := Parse([]byte(tt.text))
 			ppid, okP := s.Int(4)
-			u, okU := s.Int(14)
-			k, okK := s.Int(15)
-			if s.State() != tt.state || okP != tt.ppidOK || ppid != tt.ppid || (okU && okK) != tt.ticksOK || tt.ticksOK && u+k != tt.ticks {
+			ticks, okT := s.CPUTicks()
+			if s.State() != tt.state || okP != tt.ppidOK || ppid != tt.ppid || okT != tt.ticksOK || tt.ticksOK && ticks != tt.ticks {
 				t.Errorf("state %q ppid %d (%v) ticks %d (%v), want %q %d (%v) %d (%v)",
-					s.State(), ppid, okP, u+k, okU && okK, tt.state, tt.ppid, tt.ppidOK, tt.ticks, tt.ticksOK)
+					s.State(), ppid, okP, ticks, okT, tt.state, tt.ppid, tt.ppidOK, tt.ticks, tt.ticksOK)
 			}
 		})
 	}
