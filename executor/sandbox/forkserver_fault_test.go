@@ -32,6 +32,23 @@ func childrenOf(pid int) []int {
 	return kids
 }
 
+// forkServerKids are the children of a fork server's init, pid: its
+// python, and the maker of its runs' PID 1s (a copy of the init, with its
+// command line).
+func forkServerKids(pid int) (pythons, makers []int) {
+	for _, child := range childrenOf(pid) {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		switch {
+		case err != nil:
+		case bytes.HasPrefix(cmdline, []byte(protocol.ForkServerMarker+"\x00")):
+			makers = append(makers, child)
+		default:
+			pythons = append(pythons, child)
+		}
+	}
+	return pythons, makers
+}
+
 // TestKilledForkServerPythonRetriesTheRun: a run in progress when its
 // fork server's python is killed is run again from scratch and gets the
 // verdict of its own code (here a timeout), never an error of the
@@ -126,12 +143,7 @@ func TestKilledMakerStartsAnotherForkServer(t *testing.T) {
 	if old == nil {
 		t.Fatal("no fork server")
 	}
-	var makers []int
-	for _, pid := range childrenOf(old.cmd.Process.Pid) {
-		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.HasPrefix(cmdline, []byte(protocol.ForkServerMarker+"\x00")) {
-			makers = append(makers, pid)
-		}
-	}
+	_, makers := forkServerKids(old.cmd.Process.Pid)
 	if len(makers) != 1 {
 		t.Fatalf("the fork server's init has makers %v, want one", makers)
 	}

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -182,13 +181,7 @@ func TestStoppedForkServer(t *testing.T) {
 // init, with its command line).
 func forkServerPython(t *testing.T, pid int) int {
 	t.Helper()
-	var kids []int
-	for _, child := range childrenOf(pid) {
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
-		if err == nil && !bytes.HasPrefix(cmdline, []byte(protocol.ForkServerMarker+"\x00")) {
-			kids = append(kids, child)
-		}
-	}
+	kids, _ := forkServerKids(pid)
 	if len(kids) != 1 {
 		t.Fatalf("%d has python children %v, want one", pid, kids)
 	}
