@@ -29,7 +29,10 @@
 //     (securebits: none gained as root, none regained by exec); with
 //     no_new_privs, in fresh mount, PID, network, IPC, UTS and cgroup
 //     namespaces: it sees only its own processes, and a network with no
-//     interface but a loopback that is down;
+//     interface but a loopback that is down (a forked run's network
+//     namespace may be one an earlier run left, once every process of
+//     that run ended with no socket left in it: what a run can change
+//     there is its sockets);
 //   - sees a read-only root holding the interpreter and the system
 //     libraries, a /dev of four devices, its own /proc, and one writable,
 //     size-limited, noexec work dir (also its /tmp, HOME and TMPDIR) with

@@ -55,16 +55,29 @@ func startMaker(flags uintptr) (conn, pid int, err error) {
 }
 
 // makeRunInits asks the maker (pid, its socket conn) for PID 1s ahead of
-// the runs' requests, and sends each on inits. Once one cannot be made it
-// kills the maker, which ends the fork server's init (the service then
-// starts another fork server), and closes inits.
-func makeRunInits(inits chan<- runInit, conn, pid int) {
+// the runs' requests, and sends each on inits. A request takes a network
+// namespace from nets where one is there (see keepNetwork), which it
+// closes once sent. Once a PID 1 cannot be made it kills the maker, which
+// ends the fork server's init (the service then starts another fork
+// server), and closes inits.
+func makeRunInits(inits chan<- runInit, conn, pid int, nets <-chan int) {
 	defer close(inits)
 	defer func() { _ = unix.Kill(pid, unix.SIGKILL) }()
 	var b [8]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		if err := unix.Sendto(conn, []byte{1}, unix.MSG_NOSIGNAL, nil); err != nil {
+		var rights []byte
+		ns := -1
+		select {
+		case ns = <-nets:
+			rights = unix.UnixRights(ns)
+		default:
+		}
+		err := unix.Sendmsg(conn, []byte{1}, rights, nil, unix.MSG_NOSIGNAL)
+		if ns >= 0 {
+			unix.Close(ns)
+		}
+		if err != nil {
 			return
 		}
 		n, oobn, _, _, err := unix.Recvmsg(conn, b[:], oob, unix.MSG_CMSG_CLOEXEC)
@@ -133,13 +146,14 @@ type rawIovec struct {
 }
 
 // liveAsMaker is the whole life of the maker: for each byte the init
-// writes on conn, it moves into a fresh network namespace (made by it,
-// which belongs to the fork server's user namespace, not the run's: the
-// run is given no capability in it at any time), clones a PID 1 into it
-// with the namespaces of flags, and answers with the PID 1's pid (in the
-// init's PID namespace; a negative errno where it could not) and a pidfd
-// of it. It ends with the init (or once the init closes conn); the kernel
-// reaps the PID 1s.
+// writes on conn, it moves into the network namespace that comes with the
+// byte (one an earlier run left, see keepNetwork) or, without one, into a
+// fresh one (made by it, which belongs to the fork server's user
+// namespace, not the run's: the run is given no capability in it at any
+// time), clones a PID 1 into it with the namespaces of flags, and answers
+// with the PID 1's pid (in the init's PID namespace; a negative errno
+// where it could not) and a pidfd of it. It ends with the init (or once
+// the init closes conn); the kernel reaps the PID 1s.
 //
 //go:norace
 //go:nosplit
@@ -160,10 +174,13 @@ func liveAsMaker(conn int, flags uintptr) {
 	}
 	var req [1]byte
 	var reply int64
-	var cmsg [24]byte // CmsgSpace(4): a struct cmsghdr and one descriptor
+	var in, cmsg [24]byte // CmsgSpace(4): a struct cmsghdr and one descriptor
+	reqIov := rawIovec{base: uintptr(unsafe.Pointer(&req[0])), len: 1}
 	iov := rawIovec{base: uintptr(unsafe.Pointer(&reply)), len: 8}
 	for {
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_READ, uintptr(conn), uintptr(unsafe.Pointer(&req[0])), 1, 0, 0, 0)
+		in = [24]byte{}
+		ask := rawMsghdr{iov: uintptr(unsafe.Pointer(&reqIov)), iovlen: 1, control: uintptr(unsafe.Pointer(&in[0])), controllen: uint64(len(in))}
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVMSG, uintptr(conn), uintptr(unsafe.Pointer(&ask)), 0, 0, 0, 0)
 		if errno == syscall.EINTR {
 			continue
 		}
@@ -172,7 +189,18 @@ func liveAsMaker(conn int, flags uintptr) {
 		}
 		msg := rawMsghdr{iov: uintptr(unsafe.Pointer(&iov)), iovlen: 1}
 		pidfd := ^uintptr(0)
-		_, _, errno = syscall.RawSyscall6(syscall.SYS_UNSHARE, unix.CLONE_NEWNET, 0, 0, 0, 0, 0)
+		joined := false
+		if ask.controllen >= 20 && *(*uint64)(unsafe.Pointer(&in[0])) == 20 && *(*int32)(unsafe.Pointer(&in[8])) == unix.SOL_SOCKET && *(*int32)(unsafe.Pointer(&in[12])) == unix.SCM_RIGHTS {
+			// A network namespace an earlier run left (keepNetwork).
+			ns := uintptr(*(*int32)(unsafe.Pointer(&in[16])))
+			_, _, errno = syscall.RawSyscall6(unix.SYS_SETNS, ns, unix.CLONE_NEWNET, 0, 0, 0, 0)
+			joined = errno == 0
+			_, _, _ = syscall.RawSyscall6(syscall.SYS_CLOSE, ns, 0, 0, 0, 0, 0)
+		}
+		errno = 0
+		if !joined {
+			_, _, errno = syscall.RawSyscall6(syscall.SYS_UNSHARE, unix.CLONE_NEWNET, 0, 0, 0, 0, 0)
+		}
 		pid := uintptr(0)
 		if errno == 0 {
 			pid, _, errno = syscall.RawSyscall6(syscall.SYS_CLONE, flags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)

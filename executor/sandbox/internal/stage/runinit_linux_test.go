@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ import (
 // holds no descriptor, blocks every signal but SIGKILL and SIGSTOP, lets
 // the kernel reap its children and dies when killed.
 func TestMakerMakesRunInits(t *testing.T) {
-	first, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
+	first, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID, nil)
 	link := func(path string) string { return sandboxtest.Readlink(t, path) }
 	second, ok := <-inits
 	if !ok {
@@ -72,11 +73,12 @@ func TestMakerMakesRunInits(t *testing.T) {
 	unix.Close(second.pidfd)
 }
 
-// testMaker starts a maker of PID 1s with the namespaces of flags and
-// takes its first PID 1; the maker ends with the test (its socket shut,
+// testMaker starts a maker of PID 1s with the namespaces of flags (and
+// the network namespaces of nets, see makeRunInits) and takes its first
+// PID 1; the maker ends with the test (its socket shut,
 // makeRunInits kills it), and the first PID 1 and every one it made that
 // the test did not take die.
-func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
+func testMaker(t *testing.T, flags uintptr, nets <-chan int) (runInit, <-chan runInit) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the maker needs root, to make network namespaces")
@@ -89,7 +91,7 @@ func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		makeRunInits(inits, maker, makerPID)
+		makeRunInits(inits, maker, makerPID, nets)
 	}()
 	first, ok := <-inits
 	if !ok {
@@ -124,6 +126,95 @@ func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
 	return first, inits
 }
 
+// TestKeepNetwork: a run's network namespace goes to the next PID 1s
+// once its PID 1 has ended with no socket left in it, and only then; the
+// maker makes a PID 1 in it.
+func TestKeepNetwork(t *testing.T) {
+	nets := make(chan int, 1)
+	first, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID, nets)
+	second, ok := <-inits
+	if !ok {
+		t.Fatal("a second PID 1 was not made")
+	}
+	defer unix.Close(second.pidfd)
+	netOf := func(pid int) string { return sandboxtest.Readlink(t, "/proc/"+strconv.Itoa(pid)+"/ns/net") }
+	kept := netOf(second.pid)
+	kill := func(init runInit) func() {
+		return func() { _ = unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0) }
+	}
+	keepNetwork(first, kill(first), newSocketDiag(inNetwork(t, first.pid, true)), nets)
+	if len(nets) != 0 {
+		t.Fatal("a network namespace with a socket left in it was kept")
+	}
+	keepNetwork(second, kill(second), newSocketDiag(inNetwork(t, second.pid, false)), nets)
+	if len(nets) != 1 {
+		t.Fatal("an empty network namespace was not kept")
+	}
+	// Two PID 1s may have been asked for before it was kept: the one
+	// after them is made in it.
+	found := false
+	for range 3 {
+		init, ok := <-inits
+		if !ok {
+			t.Fatal("no PID 1 was made")
+		}
+		found = found || netOf(init.pid) == kept
+		_ = unix.PidfdSendSignal(init.pidfd, unix.SIGKILL, nil, 0)
+		unix.Close(init.pidfd)
+		if found {
+			break
+		}
+	}
+	if !found || len(nets) != 0 {
+		t.Errorf("no PID 1 was made in the kept network namespace %s (still on offer: %d)", kept, len(nets))
+	}
+}
+
+// inNetwork opens a sock_diag socket in the network namespace of pid and,
+// where left, a Unix socket there that the test holds. Its thread goes
+// back to its own namespace: a thread that ended would kill the maker
+// (its parent thread, for PR_SET_PDEATHSIG) where it was the one that
+// cloned it.
+func inNetwork(t *testing.T, pid int, left bool) (diag int) {
+	t.Helper()
+	own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(own)
+	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ns)
+	runtime.LockOSThread()
+	if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	var fds []int
+	diag, err = openSocketDiag()
+	fds = append(fds, diag)
+	if left && err == nil {
+		var fd int
+		fd, err = unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		fds = append(fds, fd)
+	}
+	if back := unix.Setns(own, unix.CLONE_NEWNET); back != nil {
+		t.Fatalf("back to the test's network namespace: %v", back) // the thread stays locked, and ends
+	}
+	runtime.UnlockOSThread()
+	for _, fd := range fds {
+		if fd >= 0 {
+			t.Cleanup(func() { unix.Close(fd) })
+		}
+	}
+	if err != nil {
+		t.Fatalf("in the network namespace of %d: %v", pid, err)
+	}
+	return diag
+}
+
 // TestReapAskedByTheRunsPID1: a run's init asks the fork server to reap
 // the run's python by the run's PID 1, as the run's request named it, in
 // ForkReapSize bytes after the request: where the run ends before python
@@ -133,7 +224,7 @@ func testMaker(t *testing.T, flags uintptr) (runInit, <-chan runInit) {
 // namespace: a python forked after that look was never reaped, and its
 // PID 1 never ended.
 func TestReapAskedByTheRunsPID1(t *testing.T) {
-	_, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID)
+	_, inits := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID, nil)
 	init, ok := <-inits
 	if !ok {
 		t.Fatal("no PID 1 was made")
@@ -167,7 +258,7 @@ func TestReapAskedByTheRunsPID1(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		superviseFork(zygote[0], fds, protocol.ForkRun{Slot: -1}, nil, ours, idMaps{uid: 1000, base: 1 << 20}, exits)
+		superviseFork(zygote[0], fds, protocol.ForkRun{Slot: -1}, nil, ours, nil, idMaps{uid: 1000, base: 1 << 20}, exits)
 	}()
 	giveUp := sync.OnceFunc(func() { unix.Close(lifeline[1]) }) // the service gives up on the run
 	t.Cleanup(func() { giveUp(); <-done })
@@ -196,7 +287,7 @@ func TestReapAskedByTheRunsPID1(t *testing.T) {
 // where the run has a slot.
 func TestIDMaps(t *testing.T) {
 	for _, slot := range []int{-1, 3} {
-		init, _ := testMaker(t, unix.CLONE_NEWUSER)
+		init, _ := testMaker(t, unix.CLONE_NEWUSER, nil)
 		err := idMaps{uid: 1000, base: 1 << 20}.write(init.pid, slot)
 		got, _ := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", init.pid))
 		gids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/gid_map", init.pid))

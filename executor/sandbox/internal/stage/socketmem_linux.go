@@ -48,6 +48,13 @@ func newSocketDiag(fd int) *socketDiag {
 // charged to their receive and send queues and their ancillary data (a
 // stream's queued data is charged to its sender only).
 func (d *socketDiag) memory() (int64, error) {
+	_, held, err := d.dump()
+	return held, err
+}
+
+// dump lists the Unix sockets of the namespace: how many, and what they
+// hold (see memory).
+func (d *socketDiag) dump() (sockets int, held int64, err error) {
 	d.seq++
 	req := make([]byte, unix.SizeofNlMsghdr+24)
 	ne := binary.NativeEndian
@@ -60,20 +67,19 @@ func (d *socketDiag) memory() (int64, error) {
 	ne.PutUint32(body[4:], ^uint32(0)) // every state
 	ne.PutUint32(body[12:], udiagShowMeminfo)
 	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return 0, fmt.Errorf("sock_diag request: %w", err)
+		return 0, 0, fmt.Errorf("sock_diag request: %w", err)
 	}
-	var total int64
 	for {
 		n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("sock_diag answer: %w", err)
+			return 0, 0, fmt.Errorf("sock_diag answer: %w", err)
 		}
 		msgs, err := syscall.ParseNetlinkMessage(d.buf[:n])
 		if err != nil {
-			return 0, fmt.Errorf("sock_diag answer: %w", err)
+			return 0, 0, fmt.Errorf("sock_diag answer: %w", err)
 		}
 		for _, m := range msgs {
 			if m.Header.Seq != d.seq {
@@ -81,16 +87,17 @@ func (d *socketDiag) memory() (int64, error) {
 			}
 			switch m.Header.Type {
 			case unix.NLMSG_DONE:
-				return total, nil
+				return sockets, held, nil
 			case unix.NLMSG_ERROR:
 				if len(m.Data) >= 4 {
 					if errno := int32(ne.Uint32(m.Data)); errno != 0 {
-						return 0, fmt.Errorf("sock_diag: %w", syscall.Errno(-errno))
+						return 0, 0, fmt.Errorf("sock_diag: %w", syscall.Errno(-errno))
 					}
 				}
-				return total, nil
+				return sockets, held, nil
 			}
-			total += socketMeminfo(m.Data)
+			sockets++
+			held += socketMeminfo(m.Data)
 		}
 	}
 }
