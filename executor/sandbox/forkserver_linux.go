@@ -38,8 +38,10 @@ import (
 //
 // What holds, as for a cold run (and is tested):
 //   - nothing of one run reaches another: each has its own user, mount,
-//     PID, network, IPC, UTS and cgroup namespaces, its own PID 1, /proc,
-//     work dir tmpfs and host uid; its memory is a copy-on-write copy of
+//     PID, network, IPC, UTS and cgroup namespaces (a network namespace
+//     may be one an earlier run left with no socket in it, see the
+//     stage's keepNetwork), its own PID 1, /proc, work dir tmpfs and host
+//     uid; its memory is a copy-on-write copy of
 //     the fork server's, never shared writable; random (and numpy's
 //     global generator) is reseeded;
 //   - the fork server cannot be reached from a run: it is in a parent PID
