@@ -57,7 +57,7 @@ func TestForkedRunNetworkReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.Close()
+	t.Cleanup(func() { _ = live.Close() })
 	const probe = `import os, socket
 def free(name):
     s = socket.socket(socket.AF_UNIX)
