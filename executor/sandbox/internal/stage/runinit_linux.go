@@ -178,7 +178,8 @@ func liveAsMaker(conn int, flags uintptr) {
 	reqIov := rawIovec{base: uintptr(unsafe.Pointer(&req[0])), len: 1}
 	iov := rawIovec{base: uintptr(unsafe.Pointer(&reply)), len: 8}
 	for {
-		in = [24]byte{}
+		// The kernel sets ask.controllen to what it wrote in in: 0
+		// without a descriptor.
 		ask := rawMsghdr{iov: uintptr(unsafe.Pointer(&reqIov)), iovlen: 1, control: uintptr(unsafe.Pointer(&in[0])), controllen: uint64(len(in))}
 		n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVMSG, uintptr(conn), uintptr(unsafe.Pointer(&ask)), 0, 0, 0, 0)
 		if errno == syscall.EINTR {
