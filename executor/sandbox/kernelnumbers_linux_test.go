@@ -29,6 +29,7 @@ var kernelNumbers = map[string][2]int64{
 	"MountNoDev":              {protocol.MountNoDev, unix.MS_NODEV},
 	"MountNoExec":             {protocol.MountNoExec, unix.MS_NOEXEC},
 	"NetlinkSockDiag":         {protocol.NetlinkSockDiag, unix.NETLINK_SOCK_DIAG},
+	"SaNoCldStop":             {protocol.SaNoCldStop, saNoCldStop},
 }
 
 // SECBIT_NOROOT and SECBIT_NOROOT_LOCKED (linux/securebits.h), which
@@ -37,6 +38,10 @@ const (
 	secbitNoRoot       = 1 << 0
 	secbitNoRootLocked = 1 << 1
 )
+
+// SA_NOCLDSTOP (asm-generic/signal.h, the same on x86-64 and arm64),
+// which golang.org/x/sys/unix does not name either.
+const saNoCldStop = 1
 
 // A kernel number written bare in a call of forkserver.py.
 var bareKernelNumber = regexp.MustCompile(`\b(prctl|syscall)\((\d|0x)|\bsocket\.socket\([^)]*,\s*\d+\)`)

@@ -179,7 +179,7 @@ func TestStoppedForkServer(t *testing.T) {
 // forkServerPython is the fork server's python: the one child of its
 // init, pid, that is not the maker of its runs' PID 1s (a copy of the
 // init, with its command line).
-func forkServerPython(t *testing.T, pid int) int {
+func forkServerPython(t testing.TB, pid int) int {
 	t.Helper()
 	kids, _ := forkServerKids(pid)
 	if len(kids) != 1 {

@@ -105,3 +105,56 @@ print('continued' if ticks() > start else 'stopped')`}, 30*time.Second)
 		}
 	})
 }
+
+// contextSwitches is how often the host's process pid gave up the CPU
+// so far, of itself or not (/proc/PID/status).
+func contextSwitches(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for line := range strings.Lines(string(b)) {
+		if name, value, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(name, "ctxt_switches") {
+			v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil {
+				t.Fatalf("%s of %d: %v", name, pid, err)
+			}
+			n += v
+		}
+	}
+	return n
+}
+
+// TestSessionStopsWakeNotTheForkServer: the stops and continues of a
+// forked session's python around its cells (it is the fork server's
+// child) do not wake the fork server: in 20 cells it runs fewer than 10
+// times, where each stop and each continue woke it once.
+func TestSessionStopsWakeNotTheForkServer(t *testing.T) {
+	e := newExecutor(t, sandbox.Config{})
+	requireFull(t, e)
+	if fs := e.Isolation().ForkServer; !fs.Active {
+		t.Fatalf("no fork server with the full tier: %s", fs.Detail)
+	}
+	s := startSession(t, e)
+	ns := pidNamespace(t, s)
+	res := cellWithin(t, s, executor.Request{Code: `import subprocess, sys
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', 'child-of-the-session'])`}, 20*time.Second)
+	if !res.Success {
+		t.Fatalf("cell starting a child: %+v", res)
+	}
+	python := parent(t, hostPID(t, ns, "child-of-the-session"))
+	forkServer := parent(t, python)
+	before := contextSwitches(t, forkServer)
+	for i := range 20 {
+		if res := cellWithin(t, s, executor.Request{Code: "print(" + strconv.Itoa(i) + ")"}, 20*time.Second); res.Stdout != strconv.Itoa(i)+"\n" {
+			t.Fatalf("cell %d: %+v", i, res)
+		}
+	}
+	woke := contextSwitches(t, forkServer) - before
+	t.Logf("the fork server ran %d times in 20 cells", woke)
+	if woke >= 10 {
+		t.Errorf("the fork server (%d) ran %d times in 20 cells of its child %d's session", forkServer, woke, python)
+	}
+}

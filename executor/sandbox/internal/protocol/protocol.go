@@ -600,4 +600,7 @@ const (
 	MountNoDev         = 4 // MS_NODEV
 	MountNoExec        = 8 // MS_NOEXEC
 	NetlinkSockDiag    = 4
+	// SaNoCldStop is SA_NOCLDSTOP: the fork server is not signalled
+	// when one of its children stops or continues.
+	SaNoCldStop = 1
 )
