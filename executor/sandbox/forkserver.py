@@ -212,9 +212,9 @@ def _runblock_forkserver(config):
             posix._exit(0)  # its init closed its end: the service is done
         if len(msg) == conf["reap_size"] and not fds:
             python = children.pop(int.from_bytes(msg, "little", signed=True), None)
-            if python is not None:  # else its fork failed
+            if python is not None:  # else its fork failed, or it was asked for before
                 reaping.add(python)
-                reap(0, None)
+            reap(0, None)  # asked again (forkedRun.kill): whatever ended since
             continue
         try:
             if len(fds) != conf["run_fds"]:

@@ -175,8 +175,10 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 	// python is the fork server's child: its zombie keeps how it ended
 	// until reap asks the fork server to reap it, once that is read or at
 	// the run's end. The fork server knows it by the run's PID 1 (see
-	// protocol.ForkReapSize), where it never said a word too.
-	reap := sync.OnceFunc(func() { askReap(zygote, init.pid) })
+	// protocol.ForkReapSize), where it never said a word too; a killed
+	// run whose PID 1 does not end asks again (forkedRun.kill).
+	ask := func() { askReap(zygote, init.pid) }
+	reap := sync.OnceFunc(ask)
 	// Killed once the run ends, however it ends (again, where the
 	// supervisor killed it already): that ends every process of the run.
 	end := func() {
@@ -271,7 +273,7 @@ func superviseFork(zygote int, fds []int, run protocol.ForkRun, landlock *protoc
 	}
 	exit, unwatch := exits.watch(work)
 	defer unwatch()
-	st, err := superviseForked(python, init, reap, lifeline, exit, run.Memory, &counter{diag: sockets, work: work, shm: shm}, func() error {
+	st, err := superviseForked(python, init, reap, ask, lifeline, exit, run.Memory, &counter{diag: sockets, work: work, shm: shm}, func() error {
 		return answerHello(back[0], python, landlock)
 	})
 	if errors.Is(err, errLifeline) {
@@ -382,6 +384,7 @@ type forkedRun struct {
 	python, initfd int
 	inner          string // python's pid in the run's PID namespace
 	reap           func()
+	ask            func() // asks for the reap again (see kill)
 	// status is python's, once exiting read it.
 	status *unix.WaitStatus
 }
@@ -390,7 +393,7 @@ type forkedRun struct {
 // watch.supervise), counting its memory with mem (which it completes with
 // the run's PID namespace) against limit, watching exit (see watch.exit;
 // -1: none); reap asks the fork server to reap python.
-func superviseForked(python int, init runInit, reap func(), lifeline, exit int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
+func superviseForked(python int, init runInit, reap, ask func(), lifeline, exit int, limit int64, mem *counter, start func() error) (protocol.InitStatus, error) {
 	// Until python is reaped, its pid, stat file and namespace links stay
 	// its own, even once it ended.
 	pidfd, err := unix.PidfdOpen(python, 0)
@@ -415,7 +418,7 @@ func superviseForked(python int, init runInit, reap func(), lifeline, exit int, 
 		return protocol.InitStatus{}, err
 	}
 	w := watch{pidfd: pidfd, lifeline: lifeline, exit: exit, idle: -1, memory: mem, limit: limit}
-	return w.supervise(&forkedRun{python: python, initfd: init.pidfd, inner: inner, reap: reap}, start)
+	return w.supervise(&forkedRun{python: python, initfd: init.pidfd, inner: inner, reap: reap, ask: ask}, start)
 }
 
 // end reads how python ended once it did, or once it is exiting (see
@@ -497,11 +500,31 @@ func exiting(pid int) (unix.WaitStatus, bool) {
 	return unix.WaitStatus(code), true
 }
 
+// reapAgain is how long kill waits for a killed run's PID 1 to end
+// before it asks the fork server again to reap python.
+const reapAgain = time.Second
+
 // kill kills the run's init, which ends every process of the run, and
-// waits until they are dead.
+// waits until they are dead. The PID 1 ends only once the fork server
+// reaped python, which it does at the ask, or as python's end is
+// signalled where python still ran; where the PID 1 has not ended within
+// reapAgain, the fork server is asked again, at that pace: once, in the
+// whole suite under -race, a fork server sat reading its socket beside
+// python's unreaped zombie, its PID 1 waiting for the reap and this
+// wait for the PID 1, for good.
 func (r *forkedRun) kill() {
 	r.signal()
-	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}, -1)
+	dead := []unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(dead, int(reapAgain.Milliseconds()))
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case err == nil && n == 0:
+			r.ask()
+		default:
+			return
+		}
+	}
 }
 
 // signal kills the run's init, which ends every process of the run, once

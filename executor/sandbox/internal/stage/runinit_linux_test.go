@@ -1,14 +1,17 @@
 package stage
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/runblock/runblock/executor/sandbox/internal/protocol"
 	"github.com/runblock/runblock/executor/sandbox/sandboxtest"
@@ -308,4 +311,72 @@ func fieldsOf(s string) [][]string {
 		out = append(out, strings.Fields(line))
 	}
 	return out
+}
+
+// reapOnSecondAsk forks, from a python outside the run, a process into
+// the PID namespace of the run's PID 1 (a pidfd of it at descriptor 3),
+// as the fork server forks python, and reaps it only once asked twice on
+// descriptor 4: a fork server that missed the first ask.
+const reapOnSecondAsk = `import ctypes, os, socket, sys, time
+if ctypes.CDLL(None, use_errno=True).setns(3, 0x20000000) != 0:
+    sys.exit("setns: errno %d" % ctypes.get_errno())
+pid = os.fork()
+if pid == 0:
+    time.sleep(600)
+    os._exit(0)
+print(pid, flush=True)
+asks = socket.socket(fileno=4)
+asks.recv(64)
+asks.recv(64)
+os.waitpid(pid, 0)
+`
+
+// TestKillAsksForTheReapAgain: a killed run whose PID 1 has not ended
+// (it ends only once python is reaped) asks the fork server to reap
+// python again, so that a fork server that missed the first ask lets
+// the PID 1 end; kill waited for it for good.
+func TestKillAsksForTheReapAgain(t *testing.T) {
+	init, _ := testMaker(t, unix.CLONE_NEWUSER|unix.CLONE_NEWPID, nil)
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("the fork server's stand-in needs python3: %v", err)
+	}
+	asks, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(asks[0])
+	pidfd, err := unix.Dup(init.pidfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-I", "-c", reapOnSecondAsk)
+	cmd.ExtraFiles = []*os.File{os.NewFile(uintptr(pidfd), "pid1"), os.NewFile(uintptr(asks[1]), "asks")}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("the stand-in forked nothing: %q, %v", line, err)
+	}
+	ask := func() { _, _ = unix.Write(asks[0], []byte{1}) }
+	r := &forkedRun{initfd: init.pidfd, reap: sync.OnceFunc(ask), ask: ask}
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		r.kill()
+	}()
+	select {
+	case <-killed:
+	case <-time.After(30 * reapAgain):
+		t.Fatal("kill still waits for the run's PID 1, which waits for the reap")
+	}
 }
