@@ -322,12 +322,7 @@ func keepNetwork(init runInit, end func(), diag *socketDiag, nets chan<- int) {
 	if ending.Load() {
 		return
 	}
-	dead := []unix.PollFd{{Fd: int32(init.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(dead, int(netDeadWait.Milliseconds()))
-	for errors.Is(err, unix.EINTR) {
-		n, err = unix.Poll(dead, int(netDeadWait.Milliseconds()))
-	}
-	if n != 1 || err != nil {
+	if dead, err := ended(init.pidfd, netDeadWait); !dead || err != nil {
 		return
 	}
 	if left, _, err := diag.dump(); err != nil || left != 0 {
@@ -514,15 +509,21 @@ const reapAgain = time.Second
 // wait for the PID 1, for good.
 func (r *forkedRun) kill() {
 	r.signal()
-	dead := []unix.PollFd{{Fd: int32(r.initfd), Events: unix.POLLIN}}
 	for {
-		n, err := unix.Poll(dead, int(reapAgain.Milliseconds()))
-		switch {
-		case errors.Is(err, unix.EINTR):
-		case err == nil && n == 0:
-			r.ask()
-		default:
+		if dead, err := ended(r.initfd, reapAgain); dead || err != nil {
 			return
+		}
+		r.ask()
+	}
+}
+
+// ended reports whether the process of pidfd ended within d.
+func ended(pidfd int, d time.Duration) (bool, error) {
+	dead := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(dead, int(d.Milliseconds()))
+		if !errors.Is(err, unix.EINTR) {
+			return n > 0, err
 		}
 	}
 }
