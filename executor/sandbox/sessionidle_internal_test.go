@@ -149,3 +149,31 @@ func schedulings(dirs []string) int64 {
 	}
 	return n
 }
+
+// TestSessionStopsWakeNotTheForkServer: the stops and continues of a
+// forked session's python around its cells (it is the fork server's
+// child) do not wake the fork server: in 20 cells it runs fewer than 10
+// times, where each stop and each continue woke it once.
+func TestSessionStopsWakeNotTheForkServer(t *testing.T) {
+	e := newHardened(t, Config{})
+	s, err := e.StartSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if res, err := s.Run(context.Background(), executor.Request{Code: "print(0)"}); err != nil || res.Stdout != "0\n" {
+		t.Fatalf("first cell: %+v, %v", res, err)
+	}
+	forkServer := []string{"/proc/" + strconv.Itoa(forkServerPython(t, e.fork.current().cmd.Process.Pid))}
+	before := schedulings(forkServer)
+	for i := range 20 {
+		if res, err := s.Run(context.Background(), executor.Request{Code: "print(" + strconv.Itoa(i) + ")"}); err != nil || res.Stdout != strconv.Itoa(i)+"\n" {
+			t.Fatalf("cell %d: %+v, %v", i, res, err)
+		}
+	}
+	woke := schedulings(forkServer) - before
+	t.Logf("the fork server ran %d times in 20 cells", woke)
+	if woke >= 10 {
+		t.Errorf("the fork server (%s) ran %d times in 20 cells of its child's session", forkServer[0], woke)
+	}
+}
