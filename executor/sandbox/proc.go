@@ -40,7 +40,8 @@ type proc struct {
 	stdin, request *os.File // write ends
 	readEnds       []*os.File
 	outR, errR     *os.File // read ends, also in readEnds
-	statusR, initR *os.File
+	statusR        *os.File // also in readEnds
+	initR          *os.File // not in readEnds (see drain)
 	stdout, stderr *capture
 	budget         *outputBudget
 	grew           chan struct{} // the captures' kept output grew (one pending signal)
@@ -183,7 +184,7 @@ func (p *proc) pipes(init bool) (childEnds, error) {
 	p.errR, c.stderr = pipe(true)
 	p.statusR, c.status = pipe(true)
 	if init {
-		p.initR, c.init = pipe(true)
+		p.initR, c.init = pipe(false)
 	}
 	return c, err
 }
@@ -288,6 +289,9 @@ func (p *proc) destroy() {
 	for _, f := range p.readEnds {
 		f.Close()
 	}
+	if p.initR != nil {
+		p.initR.Close()
+	}
 	if p.stdin != nil {
 		p.stdin.Close()
 	}
@@ -365,7 +369,7 @@ func (p *proc) run(ctx context.Context, req executor.Request) (executor.Result, 
 	p.kill()
 	<-p.waited
 	duration := time.Since(start)
-	p.drain(p.stdout.done, p.stderr.done, p.statusDone, p.initDone)
+	p.drain(p.stdout.done, p.stderr.done, p.statusDone)
 	stopLive()
 	p.stdin.Close()
 	p.request.Close()
@@ -442,8 +446,14 @@ func verdict(res *executor.Result, killedForMemory bool, timeout time.Duration, 
 	}
 }
 
-// drain waits, once the sandbox is dead, until the readers of its pipes
-// are done: past outputGrace, it closes the read ends.
+// drain waits, once the sandbox is dead, until the readers of its output
+// and status pipes (readers) are done, and then the init's report: past
+// outputGrace it closes the pipes' read ends, which only a process that
+// escaped the sandbox's process tree could keep open. The report's only
+// writer is the init, which is gone (or, forked, has written it all), so
+// its pipe reaches EOF once read, however long the reader is kept from
+// the CPU: cut at outputGrace, a report of many files lost its end.
+// reportGrace only bounds a wait that cannot be long.
 func (p *proc) drain(readers ...chan struct{}) {
 	grace := time.NewTimer(outputGrace)
 	defer grace.Stop()
@@ -457,7 +467,18 @@ func (p *proc) drain(readers ...chan struct{}) {
 			<-done
 		}
 	}
+	grace.Reset(reportGrace)
+	select {
+	case <-p.initDone:
+	case <-grace.C:
+		p.initR.Close()
+		<-p.initDone
+	}
 }
+
+// reportGrace bounds how long drain waits for the report of an init that
+// is gone.
+const reportGrace = 10 * time.Second
 
 // live calls fn, when not nil, with the output kept so far each time it
 // grew, until stop is called; the captures never wait for fn, which gets

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -70,5 +71,45 @@ func TestReadReportLeavesLittle(t *testing.T) {
 	}
 	if per := bytesPerRun(read); per > 1<<10 {
 		t.Errorf("a report's read allocates %d bytes, want under 1 KiB", per)
+	}
+}
+
+// TestDrainKeepsTheReportPastTheOutputGrace: an output pipe that an
+// escaped process keeps open is closed at outputGrace, but the report of
+// an init that is gone is read whole however late its reader runs (here,
+// only after that close). Cut with the output, a cold run's report of
+// many files once reached the service without its end.
+func TestDrainKeepsTheReportPastTheOutputGrace(t *testing.T) {
+	p := &proc{initDone: make(chan struct{})}
+	ends, err := p.pipes(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ends.close()
+		for _, f := range append(p.readEnds, p.initR, p.stdin, p.request) {
+			f.Close()
+		}
+	})
+	lim := protocol.CollectLimits{MaxFiles: 4, MaxBytes: 1 << 20}
+	line := append(bytes.Repeat([]byte("x"), 32<<10), '\n')
+	if _, err := ends.init.Write(line); err != nil {
+		t.Fatal(err)
+	}
+	ends.init.Close() // the init wrote its report and ended
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		_, _ = io.Copy(io.Discard, p.outR) // until drain closes it
+	}()
+	go func() {
+		defer close(p.initDone)
+		<-outDone
+		p.initStatus, p.reportErr = readReport(p.initR, lim)
+	}()
+	p.drain(outDone)
+	<-p.initDone
+	if p.reportErr != nil || !bytes.Equal(p.initStatus, line) {
+		t.Fatalf("read %d bytes of the report (error %v), want all %d", len(p.initStatus), p.reportErr, len(line))
 	}
 }

@@ -240,7 +240,7 @@ func (s *sessionSandbox) killedAfterCell() bool {
 	case <-grace.C:
 		return false
 	}
-	p.drain(s.out.done, s.err.done, p.initDone)
+	p.drain(s.out.done, s.err.done)
 	var res executor.Result
 	killed, err := p.exitStatus(&res)
 	s.release()
@@ -395,7 +395,7 @@ func (c *cellRun) ended(ctx context.Context, res *executor.Result, end cellEnd, 
 	killed := timedOut || outputLimit || canceled || broken != nil || s.closing.Load()
 	p.kill()
 	<-p.waited
-	p.drain(s.out.done, s.err.done, p.initDone)
+	p.drain(s.out.done, s.err.done)
 	c.output(res, out, errs)
 	res.OutputLimit = res.OutputLimit || outputLimit
 	var cgroupOOM bool

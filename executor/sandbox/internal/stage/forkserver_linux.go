@@ -122,7 +122,7 @@ var ending atomic.Bool
 // report writes a run's report b on fd, unless the fork server is ending.
 func report(fd int, b []byte) {
 	if !ending.Load() {
-		_, _ = syscall.Write(fd, b)
+		writeAll(fd, b)
 	}
 }
 

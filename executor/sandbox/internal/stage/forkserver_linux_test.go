@@ -1,9 +1,11 @@
 package stage
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -108,5 +110,40 @@ func TestExitWatcher(t *testing.T) {
 		t.Fatalf("a nil watcher watched: %d", ev)
 	} else {
 		stop()
+	}
+}
+
+// TestReportWholePastSignals: a report larger than its pipe reaches the
+// reader whole although signals come while its write waits for the
+// reader. One write returned at the first signal with what it had
+// written, and the report lost its end.
+func TestReportWholePastSignals(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	fd := int(w.Fd()) // blocking, as an init's report descriptor is
+	b := bytes.Repeat([]byte("r"), 1<<20)
+	tid := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread() // the thread ends with this goroutine
+		tid <- unix.Gettid()
+		report(fd, b)
+		w.Close()
+	}()
+	writer := <-tid
+	buf := make([]byte, 4<<10)
+	got := 0
+	for {
+		_ = unix.Tgkill(os.Getpid(), writer, unix.SIGURG) // the runtime's own preemption signal
+		n, err := r.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+	}
+	if got != len(b) {
+		t.Fatalf("read %d bytes of a report of %d", got, len(b))
 	}
 }

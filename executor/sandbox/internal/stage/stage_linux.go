@@ -57,11 +57,27 @@ func readSpec() protocol.StageSpec {
 func die(fd int, err error) {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	if fd == protocol.FDInitStatus {
-		_, _ = syscall.Write(fd, encodeReport(protocol.InitStatus{Error: msg}, protocol.CollectLimits{}))
+		writeAll(fd, encodeReport(protocol.InitStatus{Error: msg}, protocol.CollectLimits{}))
 	} else {
-		_, _ = syscall.Write(fd, []byte("error: "+msg+"\n"))
+		writeAll(fd, []byte("error: "+msg+"\n"))
 	}
 	os.Exit(1)
+}
+
+// writeAll writes b whole on fd, a pipe the service reads. One write
+// that fills the pipe waits for the reader, and a signal that comes
+// meanwhile (the runtime's own, or a child's end) ends it with what it
+// wrote so far: a report of many files lost its end so.
+func writeAll(fd int, b []byte) {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if n > 0 {
+			b = b[n:]
+		}
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
 }
 
 // sandboxInit is a cold run's init, PID 1 of fresh user, mount, PID,
@@ -223,7 +239,7 @@ func finishRun(st protocol.InitStatus, collect protocol.CollectLimits) {
 		}
 	}
 	st.Displays = ReadDisplays(policy.WorkDir)
-	_, _ = syscall.Write(protocol.FDInitStatus, encodeReport(st, collect))
+	writeAll(protocol.FDInitStatus, encodeReport(st, collect))
 	os.Exit(0)
 }
 
