@@ -137,12 +137,12 @@ func cloneMaker(conn int, flags uintptr) (pid uintptr, errno syscall.Errno) {
 // liveAsMaker and liveAsRunInit, whose code is the binary's text, mapped
 // from its file, and whose data is their frames on this goroutine's
 // stack: makerKept either side of them stays mapped, as does makerKept
-// either side of the thread's TLS (threadPointer). The entry that
-// holds makerUnmaps itself comes last, as nothing reads it once that is
-// unmapped. planMakerUnmaps fills them in before the clone; where
-// /proc/self/maps cannot be read, none.
+// either side of the thread's TLS (threadPointer). makerUnmaps is a page
+// of its own, so that one mapping holds it whole, and that mapping comes
+// last: nothing reads the list once it is unmapped. planMakerUnmaps
+// fills them in before the clone; where it cannot, none.
 var (
-	makerUnmaps     [256][2]uintptr
+	makerUnmaps     *[makerPage / 16][2]uintptr
 	makerUnmapCount int
 )
 
@@ -162,11 +162,18 @@ const makerPage = 4 << 10
 // that ps and /proc/PID/cmdline show of the maker and its PID 1s.
 func planMakerUnmaps() {
 	makerUnmapCount = 0
+	if makerUnmaps == nil {
+		page, err := unix.Mmap(-1, 0, makerPage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return
+		}
+		makerUnmaps = (*[makerPage / 16][2]uintptr)(unsafe.Pointer(&page[0]))
+	}
 	b, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return
 	}
-	self := uintptr(unsafe.Pointer(&makerUnmaps))
+	self := uintptr(unsafe.Pointer(makerUnmaps))
 	var last [2]uintptr
 	for line := range strings.Lines(string(b)) {
 		f := strings.Fields(line)
@@ -205,9 +212,14 @@ func unmapAround(x, y uintptr) {
 	}
 	xlo, xhi := (x-makerKept)&^(makerPage-1), (x+makerKept)&^(makerPage-1)
 	ylo, yhi := (y-makerKept)&^(makerPage-1), (y+makerKept)&^(makerPage-1)
-	n := min(makerUnmapCount, len(makerUnmaps)) // read once: the last entry holds it
+	// Read once: the variables may be in a mapping unmapped before the
+	// list's.
+	list, n := makerUnmaps, min(makerUnmapCount, len(makerUnmaps))
+	if list == nil {
+		return
+	}
 	for i := range n {
-		lo, hi := makerUnmaps[i][0], makerUnmaps[i][1]
+		lo, hi := list[i][0], list[i][1]
 		unmap(lo, min(hi, xlo))
 		unmap(max(lo, xhi), min(hi, ylo))
 		unmap(max(lo, yhi), hi)
