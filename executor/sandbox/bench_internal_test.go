@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +159,7 @@ func BenchmarkHumanEval(b *testing.B) {
 		for _, conc := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/c%d", tier.name, conc), func(b *testing.B) {
 				e := benchExecutor(b, tier.layers, tier.pool, tier.fork)
-				before := machineBusy(b)
+				before := machineCPU(b)
 				for b.Loop() {
 					jobs := make(chan string)
 					var wg sync.WaitGroup
@@ -181,36 +179,20 @@ func BenchmarkHumanEval(b *testing.B) {
 					close(jobs)
 					wg.Wait()
 				}
-				busy := machineBusy(b) - before
+				busy := machineCPU(b).Busy - before.Busy
 				b.ReportMetric(float64(busy)*1000/procstat.ClockTicks/float64(b.N*len(problems)), "machine-cpu-ms/program")
 			})
 		}
 	}
 }
 
-// machineBusy is the CPU time, in clock ticks, the machine's CPUs spent
-// busy so far: /proc/stat's first line, user to steal but idle and
-// iowait (guest time is in user's already).
-func machineBusy(tb testing.TB) int64 {
+// machineCPU is what the machine's CPUs did so far, as the bench's
+// HumanEval rows read it.
+func machineCPU(tb testing.TB) procstat.CPUTimes {
 	tb.Helper()
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		tb.Skipf("no /proc/stat: %v", err)
+	t, ok := procstat.ReadCPUTimes("/proc/stat")
+	if !ok {
+		tb.Skip("no /proc/stat to read the machine's CPU times from")
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	var busy int64
-	fields := strings.Fields(line)
-	if len(fields) < 9 {
-		tb.Fatalf("/proc/stat: %q", line)
-	}
-	for i, f := range fields[1:9] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			tb.Fatalf("/proc/stat: %q", line)
-		}
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
-		}
-	}
-	return busy
+	return t
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -393,7 +394,7 @@ type benchmark struct {
 	log        *slog.Logger
 	// cpu reads the machine's CPU times (/proc/stat), around each
 	// HumanEval phase.
-	cpu func() (cpuTimes, bool)
+	cpu func() (procstat.CPUTimes, bool)
 	// fellBack is set once the report notes that the fork server is off.
 	fellBack bool
 }
@@ -432,7 +433,7 @@ func newBenchmark(opts Options) *benchmark {
 		launchGap:  cmp.Or(opts.LaunchGap, 200*time.Millisecond),
 		startRuns:  cmp.Or(opts.StartRuns, 10),
 		log:        opts.Logger,
-		cpu:        func() (cpuTimes, bool) { return readCPUTimes("/proc/stat") },
+		cpu:        func() (procstat.CPUTimes, bool) { return procstat.ReadCPUTimes("/proc/stat") },
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)

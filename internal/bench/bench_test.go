@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runblock/runblock/executor/sandbox"
+	"github.com/runblock/runblock/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -342,11 +343,11 @@ func TestHumanEvalInTurn(t *testing.T) {
 	// The machine's CPU, as each phase reads it before and after: 30
 	// ticks busy of 40 in each phase.
 	var reads int64
-	b.cpu = func() (cpuTimes, bool) {
+	b.cpu = func() (procstat.CPUTimes, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		reads++
-		return cpuTimes{busy: reads / 2 * 30, all: reads / 2 * 40}, true
+		return procstat.CPUTimes{Busy: reads / 2 * 30, All: reads / 2 * 40}, true
 	}
 	cs := []*contender{row("a", 2), row("b", 0)}
 	b.humanEvalInTurn(context.Background(), cs)

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,47 +154,10 @@ func summary(conc int, idle bool, p phase) Stats {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// cpuTimes is what the machine's CPUs did, in clock ticks: busy (user,
-// nice, system, irq and softirq time: every process's, the kernel
-// workers' and the bench's own) and all (busy, idle, iowait and a VM's
-// steal).
-type cpuTimes struct{ busy, all int64 }
-
-// readCPUTimes reads the machine's CPU times from the stat file at path
-// (/proc/stat); false where it cannot be read.
-func readCPUTimes(path string) (cpuTimes, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return cpuTimes{}, false
-	}
-	return parseCPUTimes(string(b))
-}
-
-// parseCPUTimes reads the first line of a /proc/stat text: "cpu", then
-// user, nice, system, idle, iowait, irq, softirq and steal (guest time
-// is counted in user).
-func parseCPUTimes(stat string) (cpuTimes, bool) {
-	line, _, _ := strings.Cut(stat, "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return cpuTimes{}, false
-	}
-	var v [8]int64
-	for i := range v {
-		n, err := strconv.ParseInt(f[i+1], 10, 64)
-		if err != nil || n < 0 {
-			return cpuTimes{}, false
-		}
-		v[i] = n
-	}
-	busy := v[0] + v[1] + v[2] + v[5] + v[6]
-	return cpuTimes{busy: busy, all: busy + v[3] + v[4] + v[7]}, true
-}
-
 // setCPU sets s's machine CPU figures from the machine's CPU times before
 // and after its phase.
-func (s *Stats) setCPU(before, after cpuTimes) {
-	busy, all := after.busy-before.busy, after.all-before.all
+func (s *Stats) setCPU(before, after procstat.CPUTimes) {
+	busy, all := after.Busy-before.Busy, after.All-before.All
 	if s.Runs == 0 || all <= 0 || busy < 0 {
 		return
 	}

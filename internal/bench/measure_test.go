@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/runblock/runblock/internal/procstat"
 )
 
 func durations(ms ...int) []time.Duration {
@@ -365,58 +366,18 @@ func TestMeasureAllOrders(t *testing.T) {
 	}
 }
 
-func TestParseCPUTimes(t *testing.T) {
-	tests := []struct {
-		name string
-		stat string
-		want cpuTimes
-		ok   bool
-	}{
-		// user nice system idle iowait irq softirq steal guest guest_nice
-		{"a kernel's", "cpu  100 20 30 400 5 6 7 8 9 0\ncpu0 50 10 15 200 2 3 3 4 4 0\n", cpuTimes{busy: 163, all: 576}, true},
-		{"no guest fields", "cpu 1 2 3 4 5 6 7 8\n", cpuTimes{busy: 19, all: 36}, true},
-		{"a CPU's line first", "cpu0 1 2 3 4 5 6 7 8\n", cpuTimes{}, false},
-		{"cut short", "cpu 1 2 3 4 5 6 7\n", cpuTimes{}, false},
-		{"not a number", "cpu 1 2 x 4 5 6 7 8\n", cpuTimes{}, false},
-		{"negative", "cpu 1 2 -3 4 5 6 7 8\n", cpuTimes{}, false},
-		{"empty", "", cpuTimes{}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := parseCPUTimes(tt.stat)
-			if got != tt.want || ok != tt.ok {
-				t.Errorf("parseCPUTimes = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
-			}
-		})
-	}
-}
-
-// TestReadCPUTimes reads this machine's /proc/stat, where there is one.
-func TestReadCPUTimes(t *testing.T) {
-	if _, err := os.Stat("/proc/stat"); err != nil {
-		t.Skip("no /proc/stat here")
-	}
-	got, ok := readCPUTimes("/proc/stat")
-	if !ok || got.busy <= 0 || got.all < got.busy {
-		t.Errorf("readCPUTimes(/proc/stat) = %+v, %v; want busy > 0 and all >= busy", got, ok)
-	}
-	if _, ok := readCPUTimes(t.TempDir() + "/stat"); ok {
-		t.Error("readCPUTimes of a missing file: ok")
-	}
-}
-
 func TestSetCPU(t *testing.T) {
 	tests := []struct {
 		name          string
 		runs          int
-		before, after cpuTimes
+		before, after procstat.CPUTimes
 		cpu, busy     float64
 	}{
 		// 150 ticks of 10 ms over 300 ticks, for 50 runs: 30 ms a run.
-		{"busy half the time", 50, cpuTimes{busy: 1000, all: 5000}, cpuTimes{busy: 1150, all: 5300}, 30, 50},
-		{"no runs", 0, cpuTimes{}, cpuTimes{busy: 10, all: 20}, 0, 0},
-		{"no time passed", 10, cpuTimes{busy: 5, all: 9}, cpuTimes{busy: 5, all: 9}, 0, 0},
-		{"counters went back", 10, cpuTimes{busy: 50, all: 90}, cpuTimes{busy: 40, all: 100}, 0, 0},
+		{"busy half the time", 50, procstat.CPUTimes{Busy: 1000, All: 5000}, procstat.CPUTimes{Busy: 1150, All: 5300}, 30, 50},
+		{"no runs", 0, procstat.CPUTimes{}, procstat.CPUTimes{Busy: 10, All: 20}, 0, 0},
+		{"no time passed", 10, procstat.CPUTimes{Busy: 5, All: 9}, procstat.CPUTimes{Busy: 5, All: 9}, 0, 0},
+		{"counters went back", 10, procstat.CPUTimes{Busy: 50, All: 90}, procstat.CPUTimes{Busy: 40, All: 100}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

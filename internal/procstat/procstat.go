@@ -1,5 +1,6 @@
 // Package procstat reads the stat file of a process (proc(5),
-// /proc/PID/stat). Its second field, the command name in parentheses,
+// /proc/PID/stat), and the machine's CPU times from /proc/stat
+// (CPUTimes). A process's second field, the command name in parentheses,
 // may itself hold spaces and parentheses, so the fields are counted from
 // the last ')'.
 package procstat

@@ -64,3 +64,43 @@ func TestReadAllocates(t *testing.T) {
 		t.Errorf("a read allocates %.0f times, want at most 4", n)
 	}
 }
+
+func TestParseCPUTimes(t *testing.T) {
+	tests := []struct {
+		name string
+		stat string
+		want CPUTimes
+		ok   bool
+	}{
+		// user nice system idle iowait irq softirq steal guest guest_nice
+		{"a kernel's", "cpu  100 20 30 400 5 6 7 8 9 0\ncpu0 50 10 15 200 2 3 3 4 4 0\n", CPUTimes{Busy: 163, All: 576}, true},
+		{"no guest fields", "cpu 1 2 3 4 5 6 7 8\n", CPUTimes{Busy: 19, All: 36}, true},
+		{"a CPU's line first", "cpu0 1 2 3 4 5 6 7 8\n", CPUTimes{}, false},
+		{"cut short", "cpu 1 2 3 4 5 6 7\n", CPUTimes{}, false},
+		{"not a number", "cpu 1 2 x 4 5 6 7 8\n", CPUTimes{}, false},
+		{"negative", "cpu 1 2 -3 4 5 6 7 8\n", CPUTimes{}, false},
+		{"empty", "", CPUTimes{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseCPUTimes(tt.stat)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("ParseCPUTimes = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// TestReadCPUTimes reads this machine's /proc/stat, where there is one.
+func TestReadCPUTimes(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc/stat here")
+	}
+	got, ok := ReadCPUTimes("/proc/stat")
+	if !ok || got.Busy <= 0 || got.All < got.Busy {
+		t.Errorf("ReadCPUTimes(/proc/stat) = %+v, %v; want busy > 0 and all >= busy", got, ok)
+	}
+	if _, ok := ReadCPUTimes(t.TempDir() + "/stat"); ok {
+		t.Error("ReadCPUTimes of a missing file: ok")
+	}
+}
