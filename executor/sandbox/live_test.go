@@ -51,13 +51,9 @@ func TestLiveOutput(t *testing.T) {
 func TestLiveOutputOfASessionCell(t *testing.T) {
 	bothPaths(t, func(t *testing.T, cold bool) {
 		e := newExecutor(t, sandbox.Config{DisableForkServer: cold})
-		s, err := e.StartSession(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		if res, err := s.Run(context.Background(), executor.Request{Code: "print('earlier')"}); err != nil || res.Stdout != "earlier\n" {
-			t.Fatalf("first cell: %+v, %v", res, err)
+		s := startSession(t, e)
+		if res := cell(t, s, executor.Request{Code: "print('earlier')"}); res.Stdout != "earlier\n" {
+			t.Fatalf("first cell: %+v", res)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -76,7 +72,7 @@ func TestLiveOutputOfASessionCell(t *testing.T) {
 			}
 		})
 		code := "import sys, time\nprint('first ✓', flush=True)\nprint('warned', file=sys.stderr, flush=True)\ntime.sleep(60)"
-		_, err = s.Run(ctx, executor.Request{Code: code, Timeout: 60e9})
+		_, err := s.Run(ctx, executor.Request{Code: code, Timeout: 60e9})
 		returned.Store(true)
 		select {
 		case <-seen:
