@@ -49,6 +49,34 @@ func Read(dir string) (Stat, error) {
 	return Parse(buf[:n]), nil
 }
 
+// File is a process's stat file held open and read again in place: a
+// read at offset 0 has the kernel write the file anew, without the path
+// lookup, open and close of Read. Once the process is gone, its reads
+// fail. Its methods are safe to call at once, Close among them.
+type File struct{ f *os.File }
+
+// Open opens the stat file in dir, a /proc/PID directory.
+func Open(dir string) (*File, error) {
+	f, err := os.Open(dir + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	return &File{f}, nil
+}
+
+// Read reads the stat as it is now.
+func (f *File) Read() (Stat, error) {
+	var buf [maxStat]byte
+	n, err := f.f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return "", err
+	}
+	return Parse(buf[:n]), nil
+}
+
+// Close closes the file.
+func (f *File) Close() error { return f.f.Close() }
+
 // field is field n as proc(5) numbers them; "" where the stat has none.
 func (s Stat) field(n int) string {
 	i := 3

@@ -1,10 +1,16 @@
 package procstat
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/runblock/runblock/internal/eventually"
 )
 
 // TestParse: the fields are counted past the last ')', whatever the
@@ -62,6 +68,40 @@ func TestReadAllocates(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = Read(dir) }); n > 4 {
 		t.Errorf("a read allocates %.0f times, want at most 4", n)
+	}
+}
+
+// TestFileReadsAgain: an open stat file follows its process, stopped
+// and continued, and fails once the process is gone.
+func TestFileReadsAgain(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep to watch: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	f, err := Open(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid)))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	state := func() byte { s, _ := f.Read(); return s.State() }
+	for _, step := range []struct {
+		sig  syscall.Signal
+		want byte
+	}{{syscall.SIGSTOP, 'T'}, {syscall.SIGCONT, 'S'}} {
+		if err := cmd.Process.Signal(step.sig); err != nil {
+			t.Fatal(err)
+		}
+		if !eventually.Poll(ctx, func() bool { return state() == step.want }) {
+			t.Fatalf("after %v the state stays %q, want %q", step.sig, state(), step.want)
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if s, err := f.Read(); err == nil {
+		t.Errorf("read the stat of a process gone: %q", s)
 	}
 }
 
