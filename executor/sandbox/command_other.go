@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 
@@ -48,3 +49,13 @@ func serviceCgroup(string) (*cgroupTree, error) { return nil, errors.New("cgroup
 func (*cgroupTree) newRun(int64) (*runCgroup, error) { return nil, errors.New("cgroups need Linux") }
 func (*runCgroup) oomKilled() (bool, int64)          { return false, 0 }
 func (*runCgroup) remove() error                     { return nil }
+
+// pipe makes a pipe for a sandbox, its service's end first (the read end
+// where reads).
+func pipe(reads bool) (service, sandbox *os.File, err error) {
+	r, w, err := os.Pipe()
+	if reads {
+		return r, w, err
+	}
+	return w, r, err
+}

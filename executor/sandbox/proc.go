@@ -168,23 +168,27 @@ func (c childEnds) close() {
 func (p *proc) pipes(init bool) (childEnds, error) {
 	var c childEnds
 	var err error
-	pipe := func(keepRead bool) (r, w *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		r, w, err = os.Pipe()
-		if err == nil && keepRead {
-			p.readEnds = append(p.readEnds, r)
+	in := func() (r, w *os.File) { // the sandbox reads
+		if err == nil {
+			w, r, err = pipe(false)
 		}
 		return r, w
 	}
-	c.stdin, p.stdin = pipe(false)
-	c.request, p.request = pipe(false)
-	p.outR, c.stdout = pipe(true)
-	p.errR, c.stderr = pipe(true)
-	p.statusR, c.status = pipe(true)
+	out := func(keepRead bool) (r, w *os.File) { // the sandbox writes
+		if err == nil {
+			if r, w, err = pipe(true); err == nil && keepRead {
+				p.readEnds = append(p.readEnds, r)
+			}
+		}
+		return r, w
+	}
+	c.stdin, p.stdin = in()
+	c.request, p.request = in()
+	p.outR, c.stdout = out(true)
+	p.errR, c.stderr = out(true)
+	p.statusR, c.status = out(true)
 	if init {
-		p.initR, c.init = pipe(false)
+		p.initR, c.init = out(false)
 	}
 	return c, err
 }
