@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/runblock/runblock/executor/sandbox/internal/policy"
 	"golang.org/x/net/bpf"
@@ -125,4 +126,114 @@ func TestSeccompPolicyGolden(t *testing.T) {
 	if got := b.String(); got != string(want) {
 		t.Errorf("the effective seccomp policy differs from %s (-update rewrites it after review):\n%s", golden, got)
 	}
+}
+
+// TestSeccompSearchActsAsTheLibrarysChain: the filter's binary search
+// (seccompProgram) gives every syscall what go-seccomp-bpf's assembly of
+// the same policy gives it, behind the same check of the ABI: each
+// number up to 1023 and in the x32 range, in this ABI and others, with
+// first arguments that cover clone's namespace flags and the socket
+// families, high bits set and not.
+//
+// But for one call, where the chain is wrong: once clone's conditions
+// fail, the chain goes on to compare the argument it loaded with the
+// numbers of socket and socketpair, the next syscalls with conditions
+// (it loads the number again nowhere), so a clone whose flags' low word
+// is one of those numbers is held to the socket family's condition, and
+// fails. The search allows it, as the policy does.
+func TestSeccompSearchActsAsTheLibrarysChain(t *testing.T) {
+	native, err := arch.GetInfo("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	search, err := seccompProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := librarysChain(native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms := [2]*bpf.VM{}
+	for i, prog := range [][]bpf.Instruction{search, chain} {
+		if vms[i], err = bpf.NewVM(prog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("the search: %d instructions, the chain: %d", len(search), len(chain))
+	args := []uint64{0, uint64(unix.SIGCHLD), 1 << 32, 1<<32 | unix.AF_UNIX, ^uint64(0)}
+	for family := range uint64(64) {
+		args = append(args, family)
+	}
+	for _, flag := range cloneFlags {
+		args = append(args, uint64(flag), uint64(flag)|uint64(unix.SIGCHLD), uint64(flag)<<32)
+	}
+	nrs := []int{}
+	for nr := range 1024 {
+		nrs = append(nrs, nr, nr|int(arch.X32.SeccompMask))
+	}
+	clone := native.SyscallNames["clone"]
+	chainsError := func(nr int, arg uint64) bool {
+		low := int(uint32(arg))
+		return nr == clone && (low == native.SyscallNames["socket"] || low == native.SyscallNames["socketpair"])
+	}
+	for _, audit := range []uint32{uint32(native.ID), uint32(arch.I386.ID), uint32(arch.ARM.ID)} {
+		for _, nr := range nrs {
+			for _, arg := range args {
+				got, want := seccompVerdict(t, vms[0], audit, nr, arg), seccompVerdict(t, vms[1], audit, nr, arg)
+				if audit == uint32(native.ID) && chainsError(nr, arg) {
+					want = "allow"
+				}
+				if got != want {
+					t.Fatalf("syscall %d (audit arch %#x) with %#x: the search says %s, the library's chain %s", nr, audit, arg, got, want)
+				}
+			}
+		}
+	}
+}
+
+// librarysChain is go-seccomp-bpf's assembly of the policy, behind the
+// filter's check of the ABI: what seccompProgram assembled before its
+// search.
+func librarysChain(native *arch.Info) ([]bpf.Instruction, error) {
+	var conditional []seccomp.NameWithConditions
+	for _, name := range policy.CloneDenied {
+		conditional = append(conditional, seccomp.NameWithConditions{
+			Name:       "clone",
+			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: uint64(cloneFlags[name])}},
+		})
+	}
+	var otherFamily seccomp.ArgumentConditions
+	for _, name := range policy.AllowedSocketFamilies {
+		otherFamily = append(otherFamily, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: socketFamilies[name]})
+	}
+	for _, call := range []string{"socket", "socketpair"} {
+		conditional = append(conditional, seccomp.NameWithConditions{Name: call, Conditions: otherFamily})
+	}
+	filter := seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{Action: seccomp.ActionErrno, Names: policy.DeniedNames()},
+			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
+			{Action: seccomp.ActionErrno, NamesWithCondtions: conditional},
+		},
+	}
+	body, err := filter.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	kill := bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)}
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(native.ID), SkipTrue: 1},
+		kill,
+	}
+	if native.ID == arch.X86_64.ID {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: 0, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
+			kill,
+		)
+	}
+	return append(prog, body...), nil
 }
