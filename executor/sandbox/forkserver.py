@@ -52,6 +52,8 @@ def _runblock_forkserver(config):
     import struct
     import sys
 
+    import _socket
+
     # _signal's signal(), not signal's: the same call without the enum
     # conversions of its result, which cost a run about 0.1 ms each.
     import _signal as signal
@@ -144,6 +146,12 @@ def _runblock_forkserver(config):
         "cap_header": (ctypes.c_uint32 * 2)(CAPSET_VERSION, 0),  # this process
         "cap_data": (ctypes.c_uint32 * 6)(),  # none
         "seccomp": seccomp,  # fprog points into it
+        # A run's hello (_runblock_run_python) goes through _socket's
+        # socket, its sendmsg and recvmsg, not socket's Python layer over
+        # them (socket.socket, send_fds, recv_fds), through which each run
+        # copied about 13 more of the fork server's pages.
+        "hello": (_socket.socket, (_socket.SOL_SOCKET, _socket.SCM_RIGHTS), struct.Struct("=2i").pack,
+                  struct.Struct("=i").unpack_from, _socket.CMSG_SPACE(4)),
     }
 
     import gc
@@ -420,7 +428,7 @@ def _runblock_run_python(conf, run, fds, kit, steps):
     credentials and the work dir come with it), and locks itself down.
     Returns steps with the lockdown steps it took added, in order."""
     import posix
-    import socket
+    from _socket import AF_NETLINK, SOCK_CLOEXEC, SOCK_DGRAM
 
     try:
         libc, check = kit["libc"], kit["check"]
@@ -441,16 +449,20 @@ def _runblock_run_python(conf, run, fds, kit, steps):
         workfd = posix.open(work, posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
         # sock_diag of the run's network namespace: its socket buffers are
         # the run's memory too.
-        diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
-        back = socket.socket(fileno=fds[conf["run_back"]])
-        socket.send_fds(back, [b"{}"], [workfd, diag.fileno()])
+        sock, rights, pack_fds, unpack_fd, fd_space = kit["hello"]
+        diag = sock(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
+        back = sock(fileno=fds[conf["run_back"]])
+        back.sendmsg((b"{}",), ((*rights, pack_fds(workfd, diag.fileno())),))
         posix.close(workfd)
         diag.close()
-        answer, got, _, _ = socket.recv_fds(back, conf["hello_max"], 1)
+        answer, got, _, _ = back.recvmsg(conf["hello_max"], fd_space)
         back.detach()
         if answer != b"{}":
             raise OSError(f"the fork server's init refused the run: {answer[:200]!r}")
-        ruleset = got[0] if got else -1
+        ruleset = -1
+        for level, kind, data in got:
+            if (level, kind) == rights and len(data) >= 4:
+                ruleset = unpack_fd(data)[0]
     except BaseException as exc:
         _runblock_fork_failed(conf, fds[conf["run_back"]], exc)
         posix._exit(1)
