@@ -412,7 +412,7 @@ func superviseForked(python int, init runInit, reap, ask func(), lifeline, exit 
 	if err != nil {
 		return protocol.InitStatus{}, err
 	}
-	w := watch{pidfd: pidfd, lifeline: lifeline, exit: exit, idle: -1, memory: mem, limit: limit}
+	w := watch{pidfd: pidfd, lifeline: lifeline, exit: exit, children: -1, idle: -1, memory: mem, limit: limit}
 	return w.supervise(&forkedRun{python: python, initfd: init.pidfd, inner: inner, reap: reap, ask: ask}, start)
 }
 

@@ -93,6 +93,10 @@ type watch struct {
 	// snippet touched the work dir itself), it is watched no more:
 	// python's end is then read once it is dead.
 	exit int
+	// children is a descriptor that every SIGCHLD makes ready (a cold
+	// run's init, the parent of python and of the run's orphans: see
+	// childEnds; -1: none). Ready, the run reaps what ended.
+	children int
 }
 
 // supervise lets python run the snippet (start, when not nil, lets it
@@ -119,18 +123,23 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			return st, err
 		}
 	}
-	// Their order: python's pidfd, the lifeline, the exit watch; a
-	// descriptor of -1 is not polled.
-	fds := []unix.PollFd{{Fd: int32(w.pidfd), Events: unix.POLLIN}, {Fd: int32(w.lifeline), Events: unix.POLLIN}, {Fd: int32(w.exit), Events: unix.POLLIN}}
+	// Their order: python's pidfd, the lifeline, the exit watch, the
+	// children's ends; a descriptor of -1 is not polled.
+	fds := []unix.PollFd{{Fd: int32(w.pidfd), Events: unix.POLLIN}, {Fd: int32(w.lifeline), Events: unix.POLLIN}, {Fd: int32(w.exit), Events: unix.POLLIN},
+		{Fd: int32(w.children), Events: unix.POLLIN}}
 	// Set only as the tmpfs check kills the run, which then ends.
 	var over atomic.Int64
 	walking := w.checkTmpfs(r, &over)
+	// due is when the next count (or, with no count here, the next wait
+	// for orphans) is due: what wakes the wait before it does not put it
+	// off.
+	due := time.Now().Add(time.Duration(wait) * time.Millisecond)
 	for {
-		timeout := wait
-		if idle {
-			timeout = -1
+		timeout := -1
+		if !idle && wait >= 0 {
+			timeout = max(0, int((time.Until(due)+time.Millisecond-1)/time.Millisecond))
 		}
-		n, err := unix.Poll(fds, timeout)
+		_, err := unix.Poll(fds, timeout)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			r.kill()
 			return st, fmt.Errorf("poll: %w", err)
@@ -143,6 +152,10 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 				r.kill()
 				return st, err
 			}
+			due = time.Now().Add(time.Duration(wait) * time.Millisecond)
+		}
+		if fds[3].Revents != 0 {
+			drain(w.children)
 		}
 		exited := fds[0].Revents != 0
 		if fds[2].Revents != 0 {
@@ -174,7 +187,11 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			}
 			return st, nil
 		}
-		if n != 0 || w.limit == 0 || idle {
+		if idle || time.Now().Before(due) {
+			continue
+		}
+		if w.limit == 0 {
+			due = time.Now().Add(time.Duration(wait) * time.Millisecond)
 			continue
 		}
 		used, complete, recounted := w.memory.count(w.limit, walking)
@@ -192,6 +209,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			// (see countRun): look again soon.
 			wait = int(policy.MemoryPollMin.Milliseconds())
 		}
+		due = time.Now().Add(time.Duration(wait) * time.Millisecond)
 	}
 }
 
