@@ -117,7 +117,8 @@ func (live *fsProc) stopped() bool {
 		}
 	})
 	for _, f := range live.stats {
-		if s, _ := f.Read(); s.State() == 'T' || s.State() == 't' {
+		s, _ := f.Read()
+		if state := s.State(); state == 'T' || state == 't' {
 			return true
 		}
 	}

@@ -20,8 +20,8 @@ var socketFamilies = map[string]uint64{"AF_UNIX": unix.AF_UNIX}
 // seccompProgram builds the sandbox's filter from the policy: kill the
 // process on any syscall of a foreign ABI (int 0x80, x32), then look the
 // syscall's number up in a binary search over the numbers the policy
-// names (seccompSearch), each leading to its verdict; every other number
-// is allowed.
+// names (seccompAsm.search), each leading to its verdict; every other
+// number is allowed.
 //
 // A search, not a chain: go-seccomp-bpf assembles a policy as a chain
 // that compares the number with each syscall named in turn, about 65

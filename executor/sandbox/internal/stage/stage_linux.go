@@ -210,8 +210,7 @@ func childEnds() (int, error) {
 
 // coldRun is a run started from scratch, as its init supervises it: the
 // init is python's parent and PID 1 of the run, and reaps python and the
-// run's orphans (at least every policy.MemoryPoll, not only when a
-// SIGCHLD happens to interrupt its wait).
+// run's orphans as they end (childEnds wakes its supervisor).
 type coldRun struct {
 	python int
 }

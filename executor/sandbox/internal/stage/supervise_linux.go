@@ -133,7 +133,8 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 	// due is when the next count (or, with no count here, the next wait
 	// for orphans) is due: what wakes the wait before it does not put it
 	// off.
-	due := time.Now().Add(time.Duration(wait) * time.Millisecond)
+	later := func() time.Time { return time.Now().Add(time.Duration(wait) * time.Millisecond) }
+	due := later()
 	for {
 		timeout := -1
 		if !idle && wait >= 0 {
@@ -152,7 +153,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 				r.kill()
 				return st, err
 			}
-			due = time.Now().Add(time.Duration(wait) * time.Millisecond)
+			due = later()
 		}
 		if fds[3].Revents != 0 {
 			drain(w.children)
@@ -191,7 +192,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			continue
 		}
 		if w.limit == 0 {
-			due = time.Now().Add(time.Duration(wait) * time.Millisecond)
+			due = later()
 			continue
 		}
 		used, complete, recounted := w.memory.count(w.limit, walking)
@@ -209,7 +210,7 @@ func (w watch) supervise(r supervised, start func() error) (protocol.InitStatus,
 			// (see countRun): look again soon.
 			wait = int(policy.MemoryPollMin.Milliseconds())
 		}
-		due = time.Now().Add(time.Duration(wait) * time.Millisecond)
+		due = later()
 	}
 }
 
