@@ -105,6 +105,75 @@ func BenchmarkHello(b *testing.B) {
 	}
 }
 
+// BenchmarkHellosInARow runs print('hello') one after another through
+// Run, pre-forked with a pool of two (the default on two CPUs): each run
+// takes a sandbox as the last one ends, so the pool's starts, not the
+// runs, set the pace. lag1 is the correlation of each run's time with
+// the next one's: near -1 when runs in a row alternate between a short
+// and a long wait.
+func BenchmarkHellosInARow(b *testing.B) {
+	e := benchExecutor(b, tiers[0], 2, true)
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		res, err := e.Run(context.Background(), executor.Request{Code: "print('hello')"})
+		if err != nil || res.Stdout != "hello\n" {
+			b.Fatalf("%+v %v", res, err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.ReportMetric(lagOneCorrelation(lat), "lag1")
+	reportLatency(b, lat)
+}
+
+// lagOneCorrelation is the correlation of d[i] with d[i+1].
+func lagOneCorrelation(d []time.Duration) float64 {
+	if len(d) < 3 {
+		return 0
+	}
+	var mean float64
+	for _, x := range d {
+		mean += float64(x)
+	}
+	mean /= float64(len(d))
+	var num, den float64
+	for i, x := range d {
+		dev := float64(x) - mean
+		den += dev * dev
+		if i+1 < len(d) {
+			num += dev * (float64(d[i+1]) - mean)
+		}
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+func TestLagOneCorrelation(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		d := make([]time.Duration, len(v))
+		for i, x := range v {
+			d[i] = time.Duration(x) * time.Millisecond
+		}
+		return d
+	}
+	for _, c := range []struct {
+		name     string
+		d        []time.Duration
+		min, max float64
+	}{
+		{"alternating", ms(1, 4, 1, 4, 1, 4, 1, 4, 1, 4), -1, -0.85},
+		{"in runs", ms(1, 1, 1, 1, 1, 4, 4, 4, 4, 4), 0.55, 1},
+		{"all alike", ms(3, 3, 3, 3), 0, 0},
+		{"too few", ms(1, 4), 0, 0},
+	} {
+		if got := lagOneCorrelation(c.d); got < c.min || got > c.max {
+			t.Errorf("%s: %.2f, want %.2f to %.2f", c.name, got, c.min, c.max)
+		}
+	}
+}
+
 func reportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	at := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
