@@ -572,3 +572,35 @@ func TestForkedRunEndsAsPythonExits(t *testing.T) {
 		}
 	}
 }
+
+// TestBallastTakesTheFreeBlocks: after _runblock_ballast (and the
+// warm-up that frees blocks among live objects), the last object it made
+// of each size class from 32 bytes is the first block of a pool, and the
+// next object of that size comes from the same pool: a fork's
+// allocations take fresh pages, not the free blocks among the fork
+// server's objects, whose pages they would copy.
+func TestBallastTakesTheFreeBlocks(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const check = `
+_runblock_warm()
+ballast = _runblock_ballast()
+last = {}
+for obj in ballast:
+    if obj is not None:
+        last[16 * ((33 + len(obj) + 15) // 16) if type(obj) is bytes else 32] = obj
+for size in range(32, 513, 16):
+    obj = bytes(size - 33) if size > 32 else (1 << 21) + size
+    if id(last[size]) % _RUNBLOCK_POOL_BYTES != _RUNBLOCK_POOL_FIRST or id(obj) // _RUNBLOCK_POOL_BYTES != id(last[size]) // _RUNBLOCK_POOL_BYTES:
+        print(size, id(last[size]) % _RUNBLOCK_POOL_BYTES, id(obj) // _RUNBLOCK_POOL_BYTES - id(last[size]) // _RUNBLOCK_POOL_BYTES)
+`
+	out, err := exec.Command(py.Real, "-I", "-S", "-c", forkserverSource+check).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(out) > 0 {
+		t.Errorf("size classes whose last ballast object is not a pool's first block, or whose next object is in another pool (size, offset, pools apart):\n%s", out)
+	}
+}
