@@ -126,7 +126,7 @@ func sandboxInit() {
 	if err := unix.Pipe2(gate, unix.O_CLOEXEC); err != nil {
 		die(protocol.FDInitStatus, fmt.Errorf("python's gate: %w", err))
 	}
-	children, err := childEnds()
+	children, _, err := childEnds() // for the init's life
 	if err != nil {
 		die(protocol.FDInitStatus, err)
 	}
@@ -186,26 +186,32 @@ func sandboxInit() {
 }
 
 // childEnds returns an eventfd that every SIGCHLD of this process makes
-// ready. A cold run's init is PID 1 of the run: the parent of python and
+// ready, and what stops that and closes it. A cold run's init is PID 1 of the run: the parent of python and
 // of every orphan of the run, each of which stays a zombie, counted
 // against the run's RLIMIT_NPROC of 64, until the init reaps it. Woken
 // by the signal, the supervisor reaps them as they end: at its counts
 // only (every 50 ms at most), 70 "true &" in a row under a loaded
 // machine left 64 zombies, and the last shell could not fork.
-func childEnds() (int, error) {
+func childEnds() (int, func(), error) {
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		return -1, fmt.Errorf("eventfd: %w", err)
+		return -1, nil, fmt.Errorf("eventfd: %w", err)
 	}
-	ended := make(chan os.Signal, 1)
+	ended, done := make(chan os.Signal, 1), make(chan struct{})
 	signal.Notify(ended, unix.SIGCHLD)
-	go func() { // for the init's life
+	go func() {
+		defer close(done)
 		one := binary.NativeEndian.AppendUint64(nil, 1)
 		for range ended {
 			_, _ = unix.Write(fd, one)
 		}
 	}()
-	return fd, nil
+	return fd, func() {
+		signal.Stop(ended)
+		close(ended)
+		<-done
+		unix.Close(fd)
+	}, nil
 }
 
 // coldRun is a run started from scratch, as its init supervises it: the

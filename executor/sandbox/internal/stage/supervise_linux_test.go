@@ -83,10 +83,11 @@ func (reapRun) signal()             {}
 // left 64 zombies, the run's RLIMIT_NPROC, and the last shell could not
 // fork.
 func TestSupervisorReapsAsChildrenEnd(t *testing.T) {
-	children, err := childEnds()
+	children, stop, err := childEnds()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(stop)
 	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{})
 	if err != nil {
 		t.Skipf("no /bin/true to start: %v", err)
