@@ -590,7 +590,7 @@ ballast = _runblock_ballast()
 last = {}
 for obj in ballast:
     if obj is not None:
-        last[16 * ((33 + len(obj) + 15) // 16) if type(obj) is bytes else 32] = obj
+        last[33 + len(obj) if type(obj) is bytes else 32] = obj
 for size in range(32, 513, 16):
     obj = bytes(size - 33) if size > 32 else (1 << 21) + size
     if id(last[size]) % _RUNBLOCK_POOL_BYTES != _RUNBLOCK_POOL_FIRST or id(obj) // _RUNBLOCK_POOL_BYTES != id(last[size]) // _RUNBLOCK_POOL_BYTES:
