@@ -291,6 +291,9 @@ _RUNBLOCK_KEPT_FRAMES = []
 # pools of 16 KiB, each holding blocks of one size class (16 to 512
 # bytes, a class every 16), its first block 48 bytes in, past its header.
 _RUNBLOCK_POOL_BYTES, _RUNBLOCK_POOL_FIRST = 16384, 48
+# What the ballast holds at most: under obmalloc it stops well before
+# (about 0.8 MiB, the preloaded fork server), elsewhere only at this.
+_RUNBLOCK_BALLAST_BYTES = 2 << 20
 
 
 def _runblock_ballast():
@@ -310,15 +313,17 @@ def _runblock_ballast():
     array is past 512 bytes from the start (not the allocator's), and
     the counts are ints of 32 bytes, the class it fills last, let go at
     once. The 16-byte class, filled with object()s too, cost a run about
-    12 faults more. An allocator that is not obmalloc only stops it at
-    its bound."""
+    12 faults more. An allocator that is not obmalloc (a build without
+    it, a free-threaded one) only stops it at _RUNBLOCK_BALLAST_BYTES."""
     ballast = [None] * 65  # 520 bytes, so that no array it outgrows is a block
+    held = 0
     size = 512
     while size >= 32:
-        while len(ballast) < 1 << 15:
+        while held < _RUNBLOCK_BALLAST_BYTES:
             # A bytes object is 33 bytes and its length, a one-digit int 28.
             obj = bytes(size - 33) if size > 32 else (1 << 20) + len(ballast)
             ballast.append(obj)
+            held += size
             if id(obj) % _RUNBLOCK_POOL_BYTES == _RUNBLOCK_POOL_FIRST:
                 break
         size -= 16

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -602,5 +603,32 @@ for size in range(32, 513, 16):
 	}
 	if len(out) > 0 {
 		t.Errorf("size classes whose last ballast object is not a pool's first block, or whose next object is in another pool (size, offset, pools apart):\n%s", out)
+	}
+}
+
+// TestBallastIsBounded: under an allocator whose blocks are never a
+// pool's first (a build without obmalloc), the ballast stops at its
+// bound, not after tens of MiB held by the fork server for good.
+func TestBallastIsBounded(t *testing.T) {
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const most = 2 << 20
+	const check = `
+import sys
+_RUNBLOCK_POOL_FIRST = 1  # no object starts there: nothing stops the fill early
+print(sum(sys.getsizeof(obj) for obj in _runblock_ballast() if obj is not None))
+`
+	out, err := exec.Command(py.Real, "-I", "-S", "-c", forkserverSource+check).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	held, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if held > most {
+		t.Errorf("the ballast holds %d bytes, over %d", held, most)
 	}
 }
