@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/bench"
 	"github.com/runblock/runblock/internal/cli"
 	"github.com/runblock/runblock/internal/config"
@@ -20,7 +19,6 @@ import (
 var version = "dev"
 
 func main() {
-	sandbox.Main()
 	bench.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

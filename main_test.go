@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runblock/runblock/executor/sandbox"
-
 	"go.uber.org/goleak"
 )
 
@@ -23,7 +21,6 @@ import (
 const runMainEnv = "GO_TEST_RUN_RUNBLOCK_MAIN"
 
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return

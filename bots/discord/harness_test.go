@@ -17,7 +17,6 @@ import (
 
 	"github.com/runblock/runblock/bots/discord"
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakediscord"
 	"github.com/runblock/runblock/internal/syncbuf"
@@ -28,7 +27,6 @@ import (
 var fake *fakediscord.Server
 
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	// The tests wait on sockets (and discordgo's Session.Close sleeps a
 	// second), not on the CPUs: unless -parallel is given, run more of them
 	// at once than the default GOMAXPROCS.

@@ -14,14 +14,12 @@ import (
 
 	"github.com/runblock/runblock/bots/internal/fakerunner"
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/fakeslack"
 	"github.com/runblock/runblock/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	// The tests mostly wait on sockets, not on the CPUs: unless -parallel
 	// is given, run more of them at once than the default GOMAXPROCS (not
 	// many more: each Python test starts its own executor).

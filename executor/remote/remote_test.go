@@ -19,16 +19,13 @@ import (
 
 	"github.com/runblock/runblock/executor"
 	"github.com/runblock/runblock/executor/remote"
-	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/formatting"
 	"github.com/runblock/runblock/internal/httpserver"
 )
 
-// TestMain lets this test binary become a sandbox stage when a sandbox
-// re-executes it.
+// TestMain checks that no test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,8 +1,9 @@
 // Package sandbox runs Python snippets, each in a fresh, guarded and
 // kernel-isolated subprocess: the isolation behind executor.Runner. The whole
 // policy is stated in policy.go; the Linux mechanics that apply it sit beside
-// it. A binary that starts sandboxes calls Main first thing in main (and in
-// TestMain): the sandbox re-executes that binary as its init.
+// it. The sandbox re-executes the running binary as its init: package
+// stage, which every binary that links this one holds, takes over such a
+// process as it is initialized (its argv[0] names the stage).
 package sandbox
 
 import (

@@ -26,12 +26,11 @@ const helperColdEnv = "RUNBLOCK_SANDBOX_TEST_COLD"
 // Config.unguarded).
 const helperUnguardedEnv = "RUNBLOCK_SANDBOX_TEST_UNGUARDED"
 
-// TestMain lets this test binary become a sandbox stage when a sandbox
-// re-executes it, or a helper process standing in for the service (started
-// with other descriptors or in another user namespace), and checks that no
+// TestMain lets this test binary become a helper process standing in for
+// the service (started with other descriptors or in another user
+// namespace), and checks that no
 // test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	Main()
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helper(mode))
 	}

@@ -24,10 +24,6 @@ var canarySource string
 
 // probe finds python and the strongest tier that works here.
 func probe(ctx context.Context, cfg Config) (*plan, Report, error) {
-	if !mainCalled.Load() {
-		return nil, Report{Tier: TierNone}, executor.Errorf(executor.ErrInternal,
-			"sandbox.Main was not called first thing in main (or in TestMain): sandboxes re-execute this binary as their init")
-	}
 	py, err := findPython(ctx, cfg.Python)
 	if err != nil {
 		return nil, Report{Tier: TierNone}, &executor.Error{Code: executor.ErrUnavailable, Message: "no usable python", Err: err}

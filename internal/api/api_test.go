@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/executor/wire"
 	"github.com/runblock/runblock/internal/api"
 	"github.com/runblock/runblock/internal/eventually"
@@ -23,10 +22,8 @@ import (
 	"github.com/runblock/runblock/internal/syncbuf"
 )
 
-// TestMain lets this test binary become a sandbox stage when a sandbox
-// re-executes it.
+// TestMain checks that no test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	goleak.VerifyTestMain(m)
 }
 

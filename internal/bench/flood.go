@@ -28,7 +28,7 @@ const floodCode = "import sys\nwhile True: sys.stdout.write('x'*10**6)\n"
 // Main runs the flood child and exits when this process was started as one
 // (see measureFlood); in any other process it returns at once. The flood
 // re-executes the running binary, so a binary that runs the benchmark calls
-// Main first thing in main (after sandbox.Main), and so does TestMain.
+// Main first thing in main, and so does TestMain.
 func Main() {
 	if len(os.Args) > 0 && os.Args[0] == floodArg0 {
 		os.Exit(floodChild(context.Background(), os.Stdin, os.Stdout, os.Stderr))

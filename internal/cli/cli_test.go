@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/runblock/runblock/executor"
-	"github.com/runblock/runblock/executor/sandbox"
 	"github.com/runblock/runblock/internal/config"
 )
 
@@ -26,7 +25,6 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	if os.Getenv(withoutLandlockEnv) == "1" {
 		os.Exit(doctorWithoutLandlock())
 	}

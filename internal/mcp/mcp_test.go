@@ -27,7 +27,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	goleak.VerifyTestMain(m)
 }
 
