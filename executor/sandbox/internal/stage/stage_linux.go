@@ -28,13 +28,12 @@ const stagingRoot = "/tmp"
 
 // init runs the stage this process was started as (os.Args[0] names it,
 // see protocol.InitMarker), and exits; in any other process it returns at
-// once. So every binary that links the sandbox can be re-executed as its
-// stages, and a stage starts as soon as the packages it imports are
-// initialized, before those that import it: the service's chat, HTTP, SQL
-// and metrics clients, which a stage never uses. Called from main, as it
-// was, runblock's binary took 6.3 to 6.8 ms from its exec to a stage's
-// first line (6.3 to 7.4 ms of CPU); from here 3.7 to 4.0 (4.0 to 4.5),
-// a cold run's whole start about 2.3 ms less.
+// once. So any binary that links the sandbox can be re-executed as its
+// stages, and a stage starts once the packages it imports are
+// initialized, before those that import it, not after every package of
+// the binary (the service's chat, HTTP and SQL clients among them) as
+// when main called it: in runblock's binary, 3.4 to 3.7 ms from the exec
+// to a stage's first line, not 5.7 to 5.9 (internal/bench/RESULTS.md).
 func init() {
 	if len(os.Args) == 0 {
 		return
