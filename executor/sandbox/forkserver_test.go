@@ -581,10 +581,6 @@ func TestForkedRunEndsAsPythonExits(t *testing.T) {
 // allocations take fresh pages, not the free blocks among the fork
 // server's objects, whose pages they would copy.
 func TestBallastTakesTheFreeBlocks(t *testing.T) {
-	py, err := findPython(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const check = `
 _runblock_warm()
 ballast = _runblock_ballast()
@@ -597,11 +593,7 @@ for size in range(32, 513, 16):
     if id(last[size]) % _RUNBLOCK_POOL_BYTES != _RUNBLOCK_POOL_FIRST or id(obj) // _RUNBLOCK_POOL_BYTES != id(last[size]) // _RUNBLOCK_POOL_BYTES:
         print(size, id(last[size]) % _RUNBLOCK_POOL_BYTES, id(obj) // _RUNBLOCK_POOL_BYTES - id(last[size]) // _RUNBLOCK_POOL_BYTES)
 `
-	out, err := exec.Command(py.Real, "-I", "-S", "-c", forkserverSource+check).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if len(out) > 0 {
+	if out := forkserverCode(t, check); len(out) > 0 {
 		t.Errorf("size classes whose last ballast object is not a pool's first block, or whose next object is in another pool (size, offset, pools apart):\n%s", out)
 	}
 }
@@ -610,20 +602,13 @@ for size in range(32, 513, 16):
 // pool's first (a build without obmalloc), the ballast stops at its
 // bound, not after tens of MiB held by the fork server for good.
 func TestBallastIsBounded(t *testing.T) {
-	py, err := findPython(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const most = 2 << 20
 	const check = `
 import sys
 _RUNBLOCK_POOL_FIRST = 1  # no object starts there: nothing stops the fill early
 print(sum(sys.getsizeof(obj) for obj in _runblock_ballast() if obj is not None))
 `
-	out, err := exec.Command(py.Real, "-I", "-S", "-c", forkserverSource+check).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	out := forkserverCode(t, check)
 	held, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -631,4 +616,19 @@ print(sum(sys.getsizeof(obj) for obj in _runblock_ballast() if obj is not None))
 	if held > most {
 		t.Errorf("the ballast holds %d bytes, over %d", held, most)
 	}
+}
+
+// forkserverCode runs forkserver.py's definitions and then code in the
+// python found, outside any sandbox, and returns what it printed.
+func forkserverCode(t *testing.T, code string) string {
+	t.Helper()
+	py, err := findPython(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py.Real, "-I", "-S", "-c", forkserverSource+code).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return string(out)
 }

@@ -191,12 +191,13 @@ func sandboxInit() {
 }
 
 // childEnds returns an eventfd that every SIGCHLD of this process makes
-// ready, and what stops that and closes it. A cold run's init is PID 1 of the run: the parent of python and
-// of every orphan of the run, each of which stays a zombie, counted
-// against the run's RLIMIT_NPROC of 64, until the init reaps it. Woken
-// by the signal, the supervisor reaps them as they end: at its counts
-// only (every 50 ms at most), 70 "true &" in a row under a loaded
-// machine left 64 zombies, and the last shell could not fork.
+// ready, and what stops that and closes it. A cold run's init is PID 1 of
+// the run: the parent of python and of every orphan of the run, each of
+// which stays a zombie, counted against the run's RLIMIT_NPROC of 64,
+// until the init reaps it. Woken by the signal, the supervisor reaps them
+// as they end: at its counts only (every 50 ms at most), 70 "true &" in a
+// row under a loaded machine left 64 zombies, and the last shell could not
+// fork.
 func childEnds() (int, func(), error) {
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
