@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runblock/runblock/executor"
@@ -51,8 +52,9 @@ type Options struct {
 	// HelloRuns is the number of print('hello') runs per phase; 0 = 200.
 	HelloRuns int
 	// IdleRuns is the number of print('hello') runs that arrive one at a
-	// time, IdleGap apart, as in a chat (and giving a pool time to refill);
-	// 0 = 100 runs, 50ms.
+	// time, as in a chat: each at least IdleGap after the last ends, once
+	// the machine's CPUs are quiet (a pool has refilled); 0 = 100 runs,
+	// 50ms.
 	IdleRuns int
 	IdleGap  time.Duration
 	// Warmup is the number of untimed runs before each row; 0 = 10.
@@ -393,8 +395,9 @@ type benchmark struct {
 	report     *Report
 	log        *slog.Logger
 	// cpu reads the machine's CPU times (/proc/stat), around each
-	// HumanEval phase.
-	cpu func() (procstat.CPUTimes, bool)
+	// HumanEval phase and before each idle run (quiet).
+	cpu   func() (procstat.CPUTimes, bool)
+	quiet quietWait
 	// fellBack is set once the report notes that the fork server is off.
 	fellBack bool
 }
@@ -435,6 +438,7 @@ func newBenchmark(opts Options) *benchmark {
 		log:        opts.Logger,
 		cpu:        func() (procstat.CPUTimes, bool) { return procstat.ReadCPUTimes("/proc/stat") },
 	}
+	b.quiet = quietWait{cpu: func() (procstat.CPUTimes, bool) { return b.cpu() }, now: time.Now, sleep: pause}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -624,10 +628,9 @@ func (b *benchmark) measureAll(ctx context.Context, cs []*contender) {
 		}
 	}
 	// In the idle phase the pooled rows go first, the pool (whose refill
-	// starts a whole sandbox) before the pre-forked one: the refills they
-	// start after each run then have gaps and other rows' runs to finish
-	// before the unpooled rows run, so they do not slow the rows they are
-	// compared with.
+	// starts a whole sandbox) before the pre-forked one. Each run waits
+	// for a quiet machine (quietWait), so no row's run shares the CPUs
+	// with the refill the last one started.
 	idleOrder := slices.Clone(ready)
 	slices.SortStableFunc(idleOrder, func(x, y *contender) int {
 		return cmp.Compare(idleRank[x.row.Name], idleRank[y.row.Name])
@@ -668,8 +671,8 @@ func (b *benchmark) warm(ctx context.Context, c *contender) bool {
 	return true
 }
 
-// idle measures print('hello') arriving one at a time, b.idleGap apart,
-// taking the contenders in turn.
+// idle measures print('hello') arriving one at a time, at least b.idleGap
+// apart and on a quiet machine, taking the contenders in turn.
 func (b *benchmark) idle(ctx context.Context, cs []*contender) error {
 	m := len(cs)
 	if m == 0 {
@@ -815,7 +818,18 @@ func (b *benchmark) execute(ctx context.Context, ps phaseSpec, run func(ctx cont
 		mu  sync.Mutex
 		why = map[int]failure{}
 	)
-	p, err := measure(ctx, ps.n, ps.conc, ps.gap, func(ctx context.Context, i int) (bool, error) {
+	var arrive func(context.Context) bool
+	var loud atomic.Int64 // idle runs that arrived before the machine was quiet
+	if ps.gap > 0 {
+		arrive = func(ctx context.Context) bool {
+			quiet, alive := b.quiet.wait(ctx, ps.gap)
+			if alive && !quiet {
+				loud.Add(1)
+			}
+			return alive
+		}
+	}
+	p, err := measure(ctx, ps.n, ps.conc, arrive, func(ctx context.Context, i int) (bool, error) {
 		o, err := run(ctx, i)
 		if err != nil && ctx.Err() != nil {
 			return false, err
@@ -834,6 +848,10 @@ func (b *benchmark) execute(ctx context.Context, ps phaseSpec, run func(ctx cont
 		}
 		return ok, nil
 	})
+	if n := loud.Load(); n > 0 {
+		b.note("%s: %d of %d runs arrived before the machine was quiet (its CPUs more than %.0f%% busy over each %v of %v)",
+			ps.what, n, ps.n, quietShare*100, quietWindow, quietMax)
+	}
 	return p, why, err
 }
 

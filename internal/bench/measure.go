@@ -25,10 +25,11 @@ type phase struct {
 }
 
 // measure runs n programs with conc workers, each taking the next program
-// when it is done with one (a closed loop), or gap after that (gap > 0 spaces
-// the arrivals out, as in a chat where snippets come one at a time to an idle
-// service), and times every run and the whole phase.
-func measure(ctx context.Context, n, conc int, gap time.Duration, run runFunc) (phase, error) {
+// when it is done with one (a closed loop, arrive nil), or once arrive
+// returns after that (spacing the arrivals out, as in a chat where snippets
+// come one at a time to an idle service; arrive false ends the phase), and
+// times every run and the whole phase.
+func measure(ctx context.Context, n, conc int, arrive func(context.Context) bool, run runFunc) (phase, error) {
 	if conc < 1 {
 		conc = 1
 	}
@@ -46,11 +47,11 @@ func measure(ctx context.Context, n, conc int, gap time.Duration, run runFunc) (
 	for range min(conc, n) {
 		wg.Go(func() {
 			for {
-				if gap > 0 && !pause(ctx, gap) {
-					return
-				}
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if arrive != nil && !arrive(ctx) {
 					return
 				}
 				t := time.Now()
@@ -117,6 +118,11 @@ func pause(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// spaced is an arrival gap after the last run ends.
+func spaced(gap time.Duration) func(context.Context) bool {
+	return func(ctx context.Context) bool { return pause(ctx, gap) }
 }
 
 // percentile returns the nearest-rank q-th percentile (0 < q <= 100) of

@@ -98,7 +98,7 @@ func TestMeasure(t *testing.T) {
 				mu             sync.Mutex
 				seen           = map[int]int{}
 			)
-			p, err := measure(context.Background(), tt.n, tt.conc, 0, func(ctx context.Context, i int) (bool, error) {
+			p, err := measure(context.Background(), tt.n, tt.conc, nil, func(ctx context.Context, i int) (bool, error) {
 				cur := inFlight.Add(1)
 				defer inFlight.Add(-1)
 				for {
@@ -144,7 +144,7 @@ func TestMeasure(t *testing.T) {
 func TestMeasureStopsOnError(t *testing.T) {
 	boom := errors.New("boom")
 	var ran atomic.Int64
-	_, err := measure(context.Background(), 100, 1, 0, func(ctx context.Context, i int) (bool, error) {
+	_, err := measure(context.Background(), 100, 1, nil, func(ctx context.Context, i int) (bool, error) {
 		ran.Add(1)
 		if i == 3 {
 			return false, boom
@@ -161,7 +161,7 @@ func TestMeasureStopsOnError(t *testing.T) {
 
 func TestMeasureCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := measure(ctx, 10, 2, 0, func(ctx context.Context, i int) (bool, error) {
+	_, err := measure(ctx, 10, 2, nil, func(ctx context.Context, i int) (bool, error) {
 		cancel()
 		return true, nil
 	})
@@ -174,7 +174,7 @@ func TestMeasureGap(t *testing.T) {
 	// With a gap, one worker's runs never overlap, and a canceled context
 	// ends the wait before any run.
 	var inFlight, peak atomic.Int64
-	p, err := measure(context.Background(), 4, 1, time.Millisecond, func(ctx context.Context, i int) (bool, error) {
+	p, err := measure(context.Background(), 4, 1, spaced(time.Millisecond), func(ctx context.Context, i int) (bool, error) {
 		if cur := inFlight.Add(1); cur > peak.Load() {
 			peak.Store(cur)
 		}
@@ -188,7 +188,7 @@ func TestMeasureGap(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var ran atomic.Int64
-	_, err = measure(ctx, 5, 1, time.Hour, func(ctx context.Context, i int) (bool, error) {
+	_, err = measure(ctx, 5, 1, spaced(time.Hour), func(ctx context.Context, i int) (bool, error) {
 		ran.Add(1)
 		return true, nil
 	})
@@ -309,6 +309,7 @@ func TestIdleTakesContendersInTurn(t *testing.T) {
 	}
 	b := newBenchmark(Options{IdleRuns: 3, IdleGap: time.Microsecond})
 	b.report = &Report{}
+	b.quiet = newFakeMachine().wait()
 	cs := []*contender{contend("a", false), contend("b", true)}
 	if err := b.idle(context.Background(), cs); err != nil {
 		t.Fatal(err)
@@ -346,6 +347,7 @@ func TestMeasureAllOrders(t *testing.T) {
 	}
 	b := newBenchmark(Options{Concurrency: 1, Warmup: 1, IdleRuns: 2, IdleGap: time.Microsecond, HelloRuns: 1})
 	b.report = &Report{}
+	b.quiet = newFakeMachine().wait()
 	b.measureAll(context.Background(), []*contender{contend(rowBare), contend(rowCold), contend(rowPool), contend(rowFork), contend(rowPrefork)})
 	want := []string{
 		rowBare, rowCold, rowPool, rowFork, rowPrefork, // warm-up

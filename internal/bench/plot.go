@@ -108,7 +108,7 @@ func (b *benchmark) plotRows(ctx context.Context) []PlotRow {
 		if _, err = run(ctx, 0); err == nil {
 			pause(ctx, b.plotGap)
 			var p phase
-			if p, err = measure(ctx, b.plotRuns, 1, b.plotGap, run); err == nil {
+			if p, err = measure(ctx, b.plotRuns, 1, spaced(b.plotGap), run); err == nil {
 				s := summary(1, true, p)
 				row.OK, row.P50MS, row.P90MS = s.Passed, s.P50MS, s.P90MS
 			}

@@ -43,7 +43,8 @@ type Report struct {
 	Isolation string `json:"isolation"`
 	HelloRuns int    `json:"hello_runs"`
 	IdleRuns  int    `json:"idle_runs"`
-	// IdleGapMS spaces the idle runs' arrivals.
+	// IdleGapMS is the least time between an idle run's end and the next
+	// one's arrival, which also waits for a quiet machine.
 	IdleGapMS float64 `json:"idle_gap_ms"`
 	Warmup    int     `json:"warmup_runs"`
 	// HumanEvalPrograms is how many programs each HumanEval phase ran, 0 when
@@ -93,8 +94,9 @@ type Row struct {
 	// StartupMS is how long sandbox.New took (layer detection and canary
 	// runs; a pool fills in the background after it); 0 for bare python.
 	StartupMS float64 `json:"startup_ms,omitempty"`
-	// Idle is print('hello') arriving one at a time, Report.IdleGapMS apart:
-	// the latency a chat user sees from an idle service.
+	// Idle is print('hello') arriving one at a time, at least
+	// Report.IdleGapMS apart, on a quiet machine: the latency a chat user
+	// sees from an idle service.
 	Idle *Stats `json:"hello_idle,omitempty"`
 	// Hello is print('hello') in a closed loop at each concurrency.
 	Hello     []Stats `json:"hello"`
@@ -611,8 +613,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "runblock bench: %d CPUs%s, python %s (%s), executor isolation %q, took %.1f s, load %s at start, %s at end\n",
 		r.NumCPU, machine, r.PythonVersion, r.Python, r.Isolation, r.ElapsedS, cmp.Or(r.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
 	fmt.Fprintf(&b, "print('hello') after %d warm-up runs per row: cN = %d runs in a closed loop at concurrency N;\n", r.Warmup, r.HelloRuns)
-	fmt.Fprintf(&b, "idle = %d runs per row arriving one at a time %.0f ms apart, rows in turn (pooled rows first, so their refills finish before the unpooled rows run)\n",
-		r.IdleRuns, r.IdleGapMS)
+	fmt.Fprintf(&b, "idle = %d runs per row arriving one at a time, rows in turn, each at least %.0f ms after the last ends, once the CPUs have been quiet for %.0f ms\n",
+		r.IdleRuns, r.IdleGapMS, ms(quietWindow))
 	b.WriteString("cold, pool: every sandbox started from scratch (RUNBLOCK_FORKSERVER=off); fork, prefork: each run a fork of the fork server, on demand or pre-forked\n")
 	if pre := r.preloaded(); pre != "" {
 		fmt.Fprintf(&b, "a second fork server preloads %s (RUNBLOCK_PRELOAD) for the snippets that import them; \"preload off\" is the same row without it\n", pre)
