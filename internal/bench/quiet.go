@@ -32,8 +32,8 @@ type quietWait struct {
 }
 
 // wait returns after gap, once the machine is quiet (quiet true), or
-// quietMax after gap (quiet false, also where the CPU times cannot be
-// read); alive is false when ctx ended first.
+// quietMax after gap (quiet false); where the CPU times cannot be read,
+// after gap alone, as quiet. alive is false when ctx ended first.
 func (q quietWait) wait(ctx context.Context, gap time.Duration) (quiet, alive bool) {
 	type sample struct {
 		at  time.Time
@@ -48,7 +48,7 @@ func (q quietWait) wait(ctx context.Context, gap time.Duration) (quiet, alive bo
 		return ok
 	}
 	if !read() {
-		return false, q.sleep(ctx, gap)
+		return true, q.sleep(ctx, gap)
 	}
 	if !q.sleep(ctx, gap) {
 		return false, false
@@ -56,7 +56,7 @@ func (q quietWait) wait(ctx context.Context, gap time.Duration) (quiet, alive bo
 	deadline := q.now().Add(quietMax)
 	for {
 		if !read() {
-			return false, true
+			return true, true
 		}
 		last := seen[len(seen)-1]
 		// The newest sample at least quietWindow old; those before it no
