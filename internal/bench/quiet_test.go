@@ -11,7 +11,7 @@ import (
 )
 
 // fakeMachine is a 2-CPU machine on a fake clock: /proc/stat's ticks (10
-// ms) as its CPUs spend them, one CPU busy while busy is past now.
+// ms) as its CPUs spend them, one CPU busy while busyTill is past now.
 type fakeMachine struct {
 	mu       sync.Mutex
 	now      time.Time
